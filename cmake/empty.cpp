@@ -1,0 +1,1 @@
+// Stands in for a layer with no sources yet.

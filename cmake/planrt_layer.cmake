@@ -1,0 +1,32 @@
+# planrt_layer(NAME DIR DEPS...): one static library per layer of DESIGN §2, from every
+# source file in src/DIR. Deps name the lower layers it may use; a layer never lists a
+# higher one, so an include of a higher layer fails to link rather than slipping in.
+function(planrt_layer name dir)
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS
+       ${PROJECT_SOURCE_DIR}/src/${dir}/*.cpp)
+  if(PLANRT_HAVE_CUDA)
+    file(GLOB_RECURSE cu_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${dir}/*.cu)
+    list(APPEND srcs ${cu_srcs})
+  endif()
+  if(NOT srcs)
+    set(srcs ${PROJECT_SOURCE_DIR}/cmake/empty.cpp)  # a layer not written yet
+  endif()
+  add_library(${name} STATIC ${srcs})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${PLANRT_WARNINGS}>)
+  target_link_libraries(${name} PUBLIC ${ARGN})
+endfunction()
+
+# planrt_test(NAME DIR LIBS...): one GoogleTest binary from every tests/DIR/*.cpp.
+function(planrt_test name dir)
+  file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${dir}/*.cpp)
+  if(NOT srcs)
+    return()
+  endif()
+  add_executable(${name} ${srcs})
+  target_compile_options(${name} PRIVATE ${PLANRT_WARNINGS})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_link_libraries(${name} PRIVATE ${ARGN} planrt_test_support GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+                       PROPERTIES ENVIRONMENT "PLANRT_TEST_DATA=${PROJECT_SOURCE_DIR}/tests/data")
+endfunction()
