@@ -1,0 +1,61 @@
+// The kernel interface and the op table (DESIGN §9): one table of op names shared by the
+// builder (which ops exist, how many operands) and the runtime (which function runs one).
+//
+// A kernel reads `inputs` and writes `outputs`. Every view is contiguous; outputs already
+// have their final shapes (the runtime computes them from the program's shapes) and point
+// at memory the caller owns. A kernel checks that the shapes and dtypes it was given are
+// consistent and returns InvalidArgument naming the op and the operands otherwise; it never
+// allocates from the planned arenas, never throws, never aborts. An absent optional operand
+// is TensorView::none(). Kernels are stateless and may run concurrently on distinct outputs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "planrt/core/result.h"
+#include "planrt/core/tensor_view.h"
+
+namespace planrt::kernels {
+
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, bool>;
+
+// Attributes of one op call, parsed once at load time (never on the hot path).
+class OpAttrs {
+ public:
+  void set(std::string name, AttrValue value) { values_[std::move(name)] = std::move(value); }
+  bool has(std::string_view name) const;
+  // Absent: `fallback`. Present with another type: an error naming the attribute.
+  Result<int64_t> get_int(std::string_view name, int64_t fallback) const;
+  Result<double> get_float(std::string_view name, double fallback) const;  // ints widen
+  Result<bool> get_bool(std::string_view name, bool fallback) const;
+  Result<std::string> get_string(std::string_view name, std::string fallback) const;
+  Result<std::vector<int64_t>> get_ints(std::string_view name) const;  // absent: NotFound
+  const std::map<std::string, AttrValue, std::less<>>& values() const { return values_; }
+
+ private:
+  std::map<std::string, AttrValue, std::less<>> values_;
+};
+
+using KernelFn = Status (*)(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                            std::span<const TensorView> outputs);
+
+struct OpInfo {
+  std::string_view name;
+  int min_inputs;   // required operands
+  int max_inputs;   // with optional ones; -1: variadic (concat)
+  int num_outputs;
+};
+
+// Every op of §9; nullptr for an unknown name.
+const OpInfo* find_op(std::string_view name);
+std::span<const OpInfo> all_ops();
+
+// The CPU implementation of `name`; NotFound for an unknown op.
+Result<KernelFn> find_cpu_kernel(std::string_view name);
+
+}  // namespace planrt::kernels
