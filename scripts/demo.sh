@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds Release, builds a sample program from the transformer
+# template and runs it, printing outputs, latency and the memory report.
+# Idempotent; works from a fresh clone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/deps.sh
+
+build_dir=${PLANRT_BUILD_DIR:-build/release}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLANRT_BUILD_TESTS=OFF \
+  -DPLANRT_CUDA="${PLANRT_CUDA:-AUTO}"
+cmake --build "$build_dir" -j "$(nproc)" --target planrt_cli
+
+planrt="$build_dir/tools/planrt"
+out=${PLANRT_DEMO_DIR:-out/demo}
+mkdir -p "$out"
+
+# The CUDA backend arrives with the CUDA issue; until then the demo runs on the CPU.
+partition=cpu
+echo "== demo: device cpu (partition $partition)"
+
+echo "== planrt build --template transformer --layers 2 --d-model 512 --heads 8 --ffn 2048 --max-seq 2048"
+"$planrt" build --template transformer --layers 2 --d-model 512 --heads 8 --ffn 2048 \
+  --max-seq 2048 --weights random:0 --partition "$partition" -o "$out/transformer.prog"
+
+echo "== planrt inspect"
+"$planrt" inspect "$out/transformer.prog" --plot "$out/plan.svg"
+
+echo "== planrt run (S=128, 2 warm-up + 20 timed iterations)"
+"$planrt" run "$out/transformer.prog" --random-inputs 0 --dim S=128 --warmup 2 --iterations 20 \
+  --output-dir "$out/outputs"
+echo "== outputs in $out/outputs, memory plan drawn in $out/plan.svg"
