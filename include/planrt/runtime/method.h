@@ -1,0 +1,78 @@
+// Method: a loaded method of a Program, ready to execute (DESIGN §3, §7).
+//
+// Memory (placement rules 2, 3, 5):
+// - A host method (every planned buffer on the CPU) shares, by default, one set of host
+//   arenas with every other host method of the same Program: one arena per buffer index,
+//   sized when the first host method is loaded to the largest size any host method of the
+//   program asks for at that index, and released when the last Method using it is
+//   destroyed. Host methods therefore overwrite each other's intermediate values, never
+//   what execute() returned (outputs are copied out). LoadMethodOptions::
+//   share_memory_arenas = false gives the method arenas of its own instead.
+// - A method with any device-tagged buffer always gets its own arenas, device first.
+// - Destroying (unloading) a Method releases its own arenas and its backend handles.
+//
+// Ownership: move-only. A Method keeps its Program's file (mapping, constants) alive, so it
+// may outlive the Program object it came from. Registered allocators and backends it used
+// must outlive it.
+// Thread safety: calls that run the method (execute, run) take the lock of its arenas, so
+// calls on one Method, or on host methods sharing arenas, are serialized rather than racing;
+// methods with their own arenas run in parallel. Anything read after run() (outputs(),
+// copy_outputs_into) is valid only until the next run of a method sharing its arenas, and
+// must not race with one.
+// Errors: execute/run return InvalidArgument (wrong input count, dtype, rank, static dim,
+// dims that disagree across inputs, non-host or non-contiguous input), OutOfRange (a dim
+// outside its bounds, naming input, dim, value and bounds), or the failing instruction's
+// error prefixed with the method, instruction index, op and node.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "planrt/core/result.h"
+#include "planrt/core/tensor_view.h"
+#include "planrt/runtime/backend.h"
+#include "planrt/runtime/method_meta.h"
+#include "planrt/runtime/tensor.h"
+
+namespace planrt {
+
+struct LoadMethodOptions {
+  BackendOptions backend_options;
+  // Host methods share one set of host arenas (rule 2). Off: this method gets its own.
+  bool share_memory_arenas = true;
+};
+
+class Method {
+ public:
+  Method(Method&&) noexcept;
+  Method& operator=(Method&&) noexcept;
+  ~Method();
+
+  const std::string& name() const;
+  const MethodMeta& meta() const;
+  // True when this method uses the program's shared host arenas.
+  bool shares_memory_arenas() const;
+
+  // Binds dims, copies `inputs` (contiguous host views, in the method's input order) in,
+  // runs every instruction and returns the outputs as owned tensors.
+  Result<std::vector<Tensor>> execute(std::span<const TensorView> inputs);
+
+  // The loop the CLI times: everything execute() does except copying the outputs out.
+  Status run(std::span<const TensorView> inputs);
+  // Views of the outputs of the last run(), in planned memory (see thread safety above).
+  // InvalidArgument when the method has not run yet.
+  Result<std::vector<TensorView>> outputs() const;
+  // Copies the last run's outputs into `dst` (contiguous host views of matching dtype/shape).
+  Status copy_outputs_into(std::span<const TensorView> dst) const;
+
+  struct Impl;
+
+ private:
+  friend class Program;
+  explicit Method(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace planrt

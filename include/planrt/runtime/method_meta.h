@@ -1,0 +1,76 @@
+// MethodMeta: what a method needs and produces, answered from the program alone, before
+// (and without) loading the method (placement rule 6, DESIGN §3).
+//
+// A plain value: it copies what it reports out of the program, so it stays valid after
+// the Program is gone, and is safe to copy and to share between threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planrt/core/device.h"
+#include "planrt/runtime/tensor_spec.h"
+
+namespace planrt {
+
+struct PlannedBufferInfo {
+  uint64_t size_bytes = 0;
+  Device device;
+};
+
+struct SegmentInfo {
+  std::string name;
+  std::string backend;
+  Device device;
+  uint32_t num_nodes = 0;
+  uint64_t blob_bytes = 0;
+  uint64_t scratch_bytes = 0;  // the segment graph's planned scratch (0 for cpu segments)
+};
+
+struct PlanStatInfo {
+  Device device;
+  std::string planner;
+  uint64_t lower_bound_bytes = 0;
+  uint64_t planned_bytes = 0;
+  uint32_t num_tensors = 0;
+};
+
+// What loading and running the method costs on one device.
+struct MemoryEstimate {
+  Device device;
+  // The method's planned buffers on this device. For a host method that shares arenas
+  // (the default), what is actually allocated is Program::shared_host_arena_bytes(),
+  // once for all host methods.
+  uint64_t planned_bytes = 0;
+  // Distinct constants read on this device: by kernels (cpu) or inside delegate segments
+  // placed here. Constants are mapped from the file, so on the CPU they are resident only
+  // once touched; a device backend is expected to upload what it reads.
+  uint64_t weights_bytes = 0;
+  // Segment graph scratch on this device under the current options: each segment's own
+  // scratch_bytes (no shared activation-scratch pooling yet, DESIGN §6).
+  uint64_t engine_scratch_bytes = 0;
+};
+
+struct MethodMeta {
+  std::string name;
+  std::vector<DimSpec> dims;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  // Dense: entry i is planned buffer i.
+  std::vector<PlannedBufferInfo> planned_buffers;
+  std::vector<SegmentInfo> segments;
+  // Distinct backend names of the delegate segments, in first-use order ("cpu" excluded).
+  std::vector<std::string> backends;
+  std::vector<PlanStatInfo> plan;
+  // One entry per device the method touches, CPU first.
+  std::vector<MemoryEstimate> memory;
+  size_t num_instructions = 0;
+
+  // True when any planned buffer is on a non-CPU device (rule 3: own arenas).
+  bool uses_device_memory() const;
+  // Sum of planned buffer sizes on `device`.
+  uint64_t planned_bytes_on(Device device) const;
+};
+
+}  // namespace planrt
