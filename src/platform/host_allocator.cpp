@@ -1,0 +1,55 @@
+#include <cstring>
+#include <new>
+
+#include "planrt/platform/device_allocator.h"
+
+namespace planrt {
+namespace {
+
+class HostAllocator final : public DeviceAllocator {
+ public:
+  DeviceType device_type() const override { return DeviceType::CPU; }
+
+  Result<void*> allocate(size_t nbytes, Device device) override {
+    if (!device.is_cpu()) {
+      return make_error(ErrorCode::NotSupported, "the host allocator cannot allocate on {}",
+                        to_string(device));
+    }
+    if (nbytes == 0) return static_cast<void*>(nullptr);
+    // nothrow + align_val_t: a failed allocation becomes a Status, never bad_alloc.
+    void* p = ::operator new(nbytes, std::align_val_t(kHostAlignment), std::nothrow);
+    if (p == nullptr) {
+      return make_error(ErrorCode::OutOfMemory, "host allocation of {} bytes failed", nbytes);
+    }
+    return p;
+  }
+
+  void deallocate(void* ptr, size_t, Device) override {
+    if (ptr != nullptr) ::operator delete(ptr, std::align_val_t(kHostAlignment));
+  }
+
+  Status copy_host_to_device(void* dst, const void* src, size_t nbytes, Device) override {
+    return copy(dst, src, nbytes);
+  }
+  Status copy_device_to_host(void* dst, const void* src, size_t nbytes, Device) override {
+    return copy(dst, src, nbytes);
+  }
+  Status copy_device_to_device(void* dst, const void* src, size_t nbytes, Device) override {
+    return copy(dst, src, nbytes);
+  }
+
+ private:
+  static Status copy(void* dst, const void* src, size_t nbytes) {
+    if (nbytes != 0) std::memmove(dst, src, nbytes);
+    return {};
+  }
+};
+
+}  // namespace
+
+DeviceAllocator& host_allocator() {
+  static HostAllocator allocator;
+  return allocator;
+}
+
+}  // namespace planrt

@@ -1,0 +1,100 @@
+// The loaded form of a method, shared by loading (method_load.cpp) and running
+// (method_run.cpp). Everything is resolved at load so a run does no lookups and no parsing.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel.h"
+#include "planrt/platform/device_allocator.h"
+#include "planrt/runtime/method.h"
+#include "program_state.h"
+
+namespace planrt {
+
+struct ValueSlot {
+  fb::ValueKind kind = fb::ValueKind::Planned;
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<DimRef> shape;
+  Device device;
+  uint32_t buffer = 0;     // Planned
+  uint64_t offset = 0;     // Planned
+  uint8_t* data = nullptr; // arena + offset, or the mapped constant
+};
+
+// A delegate segment's backend handle, destroyed exactly once.
+class DelegateSlot {
+ public:
+  DelegateSlot(Backend* backend, BackendHandle handle) : backend_(backend), handle_(handle) {}
+  DelegateSlot(DelegateSlot&& o) noexcept
+      : backend_(o.backend_), handle_(std::exchange(o.handle_, nullptr)) {}
+  DelegateSlot& operator=(DelegateSlot&&) = delete;
+  DelegateSlot(const DelegateSlot&) = delete;
+  ~DelegateSlot() {
+    if (handle_ != nullptr) backend_->destroy(handle_);
+  }
+  Backend* backend() const { return backend_; }
+  BackendHandle handle() const { return handle_; }
+
+ private:
+  Backend* backend_;
+  BackendHandle handle_;
+};
+
+enum class CopyKind { HostToHost, HostToDevice, DeviceToHost, DeviceToDevice };
+
+struct Step {
+  fb::InstructionKind kind = fb::InstructionKind::Kernel;
+  std::string op;
+  std::string node;
+  std::vector<uint32_t> inputs;   // format::kNoValue for an absent optional operand
+  std::vector<uint32_t> outputs;
+  // Kernel
+  kernels::KernelFn fn = nullptr;
+  kernels::OpAttrs attrs;
+  // Delegate: index into Method::Impl::delegates
+  size_t delegate = 0;
+  std::string segment_name;
+  // Copy
+  CopyKind copy = CopyKind::HostToHost;
+  DeviceAllocator* copy_allocator = nullptr;
+  Device copy_device;
+  // Operand views, refilled on each run (no allocation on the hot path).
+  std::vector<TensorView> in_views;
+  std::vector<TensorView> out_views;
+};
+
+struct Method::Impl {
+  // Declared first so it is destroyed last: everything below points into the file.
+  std::shared_ptr<Program::State> program;
+  MethodMeta meta;
+  std::vector<ValueSlot> values;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  std::vector<Step> steps;
+  std::shared_ptr<ArenaSet> arenas;
+  bool shared_arenas = false;
+  // After `arenas`, so handles are destroyed while the memory they saw still exists.
+  std::vector<DelegateSlot> delegates;
+
+  // State of the last run.
+  std::vector<int64_t> bound;  // per named dim, -1 unbound
+  std::vector<Shape> shapes;   // per value
+  bool has_run = false;
+
+  // The error prefix of step `index`.
+  std::string where(size_t index) const;
+  TensorView view_of(uint32_t id) const;
+  // Runs with the arena lock held.
+  Status run_locked(std::span<const TensorView> inputs);
+  Status copy_out_locked(std::span<const TensorView> dst) const;
+};
+
+// Loads `method` of the program (Program::load_method's work).
+Result<std::unique_ptr<Method::Impl>> load_method_impl(std::shared_ptr<Program::State> state,
+                                                       const fb::Method& method,
+                                                       const LoadMethodOptions& options);
+
+}  // namespace planrt

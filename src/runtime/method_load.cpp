@@ -1,0 +1,448 @@
+// load_method: resolve and check everything once, then place the arenas (rules 2-4) and
+// init the delegate segments. Any failure returns before the Method exists; the RAII
+// members of the half-built Impl give back whatever was taken.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/ranges.h>
+
+#include "fb_convert.h"
+#include "method_impl.h"
+#include "method_meta_builder.h"
+#include "op_attrs.h"
+
+namespace planrt {
+
+using runtime_detail::size_of;
+using runtime_detail::str;
+using runtime_detail::to_device;
+using runtime_detail::to_dim_refs;
+using runtime_detail::to_dtype;
+using runtime_detail::to_options;
+
+namespace {
+
+std::vector<uint32_t> ids_of(const flatbuffers::Vector<uint32_t>* v) {
+  return v == nullptr ? std::vector<uint32_t>() : std::vector<uint32_t>(v->begin(), v->end());
+}
+
+// Loads one method; `impl` collects what later steps (and the destructor) need.
+class Loader {
+ public:
+  Loader(Method::Impl& impl, const fb::Method& method, const LoadMethodOptions& options)
+      : impl_(impl), method_(method), options_(options), file_(impl.program->file),
+        name_(impl.meta.name) {}
+
+  Status load() {
+    PLANRT_RETURN_IF_ERROR(load_values());
+    PLANRT_RETURN_IF_ERROR(load_io());
+    PLANRT_RETURN_IF_ERROR(check_dims_bound_by_inputs());
+    PLANRT_RETURN_IF_ERROR(load_steps());
+    // Everything above allocated no method memory: a bad program or an unknown op or
+    // backend is reported before any arena exists.
+    PLANRT_RETURN_IF_ERROR(place_arenas());
+    PLANRT_RETURN_IF_ERROR(init_delegates());
+    bind_value_memory();
+    impl_.bound.assign(impl_.meta.dims.size(), -1);
+    impl_.shapes.assign(impl_.values.size(), Shape());
+    return {};
+  }
+
+ private:
+  Status error(ErrorCode code, std::string message) const {
+    return Status(code, fmt::format("method '{}': {}", name_, message));
+  }
+
+  std::string step_name(size_t k, const fb::Instruction& ins) const {
+    switch (ins.kind()) {
+      case fb::InstructionKind::Kernel:
+        return fmt::format("instruction {} (kernel '{}', node '{}')", k, str(ins.op()), str(ins.node()));
+      case fb::InstructionKind::Copy:
+        return fmt::format("instruction {} (copy, node '{}')", k, str(ins.node()));
+      default:
+        return fmt::format("instruction {} (delegate to segment {}, node '{}')", k, ins.segment(),
+                           str(ins.node()));
+    }
+  }
+
+  Status load_values() {
+    size_t num_buffers = impl_.meta.planned_buffers.size();
+    size_t num_constants = size_of(file_.program().constants());
+    if (method_.values() == nullptr) return {};
+    impl_.values.reserve(method_.values()->size());
+    for (const fb::Value* v : *method_.values()) {
+      size_t id = impl_.values.size();
+      ValueSlot slot;
+      slot.kind = v->kind();
+      slot.name = std::string(str(v->name()));
+      slot.dtype = to_dtype(v->dtype());
+      slot.shape = to_dim_refs(v->shape());
+      for (size_t d = 0; d < slot.shape.size(); ++d) {
+        const DimRef& r = slot.shape[d];
+        bool ok = r.is_static() ? r.value >= 0
+                                : (static_cast<size_t>(r.dim) < impl_.meta.dims.size() && r.value > 0);
+        if (!ok) {
+          return error(ErrorCode::InvalidProgram,
+                       fmt::format("value {} '{}' has a malformed dim {} (value {}, dim {})", id,
+                                   slot.name, d, r.value, r.dim));
+        }
+      }
+      switch (v->kind()) {
+        case fb::ValueKind::Planned:
+          if (v->buffer() >= num_buffers) {
+            return error(ErrorCode::InvalidProgram,
+                         fmt::format("value {} '{}' is in planned buffer {}, but there are {}", id,
+                                     slot.name, v->buffer(), num_buffers));
+          }
+          slot.buffer = v->buffer();
+          slot.offset = v->offset();
+          slot.device = impl_.meta.planned_buffers[v->buffer()].device;
+          break;
+        case fb::ValueKind::Constant: {
+          if (v->constant() >= num_constants) {
+            return error(ErrorCode::InvalidProgram,
+                         fmt::format("value {} '{}' is constant {}, but there are {}", id,
+                                     slot.name, v->constant(), num_constants));
+          }
+          // Kernels take mutable views; constants are only ever read (outputs must be Planned).
+          slot.data = const_cast<uint8_t*>(file_.constant_data(v->constant()).data());
+          slot.device = Device::cpu();
+          break;
+        }
+        default:
+          return error(ErrorCode::InvalidProgram,
+                       fmt::format("value {} '{}' is a Temporary, which only a segment graph may hold",
+                                   id, slot.name));
+      }
+      impl_.values.push_back(std::move(slot));
+    }
+    return {};
+  }
+
+  Status check_io(const std::vector<uint32_t>& ids, std::string_view what) const {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] >= impl_.values.size()) {
+        return error(ErrorCode::InvalidProgram,
+                     fmt::format("{} {} is value {}, but there are {}", what, i, ids[i],
+                                 impl_.values.size()));
+      }
+      const ValueSlot& v = impl_.values[ids[i]];
+      if (v.kind != fb::ValueKind::Planned || !v.device.is_cpu()) {
+        return error(ErrorCode::InvalidProgram,
+                     fmt::format("{} {} '{}' must be planned in a CPU buffer (it is on {})", what, i,
+                                 v.name, to_string(v.device)));
+      }
+    }
+    return {};
+  }
+
+  Status load_io() {
+    impl_.inputs = ids_of(method_.inputs());
+    impl_.outputs = ids_of(method_.outputs());
+    PLANRT_RETURN_IF_ERROR(check_io(impl_.inputs, "input"));
+    return check_io(impl_.outputs, "output");
+  }
+
+  // Every shape must be computable from the inputs alone.
+  Status check_dims_bound_by_inputs() const {
+    std::vector<bool> bound(impl_.meta.dims.size(), false);
+    for (uint32_t id : impl_.inputs) {
+      for (const DimRef& r : impl_.values[id].shape) {
+        if (!r.is_static()) bound[static_cast<size_t>(r.dim)] = true;
+      }
+    }
+    for (const ValueSlot& v : impl_.values) {
+      for (const DimRef& r : v.shape) {
+        if (!r.is_static() && !bound[static_cast<size_t>(r.dim)]) {
+          return error(ErrorCode::InvalidProgram,
+                       fmt::format("value '{}' refers to dim '{}', which no input determines",
+                                   v.name, impl_.meta.dims[static_cast<size_t>(r.dim)].name));
+        }
+      }
+    }
+    return {};
+  }
+
+  Status check_operand(size_t k, const fb::Instruction& ins, uint32_t id, bool is_output,
+                       bool optional) const {
+    if (id == format::kNoValue && optional) return {};
+    if (id >= impl_.values.size()) {
+      return error(ErrorCode::InvalidProgram,
+                   fmt::format("{}: operand value {} is out of range ({} values)",
+                               step_name(k, ins), id, impl_.values.size()));
+    }
+    const ValueSlot& v = impl_.values[id];
+    if (is_output && v.kind != fb::ValueKind::Planned) {
+      return error(ErrorCode::InvalidProgram,
+                   fmt::format("{} writes value '{}', which is not planned memory",
+                               step_name(k, ins), v.name));
+    }
+    return {};
+  }
+
+  Status load_kernel(size_t k, const fb::Instruction& ins, Step& step) {
+    const kernels::OpInfo* info = kernels::find_op(step.op);
+    Result<kernels::KernelFn> fn = kernels::find_cpu_kernel(step.op);
+    if (info == nullptr || !fn.ok()) {
+      return error(ErrorCode::NotFound,
+                   fmt::format("{}: unknown op '{}'", step_name(k, ins), step.op));
+    }
+    auto n_in = static_cast<int>(step.inputs.size());
+    auto n_out = static_cast<int>(step.outputs.size());
+    if (n_in < info->min_inputs || (info->max_inputs >= 0 && n_in > info->max_inputs) ||
+        n_out != info->num_outputs) {
+      return error(ErrorCode::InvalidProgram,
+                   fmt::format("{}: {} inputs and {} outputs; op '{}' takes {}..{} inputs and {} "
+                               "outputs",
+                               step_name(k, ins), n_in, n_out, step.op, info->min_inputs,
+                               info->max_inputs, info->num_outputs));
+    }
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      PLANRT_RETURN_IF_ERROR(check_operand(k, ins, step.inputs[i], false, true));
+    }
+    for (uint32_t id : step.outputs) PLANRT_RETURN_IF_ERROR(check_operand(k, ins, id, true, false));
+    for (const std::vector<uint32_t>* ids : {&step.inputs, &step.outputs}) {
+      for (uint32_t id : *ids) {
+        if (id == format::kNoValue || impl_.values[id].device.is_cpu()) continue;
+        return error(ErrorCode::InvalidProgram,
+                     fmt::format("{} touches value '{}' on {}; kernels run on CPU values only",
+                                 step_name(k, ins), impl_.values[id].name,
+                                 to_string(impl_.values[id].device)));
+      }
+    }
+    step.fn = *fn;
+    Result<kernels::OpAttrs> attrs = runtime_detail::parse_op_attrs(ins);
+    if (!attrs.ok()) return attrs.status().with_context(fmt::format("method '{}': {}", name_, step_name(k, ins)));
+    step.attrs = std::move(attrs).value();
+    return {};
+  }
+
+  Status load_copy(size_t k, const fb::Instruction& ins, Step& step) {
+    if (step.inputs.size() != 1 || step.outputs.size() != 1) {
+      return error(ErrorCode::InvalidProgram,
+                   fmt::format("{} has {} inputs and {} outputs, expected 1 and 1",
+                               step_name(k, ins), step.inputs.size(), step.outputs.size()));
+    }
+    PLANRT_RETURN_IF_ERROR(check_operand(k, ins, step.inputs[0], false, false));
+    PLANRT_RETURN_IF_ERROR(check_operand(k, ins, step.outputs[0], true, false));
+    const ValueSlot& src = impl_.values[step.inputs[0]];
+    const ValueSlot& dst = impl_.values[step.outputs[0]];
+    if (src.dtype != dst.dtype || src.shape.size() != dst.shape.size() ||
+        !std::equal(src.shape.begin(), src.shape.end(), dst.shape.begin(),
+                    [](const DimRef& a, const DimRef& b) { return a.value == b.value && a.dim == b.dim; })) {
+      return error(ErrorCode::InvalidProgram,
+                   fmt::format("{} copies '{}' ({} {}) to '{}' ({} {})", step_name(k, ins), src.name,
+                               dtype_name(src.dtype), shape_string(src.shape, impl_.meta.dims),
+                               dst.name, dtype_name(dst.dtype), shape_string(dst.shape, impl_.meta.dims)));
+    }
+    Device device = dst.device;
+    if (src.device.is_cpu()) {
+      step.copy = dst.device.is_cpu() ? CopyKind::HostToHost : CopyKind::HostToDevice;
+    } else if (dst.device.is_cpu()) {
+      step.copy = CopyKind::DeviceToHost;
+      device = src.device;
+    } else if (src.device.type == dst.device.type) {
+      step.copy = CopyKind::DeviceToDevice;
+    } else {
+      return error(ErrorCode::NotSupported,
+                   fmt::format("{} copies between {} and {}", step_name(k, ins),
+                               to_string(src.device), to_string(dst.device)));
+    }
+    step.copy_device = device;
+    if (step.copy != CopyKind::HostToHost) {
+      step.copy_allocator = get_device_allocator(device.type);
+      if (step.copy_allocator == nullptr) {
+        return error(ErrorCode::NotSupported,
+                     fmt::format("{}: no allocator is registered for {}", step_name(k, ins),
+                                 to_string(device)));
+      }
+    }
+    return {};
+  }
+
+  Status load_delegate(size_t k, const fb::Instruction& ins, Step& step) {
+    size_t num_segments = size_of(method_.segments());
+    if (ins.segment() < 0 || static_cast<size_t>(ins.segment()) >= num_segments) {
+      return error(ErrorCode::InvalidProgram,
+                   fmt::format("{} calls segment {}, but there are {}", step_name(k, ins),
+                               ins.segment(), num_segments));
+    }
+    auto seg_index = static_cast<uint32_t>(ins.segment());
+    const fb::Segment& seg = *method_.segments()->Get(seg_index);
+    Device device = to_device(seg.device());
+    step.segment_name = std::string(str(seg.name()));
+    for (const std::vector<uint32_t>* ids : {&step.inputs, &step.outputs}) {
+      for (uint32_t id : *ids) {
+        PLANRT_RETURN_IF_ERROR(check_operand(k, ins, id, ids == &step.outputs, false));
+        const ValueSlot& v = impl_.values[id];
+        if (v.kind != fb::ValueKind::Planned || v.device != device) {
+          return error(ErrorCode::InvalidProgram,
+                       fmt::format("{} passes value '{}' on {} to segment '{}' on {}; delegate "
+                                   "operands are planned on the segment's device",
+                                   step_name(k, ins), v.name, to_string(v.device),
+                                   step.segment_name, to_string(device)));
+        }
+      }
+    }
+    auto [it, inserted] = segment_to_delegate_.emplace(seg_index, pending_.size());
+    if (inserted) {
+      std::string backend_name(str(seg.backend()));
+      Backend* backend = get_backend(backend_name);
+      if (backend == nullptr) {
+        return error(ErrorCode::NotFound,
+                     fmt::format("backend '{}' of segment {} '{}' is not registered (registered: {})",
+                                 backend_name, seg_index, step.segment_name,
+                                 fmt::join(registered_backends(), ", ")));
+      }
+      pending_.push_back({seg_index, backend});
+    }
+    step.delegate = it->second;
+    return {};
+  }
+
+  Status load_steps() {
+    if (method_.instructions() == nullptr) return {};
+    impl_.steps.reserve(method_.instructions()->size());
+    size_t k = 0;
+    for (const fb::Instruction* ins : *method_.instructions()) {
+      Step step;
+      step.kind = ins->kind();
+      step.op = std::string(str(ins->op()));
+      step.node = std::string(str(ins->node()));
+      step.inputs = ids_of(ins->inputs());
+      step.outputs = ids_of(ins->outputs());
+      switch (ins->kind()) {
+        case fb::InstructionKind::Kernel: PLANRT_RETURN_IF_ERROR(load_kernel(k, *ins, step)); break;
+        case fb::InstructionKind::Copy: PLANRT_RETURN_IF_ERROR(load_copy(k, *ins, step)); break;
+        case fb::InstructionKind::Delegate: PLANRT_RETURN_IF_ERROR(load_delegate(k, *ins, step)); break;
+        default:
+          return error(ErrorCode::InvalidProgram,
+                       fmt::format("instruction {} has unknown kind {}", k, static_cast<int>(ins->kind())));
+      }
+      step.in_views.resize(step.inputs.size());
+      step.out_views.resize(step.outputs.size());
+      impl_.steps.push_back(std::move(step));
+      ++k;
+    }
+    return {};
+  }
+
+  Status place_arenas() {
+    const MethodMeta& meta = impl_.meta;
+    std::vector<uint64_t> sizes;
+    std::vector<Device> devices;
+    for (const PlannedBufferInfo& b : meta.planned_buffers) {
+      sizes.push_back(b.size_bytes);
+      devices.push_back(b.device);
+    }
+    // Rule 3: a device method never shares; rule 2: host methods share unless told not to.
+    if (meta.uses_device_memory() || !options_.share_memory_arenas) {
+      PLANRT_ASSIGN_OR_RETURN(MemoryManager memory, MemoryManager::create(sizes, devices, name_));
+      impl_.arenas = std::make_shared<ArenaSet>();
+      impl_.arenas->memory = std::move(memory);
+      impl_.shared_arenas = false;
+      return {};
+    }
+    PLANRT_ASSIGN_OR_RETURN(impl_.arenas, impl_.program->acquire_shared_host(name_));
+    impl_.shared_arenas = true;
+    const MemoryManager& shared = impl_.arenas->memory;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (i >= shared.num_buffers() || shared.size(i) < sizes[i]) {
+        return error(ErrorCode::Internal,
+                     fmt::format("planned buffer {} ({} bytes) does not fit the shared host arena",
+                                 i, sizes[i]));
+      }
+    }
+    return {};
+  }
+
+  Status init_delegates() {
+    const fb::Program& program = file_.program();
+    std::vector<BackendOption> program_specs = to_options(program.compile_specs());
+    const format::ProgramFile* file = &file_;
+    for (const Pending& p : pending_) {
+      const fb::Segment& seg = *method_.segments()->Get(p.segment);
+      std::string backend_name(str(seg.backend()));
+      std::string segment_name(str(seg.name()));
+      // The program's specs, then the segment's: a later key wins.
+      std::vector<BackendOption> specs = program_specs;
+      std::vector<BackendOption> seg_specs = to_options(seg.compile_specs());
+      specs.insert(specs.end(), seg_specs.begin(), seg_specs.end());
+      std::span<const BackendOption> load_options;
+      if (auto it = options_.backend_options.find(backend_name); it != options_.backend_options.end()) {
+        load_options = it->second;
+      }
+      BackendInitContext ctx;
+      ctx.device = to_device(seg.device());
+      ctx.method_name = name_;
+      ctx.segment_name = segment_name;
+      ctx.dims = impl_.meta.dims;
+      ctx.options = load_options;
+      ctx.num_constants = static_cast<uint32_t>(size_of(program.constants()));
+      ctx.constant = [file](uint32_t index) -> Result<ConstantRef> {
+        const fb::Program& prog = file->program();
+        if (index >= size_of(prog.constants())) {
+          return make_error(ErrorCode::OutOfRange, "constant {} is out of range ({} constants)",
+                            index, size_of(prog.constants()));
+        }
+        const fb::Constant* c = prog.constants()->Get(index);
+        ConstantRef ref;
+        ref.name = str(c->name());
+        ref.dtype = to_dtype(c->dtype());
+        if (c->shape() != nullptr) {
+          std::vector<int64_t> dims(c->shape()->begin(), c->shape()->end());
+          PLANRT_ASSIGN_OR_RETURN(ref.shape, Shape::from(dims));
+        }
+        ref.data = file->constant_data(index);
+        return ref;
+      };
+      std::span<const uint8_t> blob;
+      if (seg.blob() != nullptr) blob = {seg.blob()->data(), seg.blob()->size()};
+      Result<BackendHandle> handle = p.backend->init(blob, specs, ctx);
+      if (!handle.ok()) {
+        return handle.status().with_context(fmt::format(
+            "method '{}': segment {} '{}' (backend '{}') init", name_, p.segment, segment_name,
+            backend_name));
+      }
+      impl_.delegates.emplace_back(p.backend, *handle);
+    }
+    return {};
+  }
+
+  void bind_value_memory() {
+    const MemoryManager& memory = impl_.arenas->memory;
+    for (ValueSlot& v : impl_.values) {
+      if (v.kind != fb::ValueKind::Planned) continue;
+      auto* base = static_cast<uint8_t*>(memory.buffer(v.buffer));
+      v.data = base == nullptr ? nullptr : base + v.offset;
+    }
+  }
+
+  struct Pending {
+    uint32_t segment;
+    Backend* backend;
+  };
+
+  Method::Impl& impl_;
+  const fb::Method& method_;
+  const LoadMethodOptions& options_;
+  const format::ProgramFile& file_;
+  const std::string& name_;
+  std::map<uint32_t, size_t> segment_to_delegate_;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Method::Impl>> load_method_impl(std::shared_ptr<Program::State> state,
+                                                       const fb::Method& method,
+                                                       const LoadMethodOptions& options) {
+  auto impl = std::make_unique<Method::Impl>();
+  impl->program = std::move(state);
+  impl->meta = runtime_detail::build_method_meta(impl->program->file, method);
+  PLANRT_RETURN_IF_ERROR(Loader(*impl, method, options).load());
+  return impl;
+}
+
+}  // namespace planrt

@@ -1,0 +1,108 @@
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "fb_convert.h"
+#include "method_meta_builder.h"
+
+namespace planrt {
+
+bool MethodMeta::uses_device_memory() const {
+  return std::any_of(planned_buffers.begin(), planned_buffers.end(),
+                     [](const PlannedBufferInfo& b) { return !b.device.is_cpu(); });
+}
+
+uint64_t MethodMeta::planned_bytes_on(Device device) const {
+  uint64_t total = 0;
+  for (const PlannedBufferInfo& b : planned_buffers) {
+    if (b.device == device) total += b.size_bytes;
+  }
+  return total;
+}
+
+namespace runtime_detail {
+namespace {
+
+TensorSpec spec_of(const fb::Method& method, uint32_t id) {
+  const fb::Value* v = method.values()->Get(id);
+  return TensorSpec{std::string(str(v->name())), to_dtype(v->dtype()), to_dim_refs(v->shape())};
+}
+
+}  // namespace
+
+MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& method) {
+  const fb::Program& program = file.program();
+  MethodMeta meta;
+  meta.name = std::string(str(method.name()));
+  meta.dims = to_dim_specs(method.dims());
+  if (method.inputs() != nullptr) {
+    for (uint32_t id : *method.inputs()) meta.inputs.push_back(spec_of(method, id));
+  }
+  if (method.outputs() != nullptr) {
+    for (uint32_t id : *method.outputs()) meta.outputs.push_back(spec_of(method, id));
+  }
+  if (method.planned_buffers() != nullptr) {
+    meta.planned_buffers.reserve(method.planned_buffers()->size());
+    for (const fb::PlannedBuffer* b : *method.planned_buffers()) {
+      meta.planned_buffers.push_back({b->size_bytes(), to_device(b->device())});
+    }
+  }
+  if (method.plan() != nullptr) {
+    for (const fb::PlanStat* p : *method.plan()) {
+      meta.plan.push_back({to_device(p->device()), std::string(str(p->planner())),
+                           p->lower_bound_bytes(), p->planned_bytes(), p->num_tensors()});
+    }
+  }
+  meta.num_instructions = size_of(method.instructions());
+
+  // Distinct constants per device, so a weight read twice is counted once.
+  std::map<Device, std::set<uint32_t>> constants_on;
+  std::map<Device, MemoryEstimate> memory;
+  memory[Device::cpu()].device = Device::cpu();
+  for (const PlannedBufferInfo& b : meta.planned_buffers) {
+    MemoryEstimate& m = memory[b.device];
+    m.device = b.device;
+    m.planned_bytes += b.size_bytes;
+  }
+  if (method.values() != nullptr) {
+    for (const fb::Value* v : *method.values()) {
+      if (v->kind() == fb::ValueKind::Constant) constants_on[Device::cpu()].insert(v->constant());
+    }
+  }
+  if (method.segments() != nullptr) {
+    for (const fb::Segment* s : *method.segments()) {
+      SegmentInfo info{std::string(str(s->name())), std::string(str(s->backend())),
+                       to_device(s->device()), s->num_nodes(), size_of(s->blob()), 0};
+      const fb::Graph* graph = size_of(s->blob()) != 0 ? s->blob_nested_root() : nullptr;
+      if (graph != nullptr) {
+        info.scratch_bytes = graph->scratch_bytes();
+        if (graph->values() != nullptr) {
+          for (const fb::Value* v : *graph->values()) {
+            if (v->kind() == fb::ValueKind::Constant) constants_on[info.device].insert(v->constant());
+          }
+        }
+      }
+      MemoryEstimate& m = memory[info.device];
+      m.device = info.device;
+      m.engine_scratch_bytes += info.scratch_bytes;
+      if (info.backend != "cpu" &&
+          std::find(meta.backends.begin(), meta.backends.end(), info.backend) == meta.backends.end()) {
+        meta.backends.push_back(info.backend);
+      }
+      meta.segments.push_back(std::move(info));
+    }
+  }
+  size_t num_constants = size_of(program.constants());
+  for (const auto& [device, ids] : constants_on) {
+    MemoryEstimate& m = memory[device];
+    m.device = device;
+    for (uint32_t id : ids) {
+      if (id < num_constants) m.weights_bytes += program.constants()->Get(id)->size_bytes();
+    }
+  }
+  for (auto& [device, m] : memory) meta.memory.push_back(m);  // std::map: CPU sorts first
+  return meta;
+}
+
+}  // namespace runtime_detail
+}  // namespace planrt

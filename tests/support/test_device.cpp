@@ -1,0 +1,316 @@
+#include "support/test_device.h"
+
+#include <cstring>
+
+#include "kernels/kernel.h"
+#include "planrt/format/program_generated.h"
+#include "planrt/platform/device_buffer.h"
+#include "runtime/fb_convert.h"
+#include "runtime/op_attrs.h"
+
+namespace planrt::testing {
+
+// ---------------------------------------------------------------- TestDeviceAllocator
+
+TestDeviceAllocator::~TestDeviceAllocator() {
+  // Leaked device memory is a test failure elsewhere (counts); free it so ASan stays quiet.
+  for (auto& [ptr, info] : live_) host_allocator().deallocate(const_cast<uint8_t*>(ptr), info.first, Device::cpu());
+}
+
+Result<void*> TestDeviceAllocator::allocate(size_t nbytes, Device device) {
+  std::lock_guard lock(mu_);
+  ++calls_;
+  if (device.type != type_) {
+    ++counts_.failed_allocations;
+    return make_error(ErrorCode::NotSupported, "the test {} allocator cannot allocate on {}",
+                      device_type_name(type_), to_string(device));
+  }
+  if (fail_at_ != 0 && calls_ == fail_at_) {
+    ++counts_.failed_allocations;
+    return make_error(ErrorCode::OutOfMemory, "test allocator: allocation {} of {} bytes on {} fails",
+                      calls_, nbytes, to_string(device));
+  }
+  if (nbytes == 0) return static_cast<void*>(nullptr);
+  Result<void*> p = host_allocator().allocate(nbytes, Device::cpu());
+  if (!p.ok()) {
+    ++counts_.failed_allocations;
+    return p.status();
+  }
+  live_[static_cast<const uint8_t*>(*p)] = {nbytes, device};
+  ++counts_.allocations;
+  counts_.bytes_allocated += static_cast<int64_t>(nbytes);
+  counts_.bytes_live += static_cast<int64_t>(nbytes);
+  return *p;
+}
+
+void TestDeviceAllocator::deallocate(void* ptr, size_t nbytes, Device device) {
+  if (ptr == nullptr) return;
+  std::lock_guard lock(mu_);
+  auto it = live_.find(static_cast<const uint8_t*>(ptr));
+  if (it == live_.end() || it->second.first != nbytes || it->second.second != device) {
+    ++counts_.bad_deallocations;
+    return;
+  }
+  host_allocator().deallocate(ptr, nbytes, Device::cpu());
+  live_.erase(it);
+  ++counts_.deallocations;
+  counts_.bytes_live -= static_cast<int64_t>(nbytes);
+}
+
+bool TestDeviceAllocator::owns(const void* ptr, size_t nbytes) const {
+  std::lock_guard lock(mu_);
+  auto p = static_cast<const uint8_t*>(ptr);
+  auto it = live_.upper_bound(p);
+  if (it == live_.begin()) return false;
+  --it;
+  return p >= it->first && p + nbytes <= it->first + it->second.first;
+}
+
+Status TestDeviceAllocator::check_range(const void* p, size_t nbytes, Device device,
+                                        const char* what) const {
+  if (device.type != type_) {
+    return make_error(ErrorCode::InvalidArgument, "test allocator: {} on {}", what, to_string(device));
+  }
+  if (!owns(p, nbytes)) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "test allocator: {} of {} bytes is not in memory this allocator handed out",
+                      what, nbytes);
+  }
+  return {};
+}
+
+Status TestDeviceAllocator::copy_host_to_device(void* dst, const void* src, size_t nbytes,
+                                                Device device) {
+  PLANRT_RETURN_IF_ERROR(check_range(dst, nbytes, device, "host-to-device destination"));
+  std::memcpy(dst, src, nbytes);
+  std::lock_guard lock(mu_);
+  ++counts_.copies_h2d;
+  counts_.bytes_copied += static_cast<int64_t>(nbytes);
+  return {};
+}
+
+Status TestDeviceAllocator::copy_device_to_host(void* dst, const void* src, size_t nbytes,
+                                                Device device) {
+  PLANRT_RETURN_IF_ERROR(check_range(src, nbytes, device, "device-to-host source"));
+  std::memcpy(dst, src, nbytes);
+  std::lock_guard lock(mu_);
+  ++counts_.copies_d2h;
+  counts_.bytes_copied += static_cast<int64_t>(nbytes);
+  return {};
+}
+
+Status TestDeviceAllocator::copy_device_to_device(void* dst, const void* src, size_t nbytes,
+                                                  Device device) {
+  PLANRT_RETURN_IF_ERROR(check_range(src, nbytes, device, "device-to-device source"));
+  PLANRT_RETURN_IF_ERROR(check_range(dst, nbytes, device, "device-to-device destination"));
+  std::memmove(dst, src, nbytes);
+  std::lock_guard lock(mu_);
+  ++counts_.copies_d2d;
+  counts_.bytes_copied += static_cast<int64_t>(nbytes);
+  return {};
+}
+
+void TestDeviceAllocator::fail_nth_allocation(int64_t n) {
+  std::lock_guard lock(mu_);
+  fail_at_ = n == 0 ? 0 : calls_ + n;
+}
+
+AllocatorCounts TestDeviceAllocator::counts() const {
+  std::lock_guard lock(mu_);
+  return counts_;
+}
+
+ScopedTestAllocator::ScopedTestAllocator(DeviceType type)
+    : allocator_(type), status_(register_device_allocator(type, &allocator_)) {}
+
+ScopedTestAllocator::~ScopedTestAllocator() {
+  if (status_.ok()) (void)unregister_device_allocator(allocator_.device_type());
+}
+
+// ---------------------------------------------------------------- TestDeviceBackend
+
+namespace {
+
+using runtime_detail::size_of;
+
+struct GraphValue {
+  fb::ValueKind kind;
+  DType dtype;
+  std::vector<DimRef> shape;
+  uint64_t offset = 0;                // Planned: into the scratch
+  const uint8_t* constant = nullptr;  // Constant
+};
+
+struct GraphStep {
+  std::string op;
+  kernels::KernelFn fn;
+  kernels::OpAttrs attrs;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+};
+
+struct GraphHandle {
+  std::string name;
+  std::vector<DimSpec> dims;
+  std::vector<GraphValue> values;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  std::vector<GraphStep> steps;
+  uint64_t scratch_bytes = 0;
+};
+
+}  // namespace
+
+Result<BackendHandle> TestDeviceBackend::init(std::span<const uint8_t> blob,
+                                              std::span<const BackendOption> compile_specs,
+                                              const BackendInitContext& context) {
+  {
+    std::lock_guard lock(mu_);
+    last_options_.assign(context.options.begin(), context.options.end());
+    last_compile_specs_.assign(compile_specs.begin(), compile_specs.end());
+    if (fail_next_init_) {
+      fail_next_init_ = false;
+      return make_error(ErrorCode::Internal, "test backend: init told to fail");
+    }
+  }
+  flatbuffers::Verifier verifier(blob.data(), blob.size());
+  if (blob.empty() || !verifier.VerifyBuffer<fb::Graph>(nullptr)) {
+    return make_error(ErrorCode::InvalidArgument, "segment '{}': the blob is not a Graph",
+                      context.segment_name);
+  }
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(blob.data());
+  auto handle = std::make_unique<GraphHandle>();
+  handle->name = std::string(context.segment_name);
+  handle->dims.assign(context.dims.begin(), context.dims.end());
+  handle->scratch_bytes = graph->scratch_bytes();
+  if (graph->values() != nullptr) {
+    for (const fb::Value* v : *graph->values()) {
+      GraphValue gv{v->kind(), runtime_detail::to_dtype(v->dtype()),
+                    runtime_detail::to_dim_refs(v->shape()), v->offset(), nullptr};
+      if (v->kind() == fb::ValueKind::Constant) {
+        PLANRT_ASSIGN_OR_RETURN(ConstantRef c, context.constant(v->constant()));
+        gv.constant = c.data.data();
+      }
+      handle->values.push_back(std::move(gv));
+    }
+  }
+  if (graph->inputs() != nullptr) handle->inputs.assign(graph->inputs()->begin(), graph->inputs()->end());
+  if (graph->outputs() != nullptr) handle->outputs.assign(graph->outputs()->begin(), graph->outputs()->end());
+  if (graph->instructions() != nullptr) {
+    for (const fb::Instruction* ins : *graph->instructions()) {
+      GraphStep step;
+      step.op = std::string(runtime_detail::str(ins->op()));
+      PLANRT_ASSIGN_OR_RETURN(step.fn, kernels::find_cpu_kernel(step.op));
+      PLANRT_ASSIGN_OR_RETURN(step.attrs, runtime_detail::parse_op_attrs(*ins));
+      if (ins->inputs() != nullptr) step.inputs.assign(ins->inputs()->begin(), ins->inputs()->end());
+      if (ins->outputs() != nullptr) step.outputs.assign(ins->outputs()->begin(), ins->outputs()->end());
+      handle->steps.push_back(std::move(step));
+    }
+  }
+  std::lock_guard lock(mu_);
+  ++counts_.inits;
+  return static_cast<BackendHandle>(handle.release());
+}
+
+Status TestDeviceBackend::execute(BackendHandle h, std::span<const TensorView> inputs,
+                                  std::span<const TensorView> outputs, void*) {
+  auto* g = static_cast<GraphHandle*>(h);
+  {
+    std::lock_guard lock(mu_);
+    ++counts_.executes;
+  }
+  if (inputs.size() != g->inputs.size() || outputs.size() != g->outputs.size()) {
+    return make_error(ErrorCode::InvalidArgument, "segment '{}' takes {} inputs and {} outputs, got {} and {}",
+                      g->name, g->inputs.size(), g->outputs.size(), inputs.size(), outputs.size());
+  }
+  if (device_memory_ != nullptr) {
+    for (const auto* views : {&inputs, &outputs}) {
+      for (const TensorView& v : *views) {
+        if (v.nbytes() != 0 && !device_memory_->owns(v.data, v.nbytes())) {
+          return make_error(ErrorCode::InvalidArgument,
+                            "segment '{}': an operand of {} bytes is not backed by device memory",
+                            g->name, v.nbytes());
+        }
+      }
+    }
+  }
+  // Bind dims from every operand, then size the graph's own values.
+  std::vector<int64_t> bound(g->dims.size(), -1);
+  std::vector<uint8_t*> data(g->values.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    PLANRT_RETURN_IF_ERROR(bind_dims(g->values[g->inputs[i]].shape, inputs[i].sizes, g->dims,
+                                     "segment input", bound));
+    data[g->inputs[i]] = static_cast<uint8_t*>(inputs[i].data);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    PLANRT_RETURN_IF_ERROR(bind_dims(g->values[g->outputs[i]].shape, outputs[i].sizes, g->dims,
+                                     "segment output", bound));
+    data[g->outputs[i]] = static_cast<uint8_t*>(outputs[i].data);
+  }
+  PLANRT_ASSIGN_OR_RETURN(DeviceBuffer scratch,
+                          DeviceBuffer::allocate(host_allocator(), g->scratch_bytes, Device::cpu()));
+  std::vector<DeviceBuffer> temporaries;
+  std::vector<TensorView> views(g->values.size());
+  for (size_t id = 0; id < g->values.size(); ++id) {
+    const GraphValue& v = g->values[id];
+    PLANRT_ASSIGN_OR_RETURN(Shape shape, concrete_shape(v.shape, bound, g->dims));
+    if (data[id] == nullptr) {
+      if (v.kind == fb::ValueKind::Constant) {
+        data[id] = const_cast<uint8_t*>(v.constant);
+      } else if (v.kind == fb::ValueKind::Planned) {
+        data[id] = scratch.empty() ? nullptr : static_cast<uint8_t*>(scratch.data()) + v.offset;
+      } else {
+        size_t nbytes = static_cast<size_t>(shape.numel()) * element_size(v.dtype);
+        PLANRT_ASSIGN_OR_RETURN(DeviceBuffer t,
+                                DeviceBuffer::allocate(host_allocator(), nbytes, Device::cpu()));
+        data[id] = static_cast<uint8_t*>(t.data());
+        temporaries.push_back(std::move(t));
+      }
+    }
+    // The memory is host memory whatever device it stands for: the CPU kernels may read it.
+    views[id] = TensorView::contiguous(data[id], v.dtype, shape, Device::cpu());
+  }
+  std::vector<TensorView> in, out;
+  for (size_t k = 0; k < g->steps.size(); ++k) {
+    const GraphStep& s = g->steps[k];
+    in.clear();
+    out.clear();
+    for (uint32_t id : s.inputs) in.push_back(id == 0xFFFFFFFFu ? TensorView::none() : views[id]);
+    for (uint32_t id : s.outputs) out.push_back(views[id]);
+    Status st = s.fn(s.attrs, in, out);
+    if (!st.ok()) {
+      return st.with_context(fmt::format("segment '{}' step {} ('{}')", g->name, k, s.op));
+    }
+  }
+  return {};
+}
+
+void TestDeviceBackend::destroy(BackendHandle h) {
+  delete static_cast<GraphHandle*>(h);
+  std::lock_guard lock(mu_);
+  ++counts_.destroys;
+}
+
+std::vector<BackendOption> TestDeviceBackend::last_options() const {
+  std::lock_guard lock(mu_);
+  return last_options_;
+}
+
+std::vector<BackendOption> TestDeviceBackend::last_compile_specs() const {
+  std::lock_guard lock(mu_);
+  return last_compile_specs_;
+}
+
+BackendCounts TestDeviceBackend::counts() const {
+  std::lock_guard lock(mu_);
+  return counts_;
+}
+
+ScopedTestBackend::ScopedTestBackend(std::string name, const TestDeviceAllocator* device_memory)
+    : name_(std::move(name)), backend_(device_memory), status_(register_backend(name_, &backend_)) {}
+
+ScopedTestBackend::~ScopedTestBackend() {
+  if (status_.ok()) (void)unregister_backend(name_);
+}
+
+}  // namespace planrt::testing
