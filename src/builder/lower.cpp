@@ -1,0 +1,387 @@
+#include "builder/lower.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <flatbuffers/flatbuffers.h>
+
+#include "builder/check.h"
+#include "builder/method_plan.h"
+#include "builder/partition.h"
+#include "format/fb_types.h"
+#include "format/program_file.h"
+
+namespace planrt::builder {
+namespace {
+
+using format::kNoValue;
+
+// The program's constant table, shared by all methods.
+class ConstantTable {
+ public:
+  explicit ConstantTable(LoweredProgram& out) : out_(out) {}
+  uint32_t index_of(const ir::Constant& c) {
+    auto [it, inserted] = index_.emplace(c.name, static_cast<uint32_t>(out_.constants.size()));
+    if (inserted) {
+      out_.constants.push_back(&c);
+      auto t = std::make_unique<fb::ConstantT>();
+      t->name = c.name;
+      t->dtype = format::to_fb_dtype(c.dtype);
+      t->shape = c.shape;
+      t->size_bytes = c.nbytes();
+      out_.program.constants.push_back(std::move(t));
+    }
+    return it->second;
+  }
+
+ private:
+  LoweredProgram& out_;
+  std::map<std::string, uint32_t, std::less<>> index_;
+};
+
+std::vector<fb::DimRef> to_dimrefs(const ir::SymShape& shape) {
+  std::vector<fb::DimRef> out;
+  for (const ir::Dim& d : shape) out.emplace_back(d.value, d.dim);
+  return out;
+}
+
+std::unique_ptr<fb::ValueT> make_value(std::string name, fb::ValueKind kind, const ir::TensorType& type) {
+  auto v = std::make_unique<fb::ValueT>();
+  v->name = std::move(name);
+  v->kind = kind;
+  v->dtype = format::to_fb_dtype(type.dtype);
+  v->shape = to_dimrefs(type.shape);
+  return v;
+}
+
+ir::TensorType constant_type(const ir::Constant& c) {
+  ir::TensorType t{c.dtype, {}};
+  for (int64_t d : c.shape) t.shape.push_back(ir::Dim::fixed(d));
+  return t;
+}
+
+std::vector<std::unique_ptr<fb::AttrT>> to_attrs(const ir::Attrs& attrs) {
+  std::vector<std::unique_ptr<fb::AttrT>> out;
+  for (const auto& [name, value] : attrs) {
+    auto a = std::make_unique<fb::AttrT>();
+    a->name = name;
+    if (const auto* i = std::get_if<int64_t>(&value)) {
+      a->type = fb::AttrType::Int;
+      a->i = *i;
+    } else if (const auto* f = std::get_if<double>(&value)) {
+      a->type = fb::AttrType::Float;
+      a->f = *f;
+    } else if (const auto* b = std::get_if<bool>(&value)) {
+      a->type = fb::AttrType::Bool;
+      a->i = *b ? 1 : 0;
+    } else if (const auto* s = std::get_if<std::string>(&value)) {
+      a->type = fb::AttrType::String;
+      a->s = *s;
+    } else if (const auto* ints = std::get_if<std::vector<int64_t>>(&value)) {
+      a->type = fb::AttrType::Ints;
+      a->ints = *ints;
+    } else {
+      continue;  // shape inference resolves every ShapeSpec into Ints (or drops it)
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+class MethodLowering {
+ public:
+  MethodLowering(const ir::Model& model, const ir::Method& method, const ir::CheckedMethod& checked,
+                 const std::vector<SegmentSpan>& segments, ConstantTable& constants, PlannerKind planner)
+      : model_(model), method_(method), checked_(checked), segments_(segments), constants_(constants),
+        planner_(planner) {}
+
+  Result<std::unique_ptr<fb::MethodT>> run() {
+    out_ = std::make_unique<fb::MethodT>();
+    out_->name = method_.name;
+    for (const ir::DimDecl& d : method_.dims) {
+      auto spec = std::make_unique<fb::DimSpecT>();
+      spec->name = d.name;
+      spec->min = d.min;
+      spec->max = d.max;
+      out_->dims.push_back(std::move(spec));
+    }
+    outputs_.insert(method_.outputs.begin(), method_.outputs.end());
+    for (const ir::ValueDecl& in : method_.inputs) {
+      out_->inputs.push_back(add_planned(in.name, in.type, Device::cpu()));
+      placed_[in.name][Device::cpu()] = out_->inputs.back();
+    }
+    for (size_t s = 0; s < segments_.size(); ++s) {
+      if (segments_[s].backend == ir::Backend::Cpu) {
+        PLANRT_RETURN_IF_ERROR(lower_cpu_segment(s));
+      } else {
+        PLANRT_RETURN_IF_ERROR(lower_delegate_segment(s));
+      }
+    }
+    for (const std::string& name : method_.outputs) {
+      PLANRT_ASSIGN_OR_RETURN(uint32_t id, place_on(name, Device::cpu()));
+      out_->outputs.push_back(id);
+    }
+    make_buffers();
+    PLANRT_RETURN_IF_ERROR(plan_method(*out_, planner_));
+    return std::move(out_);
+  }
+
+ private:
+  uint32_t add_value(std::unique_ptr<fb::ValueT> v, Device device) {
+    out_->values.push_back(std::move(v));
+    value_device_.push_back(device);
+    return static_cast<uint32_t>(out_->values.size() - 1);
+  }
+
+  uint32_t add_planned(const std::string& name, const ir::TensorType& type, Device device) {
+    return add_value(make_value(name, fb::ValueKind::Planned, type), device);
+  }
+
+  uint32_t constant_value(const ir::Constant& c) {
+    auto [it, inserted] = constant_values_.emplace(c.name, 0);
+    if (inserted) {
+      auto v = make_value(c.name, fb::ValueKind::Constant, constant_type(c));
+      v->constant = constants_.index_of(c);
+      it->second = add_value(std::move(v), Device::cpu());
+    }
+    return it->second;
+  }
+
+  const ir::TensorType& type_of(const std::string& name) const { return checked_.values.find(name)->second; }
+
+  // The id of `name` on `device`, copying it there (through the host between two devices).
+  Result<uint32_t> place_on(const std::string& name, Device device) {
+    auto& where = placed_[name];
+    if (auto it = where.find(device); it != where.end()) return it->second;
+    if (where.empty()) {
+      return make_error(ErrorCode::Internal, "method '{}': value '{}' is read before it is placed",
+                        method_.name, name);
+    }
+    uint32_t source = 0;
+    if (!device.is_cpu() && !where.contains(Device::cpu())) {
+      PLANRT_ASSIGN_OR_RETURN(source, place_on(name, Device::cpu()));
+    } else {
+      source = where.contains(Device::cpu()) ? where.at(Device::cpu()) : where.begin()->second;
+    }
+    // A method output keeps its own name on the host, where the caller reads it.
+    std::string copy_name = device.is_cpu() && outputs_.contains(name)
+                                ? name
+                                : fmt::format("{}@{}", name, to_string(device));
+    uint32_t id = add_planned(copy_name, type_of(name), device);
+    auto copy = std::make_unique<fb::InstructionT>();
+    copy->kind = fb::InstructionKind::Copy;
+    copy->op = "copy";
+    copy->inputs = {source};
+    copy->outputs = {id};
+    copy->node = name;
+    out_->instructions.push_back(std::move(copy));
+    placed_[name][device] = id;
+    return id;
+  }
+
+  std::unique_ptr<fb::SegmentT> segment_entry(size_t s) {
+    const SegmentSpan& span = segments_[s];
+    auto seg = std::make_unique<fb::SegmentT>();
+    seg->name = span.name;
+    seg->backend = std::string(ir::backend_name(span.backend));
+    seg->device = std::make_unique<fb::DeviceRef>(format::to_fb_device(span.device));
+    seg->num_nodes = static_cast<uint32_t>(span.end - span.begin);
+    if (auto it = model_.compile_specs.find(seg->backend); it != model_.compile_specs.end()) {
+      for (const auto& [key, value] : it->second) {
+        auto kv = std::make_unique<fb::KeyValueT>();
+        kv->key = key;
+        kv->value = value;
+        seg->compile_specs.push_back(std::move(kv));
+      }
+    }
+    return seg;
+  }
+
+  std::unique_ptr<fb::InstructionT> kernel(size_t n) {
+    const ir::Node& node = method_.nodes[n];
+    auto k = std::make_unique<fb::InstructionT>();
+    k->kind = fb::InstructionKind::Kernel;
+    k->op = node.op;
+    k->attrs = to_attrs(checked_.nodes[n].attrs);
+    k->node = node.outputs.front();
+    return k;
+  }
+
+  Status lower_cpu_segment(size_t s) {
+    const SegmentSpan& span = segments_[s];
+    for (size_t n = span.begin; n < span.end; ++n) {
+      const ir::Node& node = method_.nodes[n];
+      auto k = kernel(n);
+      k->segment = static_cast<int32_t>(s);
+      for (const std::string& in : node.inputs) {
+        if (in.empty()) {
+          k->inputs.push_back(kNoValue);
+        } else if (const ir::Constant* c = constant_operand(in)) {
+          k->inputs.push_back(constant_value(*c));
+        } else {
+          PLANRT_ASSIGN_OR_RETURN(uint32_t id, place_on(in, Device::cpu()));
+          k->inputs.push_back(id);
+        }
+      }
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        uint32_t id = add_planned(node.outputs[o], checked_.nodes[n].outputs[o], Device::cpu());
+        placed_[node.outputs[o]][Device::cpu()] = id;
+        k->outputs.push_back(id);
+      }
+      out_->instructions.push_back(std::move(k));
+    }
+    out_->segments.push_back(segment_entry(s));
+    return {};
+  }
+
+  const ir::Constant* constant_operand(const std::string& name) const {
+    return checked_.values.contains(name) ? nullptr : model_.find_constant(name);
+  }
+
+  // Whether a value produced in segment `s` is needed after it.
+  bool escapes(const std::string& name, size_t s) const {
+    if (outputs_.contains(name)) return true;
+    for (size_t n = segments_[s].end; n < method_.nodes.size(); ++n) {
+      const auto& ins = method_.nodes[n].inputs;
+      if (std::find(ins.begin(), ins.end(), name) != ins.end()) return true;
+    }
+    return false;
+  }
+
+  Status lower_delegate_segment(size_t s) {
+    const SegmentSpan& span = segments_[s];
+    fb::GraphT graph;
+    std::map<std::string, uint32_t, std::less<>> local;  // name -> graph value id
+    auto delegate = std::make_unique<fb::InstructionT>();
+    delegate->kind = fb::InstructionKind::Delegate;
+    delegate->op = std::string(ir::backend_name(span.backend));
+    delegate->segment = static_cast<int32_t>(s);
+    delegate->node = span.name;
+    // Intermediates of an engine are planned into its scratch (DESIGN §6); a cuda
+    // segment's come from the backend's pool per call.
+    const fb::ValueKind intermediate =
+        span.backend == ir::Backend::Engine ? fb::ValueKind::Planned : fb::ValueKind::Temporary;
+    auto add_local = [&](std::unique_ptr<fb::ValueT> v) {
+      graph.values.push_back(std::move(v));
+      return static_cast<uint32_t>(graph.values.size() - 1);
+    };
+    for (size_t n = span.begin; n < span.end; ++n) {
+      const ir::Node& node = method_.nodes[n];
+      auto k = kernel(n);
+      for (const std::string& in : node.inputs) {
+        if (in.empty()) {
+          k->inputs.push_back(kNoValue);
+          continue;
+        }
+        if (auto it = local.find(in); it != local.end()) {
+          k->inputs.push_back(it->second);
+          continue;
+        }
+        uint32_t id = 0;
+        if (const ir::Constant* c = constant_operand(in)) {
+          auto v = make_value(c->name, fb::ValueKind::Constant, constant_type(*c));
+          v->constant = constants_.index_of(*c);
+          id = add_local(std::move(v));
+        } else {
+          // Defined before this segment: an operand of the Delegate instruction.
+          PLANRT_ASSIGN_OR_RETURN(uint32_t outer, place_on(in, span.device));
+          delegate->inputs.push_back(outer);
+          id = add_local(make_value(in, fb::ValueKind::Temporary, type_of(in)));
+          graph.inputs.push_back(id);
+        }
+        local.emplace(in, id);
+        k->inputs.push_back(id);
+      }
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const std::string& name = node.outputs[o];
+        bool escaping = escapes(name, s);
+        uint32_t id = add_local(make_value(name, escaping ? fb::ValueKind::Temporary : intermediate,
+                                           checked_.nodes[n].outputs[o]));
+        local.emplace(name, id);
+        k->outputs.push_back(id);
+        if (escaping) {
+          graph.outputs.push_back(id);
+          std::string outer_name = outputs_.contains(name) ? fmt::format("{}@{}", name, to_string(span.device)) : name;
+          uint32_t outer = add_planned(outer_name, checked_.nodes[n].outputs[o], span.device);
+          placed_[name][span.device] = outer;
+          delegate->outputs.push_back(outer);
+        }
+      }
+      graph.instructions.push_back(std::move(k));
+    }
+    if (span.backend == ir::Backend::Engine) {
+      PLANRT_RETURN_IF_ERROR(plan_graph_scratch(graph, out_->dims, planner_)
+                                 .with_context(fmt::format("method '{}', segment '{}' scratch", method_.name, span.name)));
+    }
+    std::vector<std::string> copied_back;
+    for (uint32_t id : graph.outputs) {
+      if (outputs_.contains(graph.values[id]->name)) copied_back.push_back(graph.values[id]->name);
+    }
+    auto seg = segment_entry(s);
+    flatbuffers::FlatBufferBuilder fbb;
+    fbb.Finish(fb::Graph::Pack(fbb, &graph));
+    seg->blob.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+    out_->segments.push_back(std::move(seg));
+    out_->instructions.push_back(std::move(delegate));
+    // Method outputs go back to the host at once, so their device memory can be reused.
+    for (const std::string& name : copied_back) {
+      PLANRT_ASSIGN_OR_RETURN(uint32_t ignored, place_on(name, Device::cpu()));
+      (void)ignored;
+    }
+    return {};
+  }
+
+  // One planned buffer per device in use, host first; every Planned value names its own.
+  void make_buffers() {
+    std::set<Device> devices(value_device_.begin(), value_device_.end());
+    devices.insert(Device::cpu());
+    std::map<Device, uint32_t> index;
+    for (Device d : devices) {
+      bool used = false;
+      for (size_t v = 0; v < out_->values.size(); ++v) {
+        used = used || (value_device_[v] == d && out_->values[v]->kind == fb::ValueKind::Planned);
+      }
+      if (!used) continue;
+      index[d] = static_cast<uint32_t>(out_->planned_buffers.size());
+      auto b = std::make_unique<fb::PlannedBufferT>();
+      b->device = std::make_unique<fb::DeviceRef>(format::to_fb_device(d));
+      out_->planned_buffers.push_back(std::move(b));
+    }
+    for (size_t v = 0; v < out_->values.size(); ++v) {
+      if (out_->values[v]->kind == fb::ValueKind::Planned) out_->values[v]->buffer = index[value_device_[v]];
+    }
+  }
+
+  const ir::Model& model_;
+  const ir::Method& method_;
+  const ir::CheckedMethod& checked_;
+  const std::vector<SegmentSpan>& segments_;
+  ConstantTable& constants_;
+  PlannerKind planner_;
+
+  std::unique_ptr<fb::MethodT> out_;
+  std::vector<Device> value_device_;  // per value of out_
+  std::set<std::string, std::less<>> outputs_;
+  std::map<std::string, std::map<Device, uint32_t>, std::less<>> placed_;
+  std::map<std::string, uint32_t, std::less<>> constant_values_;
+};
+
+}  // namespace
+
+Result<LoweredProgram> lower_model(const ir::Model& model, PlannerKind planner) {
+  LoweredProgram out;
+  PLANRT_RETURN_IF_ERROR(ir::check_model(model));
+  ConstantTable constants(out);
+  for (const ir::Method& method : model.methods) {
+    PLANRT_ASSIGN_OR_RETURN(ir::CheckedMethod checked, ir::check_method(model, method));
+    PLANRT_ASSIGN_OR_RETURN(std::vector<SegmentSpan> segments, partition_method(method, checked));
+    MethodLowering lowering(model, method, checked, segments, constants, planner);
+    PLANRT_ASSIGN_OR_RETURN(auto lowered, lowering.run());
+    out.program.methods.push_back(std::move(lowered));
+  }
+  return out;
+}
+
+}  // namespace planrt::builder

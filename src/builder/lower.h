@@ -1,0 +1,34 @@
+// Lowering a checked Model to a program (docs/program-format.md): values, instructions,
+// segments and planned memory of every method, and the program's constant table.
+//
+// Per method: inputs and outputs are Planned values on the host. cpu segments become
+// Kernel instructions carrying their segment index; cuda/engine segments become one
+// Delegate instruction whose blob is a nested Graph (Temporary intermediates, Constant
+// weights, Kernel instructions; an engine's intermediates are Planned in its scratch).
+// Values that cross a segment boundary are planned on the producing segment's device;
+// Copy instructions move method inputs to a device segment that reads them, and device
+// values to the host where they are method outputs (right after they are produced) or
+// read by a cpu kernel. A copy is named "<value>@<device>"; a method output keeps its
+// own name on the host. Then each (method, device) is planned (method_plan.h).
+//
+// The program refers to the Model's constants (by pointer, in program order); the caller
+// keeps them alive. Errors name the method, the node and the value.
+#pragma once
+
+#include <vector>
+
+#include "builder/graph.h"
+#include "builder/planner.h"
+#include "planrt/core/result.h"
+#include "planrt/format/program_generated.h"
+
+namespace planrt::builder {
+
+struct LoweredProgram {
+  fb::ProgramT program;
+  std::vector<const ir::Constant*> constants;  // program.constants[i] holds constants[i]
+};
+
+Result<LoweredProgram> lower_model(const ir::Model& model, PlannerKind planner);
+
+}  // namespace planrt::builder

@@ -1,0 +1,496 @@
+#include "builder/shape_inference.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "builder/sym_shape.h"
+
+namespace planrt::builder::ir {
+namespace {
+
+Status bad(std::string message) { return Status(ErrorCode::InvalidArgument, std::move(message)); }
+
+struct Ctx {
+  std::span<const Operand> in;
+  const Attrs& attrs;
+  std::span<const DimDecl> dims;
+  InferredNode out;
+
+  const TensorType& type(size_t i) const { return *in[i].type; }
+  const SymShape& shape(size_t i) const { return in[i].type->shape; }
+  bool present(size_t i) const { return i < in.size() && in[i].type != nullptr; }
+  std::string shape_str(const SymShape& s) const { return shape_to_string(s, dims); }
+  std::string describe(size_t i) const {
+    return fmt::format("operand {} '{}' ({})", i, in[i].name, type_to_string(type(i), dims));
+  }
+};
+
+// ---- attributes -------------------------------------------------------------------------
+
+const AttrValue* find_attr(const Ctx& c, std::string_view name) {
+  auto it = c.attrs.find(name);
+  return it == c.attrs.end() ? nullptr : &it->second;
+}
+
+Result<int64_t> attr_int(const Ctx& c, std::string_view name, std::optional<int64_t> fallback) {
+  const AttrValue* v = find_attr(c, name);
+  if (v == nullptr) {
+    if (fallback) return *fallback;
+    return bad(fmt::format("missing attribute '{}' (an integer)", name));
+  }
+  if (const auto* i = std::get_if<int64_t>(v)) return *i;
+  return bad(fmt::format("attribute '{}' must be an integer", name));
+}
+
+Result<double> attr_float(const Ctx& c, std::string_view name, double fallback) {
+  const AttrValue* v = find_attr(c, name);
+  if (v == nullptr) return fallback;
+  if (const auto* d = std::get_if<double>(v)) return *d;
+  if (const auto* i = std::get_if<int64_t>(v)) return static_cast<double>(*i);
+  return bad(fmt::format("attribute '{}' must be a number", name));
+}
+
+Result<bool> attr_bool(const Ctx& c, std::string_view name, bool fallback) {
+  const AttrValue* v = find_attr(c, name);
+  if (v == nullptr) return fallback;
+  if (const auto* b = std::get_if<bool>(v)) return *b;
+  return bad(fmt::format("attribute '{}' must be true or false", name));
+}
+
+Result<std::vector<int64_t>> attr_ints(const Ctx& c, std::string_view name) {
+  const AttrValue* v = find_attr(c, name);
+  if (v == nullptr) return bad(fmt::format("missing attribute '{}' (a list of integers)", name));
+  if (const auto* ints = std::get_if<std::vector<int64_t>>(v)) return *ints;
+  return bad(fmt::format("attribute '{}' must be a list of integers", name));
+}
+
+// PyTorch's negative dims count from the end; the program carries them non-negative.
+Result<int64_t> normalize_dim(int64_t d, size_t rank, std::string_view what) {
+  auto r = static_cast<int64_t>(rank);
+  if (d < -r || d >= r) {
+    return bad(fmt::format("{} {} is out of range for rank {} (expected {}..{})", what, d, rank,
+                           -r, r - 1));
+  }
+  return d < 0 ? d + r : d;
+}
+
+// ---- operand checks ---------------------------------------------------------------------
+
+Status same_dtype(const Ctx& c, size_t first = 0) {
+  for (size_t i = first + 1; i < c.in.size(); ++i) {
+    if (c.present(i) && c.type(i).dtype != c.type(first).dtype) {
+      return bad(fmt::format("dtype mismatch: {} but {}", c.describe(i), c.describe(first)));
+    }
+  }
+  return {};
+}
+
+Status floating(const Ctx& c, size_t i) {
+  if (!is_floating(c.type(i).dtype)) {
+    return bad(fmt::format("{} must be a floating-point tensor (f32, f16, bf16)", c.describe(i)));
+  }
+  return {};
+}
+
+Status rank_at_least(const Ctx& c, size_t i, size_t rank) {
+  if (c.shape(i).size() < rank) {
+    return bad(fmt::format("{} must have rank >= {}", c.describe(i), rank));
+  }
+  return {};
+}
+
+Status rank_is(const Ctx& c, size_t i, size_t rank) {
+  if (c.shape(i).size() != rank) {
+    return bad(fmt::format("{} must have rank {}", c.describe(i), rank));
+  }
+  return {};
+}
+
+// An optional per-feature parameter (norm weight, bias) must be [features].
+Status is_vector_of(const Ctx& c, size_t i, Dim features, std::string_view what) {
+  if (!c.present(i)) return {};
+  if (c.shape(i) != SymShape{features}) {
+    return bad(fmt::format("{} must have shape {} ({})", c.describe(i), c.shape_str({features}),
+                           what));
+  }
+  return {};
+}
+
+InferredNode& emit(Ctx& c, TensorType out) {
+  c.out.outputs.push_back(std::move(out));
+  return c.out;
+}
+
+// ---- rules ------------------------------------------------------------------------------
+
+Result<InferredNode> elementwise_binary(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(same_dtype(c));
+  PLANRT_ASSIGN_OR_RETURN(SymShape s, broadcast_shapes(c.shape(0), c.shape(1), c.dims));
+  return emit(c, {c.type(0).dtype, std::move(s)});
+}
+
+Result<InferredNode> unary_floating(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  return emit(c, c.type(0));
+}
+
+Result<InferredNode> relu(Ctx& c) { return emit(c, c.type(0)); }
+
+Result<InferredNode> gelu(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  if (const AttrValue* v = find_attr(c, "approximate")) {
+    const auto* s = std::get_if<std::string>(v);
+    if (s == nullptr || (*s != "none" && *s != "tanh")) {
+      return bad("attribute 'approximate' must be \"none\" or \"tanh\"");
+    }
+  }
+  return emit(c, c.type(0));
+}
+
+Result<InferredNode> softmax(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 1));
+  PLANRT_ASSIGN_OR_RETURN(int64_t dim, attr_int(c, "dim", -1));
+  PLANRT_ASSIGN_OR_RETURN(dim, normalize_dim(dim, c.shape(0).size(), "attribute 'dim'"));
+  c.out.attrs["dim"] = dim;
+  return emit(c, c.type(0));
+}
+
+Result<InferredNode> norm(Ctx& c, bool has_bias) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 1));
+  PLANRT_RETURN_IF_ERROR(same_dtype(c));
+  Dim features = c.shape(0).back();
+  PLANRT_RETURN_IF_ERROR(is_vector_of(c, 1, features, "the normalized last dim"));
+  if (has_bias) PLANRT_RETURN_IF_ERROR(is_vector_of(c, 2, features, "the normalized last dim"));
+  PLANRT_ASSIGN_OR_RETURN(double eps, attr_float(c, "eps", 1e-5));
+  if (!(eps >= 0)) return bad(fmt::format("attribute 'eps' must be >= 0, got {}", eps));
+  c.out.attrs["eps"] = eps;
+  return emit(c, c.type(0));
+}
+Result<InferredNode> layer_norm(Ctx& c) { return norm(c, true); }
+Result<InferredNode> rms_norm(Ctx& c) { return norm(c, false); }
+
+Result<InferredNode> linear(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  PLANRT_RETURN_IF_ERROR(same_dtype(c));
+  PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 1));
+  PLANRT_RETURN_IF_ERROR(rank_is(c, 1, 2));
+  const SymShape& x = c.shape(0);
+  const SymShape& w = c.shape(1);
+  if (x.back() != w[1]) {
+    return bad(fmt::format("shape mismatch: {} has {} input features but {} expects {} "
+                           "(weight is [out, in])",
+                           c.describe(0), c.shape_str({x.back()}), c.describe(1),
+                           c.shape_str({w[1]})));
+  }
+  PLANRT_RETURN_IF_ERROR(is_vector_of(c, 2, w[0], "the weight's output features"));
+  SymShape out(x.begin(), x.end() - 1);
+  out.push_back(w[0]);
+  return emit(c, {c.type(0).dtype, std::move(out)});
+}
+
+Result<InferredNode> matmul(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  PLANRT_RETURN_IF_ERROR(same_dtype(c));
+  PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 1));
+  PLANRT_RETURN_IF_ERROR(rank_at_least(c, 1, 1));
+  // 1-D operands are promoted to matrices and the added dim dropped again (torch.matmul).
+  SymShape a = c.shape(0), b = c.shape(1);
+  bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), Dim::fixed(1));
+  if (b_vec) b.push_back(Dim::fixed(1));
+  if (a.back() != b[b.size() - 2]) {
+    return bad(fmt::format("shape mismatch: {} and {} cannot be multiplied (inner dims {} vs {})",
+                           c.describe(0), c.describe(1), c.shape_str({a.back()}),
+                           c.shape_str({b[b.size() - 2]})));
+  }
+  SymShape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+  auto batch = broadcast_shapes(a_batch, b_batch, c.dims);
+  if (!batch.ok()) return batch.status().with_context("batch dims");
+  SymShape out = *batch;
+  if (!a_vec) out.push_back(a[a.size() - 2]);
+  if (!b_vec) out.push_back(b.back());
+  return emit(c, {c.type(0).dtype, std::move(out)});
+}
+
+Result<InferredNode> reshape(Ctx& c) {
+  const AttrValue* v = find_attr(c, "shape");
+  if (v == nullptr) return bad("missing attribute 'shape' (integers, dim names, one -1)");
+  ShapeSpec spec;
+  if (const auto* ints = std::get_if<std::vector<int64_t>>(v)) {
+    for (int64_t i : *ints) spec.push_back({i, ""});
+  } else if (const auto* s = std::get_if<ShapeSpec>(v)) {
+    spec = *s;
+  } else {
+    return bad("attribute 'shape' must be a list of integers and dim names");
+  }
+  SymShape out(spec.size());
+  std::optional<size_t> infer;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    const ShapeItem& item = spec[i];
+    if (!item.name.empty()) {
+      auto it = std::find_if(c.dims.begin(), c.dims.end(),
+                             [&](const DimDecl& d) { return d.name == item.name; });
+      if (it == c.dims.end()) {
+        return bad(fmt::format("attribute 'shape' entry {} names dim '{}', which the method does "
+                               "not declare", i, item.name));
+      }
+      out[i] = Dim::named(static_cast<int32_t>(it - c.dims.begin()));
+    } else if (item.value == -1) {
+      if (infer) return bad("attribute 'shape' has more than one -1");
+      infer = i;
+    } else if (item.value < 1) {
+      return bad(fmt::format("attribute 'shape' entry {} is {} (sizes are >= 1, or -1)", i,
+                             item.value));
+    } else {
+      out[i] = Dim::fixed(item.value);
+    }
+  }
+  PLANRT_ASSIGN_OR_RETURN(Monomial have, numel(c.shape(0)));
+  SymShape known;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!infer || i != *infer) known.push_back(out[i]);
+  }
+  PLANRT_ASSIGN_OR_RETURN(Monomial want, numel(known));
+  if (infer) {
+    auto q = divide(have, want);
+    if (!q.ok()) {
+      return bad(fmt::format("reshape of {} to {}: the -1 entry would be {} / {}, which {}",
+                             c.describe(0), c.shape_str(known), monomial_to_string(have, c.dims),
+                             monomial_to_string(want, c.dims), q.status().message()));
+    }
+    out[*infer] = *q;
+  } else if (have != want) {
+    return bad(fmt::format("reshape of {} to {}: element counts differ ({} vs {})", c.describe(0),
+                           c.shape_str(out), monomial_to_string(have, c.dims),
+                           monomial_to_string(want, c.dims)));
+  }
+  // The runtime takes the output's size from its DimRefs; the attribute is informative and
+  // can only carry one unknown entry.
+  std::vector<int64_t> emitted;
+  size_t symbolic = 0;
+  for (const Dim& d : out) {
+    emitted.push_back(d.is_static() ? d.value : -1);
+    symbolic += d.is_static() ? 0 : 1;
+  }
+  if (symbolic <= 1) {
+    c.out.attrs["shape"] = std::move(emitted);
+  } else {
+    c.out.attrs.erase("shape");
+  }
+  return emit(c, {c.type(0).dtype, std::move(out)});
+}
+
+Result<InferredNode> permute(Ctx& c) {
+  PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> perm, attr_ints(c, "dims"));
+  const SymShape& x = c.shape(0);
+  if (perm.size() != x.size()) {
+    return bad(fmt::format("attribute 'dims' has {} entries but {} has rank {}", perm.size(),
+                           c.describe(0), x.size()));
+  }
+  std::vector<bool> seen(x.size(), false);
+  SymShape out;
+  for (int64_t& d : perm) {
+    PLANRT_ASSIGN_OR_RETURN(d, normalize_dim(d, x.size(), "attribute 'dims' entry"));
+    if (seen[d]) return bad(fmt::format("attribute 'dims' names dim {} twice", d));
+    seen[d] = true;
+    out.push_back(x[d]);
+  }
+  c.out.attrs["dims"] = perm;
+  return emit(c, {c.type(0).dtype, std::move(out)});
+}
+
+Result<InferredNode> transpose(Ctx& c) {
+  SymShape x = c.shape(0);
+  PLANRT_ASSIGN_OR_RETURN(int64_t d0, attr_int(c, "dim0", std::nullopt));
+  PLANRT_ASSIGN_OR_RETURN(int64_t d1, attr_int(c, "dim1", std::nullopt));
+  PLANRT_ASSIGN_OR_RETURN(d0, normalize_dim(d0, x.size(), "attribute 'dim0'"));
+  PLANRT_ASSIGN_OR_RETURN(d1, normalize_dim(d1, x.size(), "attribute 'dim1'"));
+  std::swap(x[d0], x[d1]);
+  c.out.attrs["dim0"] = d0;
+  c.out.attrs["dim1"] = d1;
+  return emit(c, {c.type(0).dtype, std::move(x)});
+}
+
+Result<InferredNode> sdpa(Ctx& c) {
+  for (size_t i = 0; i < 3; ++i) {
+    PLANRT_RETURN_IF_ERROR(rank_is(c, i, 4));
+  }
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  PLANRT_RETURN_IF_ERROR(same_dtype(c));
+  const SymShape &q = c.shape(0), &k = c.shape(1), &v = c.shape(2);
+  auto mismatch = [&](size_t a, size_t b, std::string_view what) {
+    return bad(fmt::format("shape mismatch: {} and {} differ in {} (q, k, v are [B, H, S, D])",
+                           c.describe(a), c.describe(b), what));
+  };
+  if (k[0] != q[0] || v[0] != q[0]) return mismatch(0, k[0] != q[0] ? 1 : 2, "batch");
+  if (k[1] != q[1] || v[1] != q[1]) return mismatch(0, k[1] != q[1] ? 1 : 2, "heads");
+  if (k[3] != q[3]) return mismatch(0, 1, "head dim");
+  if (v[2] != k[2]) return mismatch(1, 2, "sequence length");
+  if (c.present(3)) {
+    SymShape scores{q[0], q[1], q[2], k[2]};
+    auto b = broadcast_shapes(c.shape(3), scores, c.dims);
+    if (!b.ok() || *b != scores) {
+      return bad(fmt::format("{} does not broadcast to the scores' shape {}", c.describe(3),
+                             c.shape_str(scores)));
+    }
+  }
+  PLANRT_ASSIGN_OR_RETURN(bool causal, attr_bool(c, "causal", false));
+  c.out.attrs["causal"] = causal;
+  if (find_attr(c, "scale") != nullptr) {
+    PLANRT_ASSIGN_OR_RETURN(double scale, attr_float(c, "scale", 0.0));
+    c.out.attrs["scale"] = scale;
+  }
+  return emit(c, {c.type(0).dtype, SymShape{q[0], q[1], q[2], v[3]}});
+}
+
+Result<InferredNode> embedding(Ctx& c) {
+  DType ids = c.type(0).dtype;
+  if (ids != DType::I32 && ids != DType::I64) {
+    return bad(fmt::format("{} must hold indices (i32 or i64)", c.describe(0)));
+  }
+  PLANRT_RETURN_IF_ERROR(rank_is(c, 1, 2));
+  SymShape out = c.shape(0);
+  out.push_back(c.shape(1)[1]);
+  return emit(c, {c.type(1).dtype, std::move(out)});
+}
+
+Result<InferredNode> concat(Ctx& c) {
+  if (c.in.empty()) return bad("concat needs at least one operand");
+  PLANRT_RETURN_IF_ERROR(same_dtype(c));
+  PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 1));
+  SymShape out = c.shape(0);
+  PLANRT_ASSIGN_OR_RETURN(int64_t dim, attr_int(c, "dim", 0));
+  PLANRT_ASSIGN_OR_RETURN(dim, normalize_dim(dim, out.size(), "attribute 'dim'"));
+  for (size_t i = 1; i < c.in.size(); ++i) {
+    const SymShape& s = c.shape(i);
+    if (s.size() != out.size()) {
+      return bad(fmt::format("rank mismatch: {} but {}", c.describe(i), c.describe(0)));
+    }
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (static_cast<int64_t>(d) == dim) {
+        if (!add_dims(out[d], s[d], &out[d])) {
+          return bad(fmt::format("concatenating {} along dim {} gives a size that is not a "
+                                 "multiple of one named dim",
+                                 c.describe(i), dim));
+        }
+      } else if (s[d] != out[d]) {
+        return bad(fmt::format("shape mismatch: {} differs from {} in dim {} (only dim {} may "
+                               "differ)", c.describe(i), c.describe(0), d, dim));
+      }
+    }
+  }
+  c.out.attrs["dim"] = dim;
+  return emit(c, {c.type(0).dtype, std::move(out)});
+}
+
+Result<InferredNode> slice(Ctx& c) {
+  SymShape x = c.shape(0);
+  PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 1));
+  PLANRT_ASSIGN_OR_RETURN(int64_t dim, attr_int(c, "dim", 0));
+  PLANRT_ASSIGN_OR_RETURN(dim, normalize_dim(dim, x.size(), "attribute 'dim'"));
+  PLANRT_ASSIGN_OR_RETURN(int64_t start, attr_int(c, "start", 0));
+  PLANRT_ASSIGN_OR_RETURN(int64_t end, attr_int(c, "end", std::numeric_limits<int64_t>::max()));
+  Dim d = x[dim];
+  if (d.is_static()) {
+    // Python slice clamping, as torch.narrow-free indexing x[start:end] does.
+    auto clamp = [&](int64_t i) { return std::clamp(i < 0 ? i + d.value : i, int64_t{0}, d.value); };
+    start = clamp(start);
+    end = clamp(end);
+    if (end <= start) {
+      return bad(fmt::format("slice [{}:{}] of dim {} (size {}) of {} is empty", start, end, dim,
+                             d.value, c.describe(0)));
+    }
+    x[dim] = Dim::fixed(end - start);
+  } else {
+    // Bounds on a named dim are expressible only when they do not depend on its value.
+    int64_t lo = min_size(d, c.dims), hi = max_size(d, c.dims);
+    if (start < 0 || end < 0) {
+      return bad(fmt::format("slice of dim {} ({}) of {}: negative bounds on a named dim are not "
+                             "expressible", dim, c.shape_str({d}), c.describe(0)));
+    }
+    if (start == 0 && end >= hi) {
+      // The whole dim: keeps its symbolic size.
+    } else if (end <= lo && start < end) {
+      x[dim] = Dim::fixed(end - start);
+    } else {
+      return bad(fmt::format("slice [{}:{}] of dim {} ({}, between {} and {}) of {} has a size "
+                             "that depends on the dim in a way a program cannot express",
+                             start, end, dim, c.shape_str({d}), lo, hi, c.describe(0)));
+    }
+  }
+  c.out.attrs["dim"] = dim;
+  c.out.attrs["start"] = start;
+  c.out.attrs["end"] = end;
+  return emit(c, {c.type(0).dtype, std::move(x)});
+}
+
+// ---- the table --------------------------------------------------------------------------
+
+using RuleFn = Result<InferredNode> (*)(Ctx&);
+struct Rule {
+  std::string_view op;
+  std::initializer_list<std::string_view> attrs;  // every attribute the op accepts
+  RuleFn fn;
+};
+
+const std::initializer_list<Rule>& rules() {
+  static const std::initializer_list<Rule> table = {
+      {"linear", {}, linear},
+      {"matmul", {}, matmul},
+      {"add", {}, elementwise_binary},
+      {"sub", {}, elementwise_binary},
+      {"mul", {}, elementwise_binary},
+      {"div", {}, elementwise_binary},
+      {"layer_norm", {"eps"}, layer_norm},
+      {"rms_norm", {"eps"}, rms_norm},
+      {"softmax", {"dim"}, softmax},
+      {"gelu", {"approximate"}, gelu},
+      {"relu", {}, relu},
+      {"silu", {}, unary_floating},
+      {"reshape", {"shape"}, reshape},
+      {"permute", {"dims"}, permute},
+      {"transpose", {"dim0", "dim1"}, transpose},
+      {"scaled_dot_product_attention", {"causal", "scale"}, sdpa},
+      {"embedding", {}, embedding},
+      {"concat", {"dim"}, concat},
+      {"slice", {"dim", "start", "end"}, slice},
+  };
+  return table;
+}
+
+const Rule* find_rule(std::string_view op) {
+  for (const Rule& r : rules()) {
+    if (r.op == op) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool has_shape_rule(std::string_view op) { return find_rule(op) != nullptr; }
+
+Result<InferredNode> infer_node(std::string_view op, std::span<const Operand> operands,
+                                const Attrs& attrs, std::span<const DimDecl> dims) {
+  const Rule* rule = find_rule(op);
+  if (rule == nullptr) {
+    return make_error(ErrorCode::NotSupported, "op '{}' has no shape rule in the builder", op);
+  }
+  for (const auto& [name, value] : attrs) {
+    if (std::find(rule->attrs.begin(), rule->attrs.end(), name) == rule->attrs.end()) {
+      std::string accepted;
+      for (std::string_view a : rule->attrs) accepted += accepted.empty() ? a : ", " + std::string(a);
+      return bad(fmt::format("unknown attribute '{}' (accepted: {})", name,
+                             accepted.empty() ? "none" : accepted));
+    }
+  }
+  Ctx c{operands, attrs, dims, {}};
+  c.out.attrs = attrs;
+  return rule->fn(c);
+}
+
+}  // namespace planrt::builder::ir

@@ -1,0 +1,167 @@
+// The `transformer` template (builder.h TransformerOptions; docs/model-format.md lists the
+// graph and the weight names): pre-LN encoder blocks over x f32 [1, S, d_model].
+//
+//   a = LN1(x);  q, k, v = Wq a, Wk a, Wv a  -> [1, S, H, Dh] -> permute -> [1, H, S, Dh]
+//   h = x + Wo (SDPA(q, k, v) -> permute -> [1, S, d_model])
+//   y = h + W2 GELU(W1 LN2(h))
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "builder/check.h"
+#include "builder/graph.h"
+#include "builder/weights.h"
+#include "planrt/builder/builder.h"
+
+namespace planrt::builder {
+namespace {
+
+using ir::Dim;
+
+Status invalid(std::string message) { return Status(ErrorCode::InvalidArgument, std::move(message)); }
+
+Status check_options(const TransformerOptions& o) {
+  auto positive = [](int64_t v, std::string_view name) -> Status {
+    if (v <= 0) return invalid(fmt::format("transformer: {} must be > 0, got {}", name, v));
+    return {};
+  };
+  PLANRT_RETURN_IF_ERROR(positive(o.layers, "layers"));
+  PLANRT_RETURN_IF_ERROR(positive(o.d_model, "d_model"));
+  PLANRT_RETURN_IF_ERROR(positive(o.heads, "heads"));
+  PLANRT_RETURN_IF_ERROR(positive(o.ffn, "ffn"));
+  PLANRT_RETURN_IF_ERROR(positive(o.max_seq, "max_seq"));
+  if (o.d_model % o.heads != 0) {
+    return invalid(fmt::format("transformer: d_model {} is not divisible by heads {}", o.d_model, o.heads));
+  }
+  if (!o.ffn_per_block.empty()) {
+    if (static_cast<int64_t>(o.ffn_per_block.size()) != o.layers) {
+      return invalid(fmt::format("transformer: ffn_per_block has {} entries for {} layers",
+                                 o.ffn_per_block.size(), o.layers));
+    }
+    for (size_t i = 0; i < o.ffn_per_block.size(); ++i) {
+      PLANRT_RETURN_IF_ERROR(positive(o.ffn_per_block[i], fmt::format("ffn_per_block[{}]", i)));
+    }
+  }
+  return {};
+}
+
+Result<ir::Backend> partition_backend(std::string_view partition) {
+  if (partition == "cpu") return ir::Backend::Cpu;
+  if (partition == "cuda") return ir::Backend::Cuda;
+  return invalid(fmt::format("transformer: unknown partition '{}' (accepted: cpu, cuda)", partition));
+}
+
+// Appends nodes and declares their weights, naming values "blocks.{i}.<what>".
+class GraphMaker {
+ public:
+  GraphMaker(ir::Model& model, ir::Method& method) : model_(model), method_(method) {}
+
+  void weight(const std::string& name, std::vector<int64_t> shape, ir::Init init = ir::Init::Normal) {
+    ir::Constant c;
+    c.name = name;
+    c.shape = std::move(shape);
+    c.init = init;
+    model_.constants.push_back(std::move(c));
+  }
+
+  std::string node(std::string op, std::vector<std::string> inputs, std::string output,
+                   ir::Attrs attrs = {}) {
+    ir::Node n;
+    n.op = std::move(op);
+    n.inputs = std::move(inputs);
+    n.outputs = {output};
+    n.attrs = std::move(attrs);
+    method_.nodes.push_back(std::move(n));
+    return output;
+  }
+
+  std::string linear(const std::string& x, const std::string& prefix, int64_t out, int64_t in,
+                     const std::string& output) {
+    weight(prefix + ".weight", {out, in});
+    weight(prefix + ".bias", {out}, ir::Init::Zeros);
+    return node("linear", {x, prefix + ".weight", prefix + ".bias"}, output);
+  }
+
+  std::string layer_norm(const std::string& x, const std::string& prefix, int64_t d,
+                         const std::string& output) {
+    weight(prefix + ".weight", {d}, ir::Init::Ones);
+    weight(prefix + ".bias", {d}, ir::Init::Zeros);
+    return node("layer_norm", {x, prefix + ".weight", prefix + ".bias"}, output, {{"eps", 1e-5}});
+  }
+
+ private:
+  ir::Model& model_;
+  ir::Method& method_;
+};
+
+void add_block(GraphMaker& g, const TransformerOptions& o, int64_t i, int64_t ffn,
+               const std::string& x, const std::string& y) {
+  const std::string p = fmt::format("blocks.{}", i);
+  const int64_t d = o.d_model, h = o.heads, dh = d / h;
+  const ir::ShapeSpec heads_shape{{1, ""}, {0, "S"}, {h, ""}, {dh, ""}};
+  const ir::ShapeSpec model_shape{{1, ""}, {0, "S"}, {d, ""}};
+  const std::vector<int64_t> swap_s_h{0, 2, 1, 3};
+
+  std::string a = g.layer_norm(x, p + ".ln1", d, p + ".ln1.out");
+  auto project = [&](const std::string& which) {
+    std::string flat = g.linear(a, p + ".attn." + which, d, d, p + ".attn." + which + ".out");
+    std::string split = g.node("reshape", {flat}, p + ".attn." + which + ".heads", {{"shape", heads_shape}});
+    return g.node("permute", {split}, p + ".attn." + which + ".bhsd", {{"dims", swap_s_h}});
+  };
+  std::string q = project("q"), k = project("k"), v = project("v");
+  std::string att = g.node("scaled_dot_product_attention", {q, k, v}, p + ".attn.sdpa");
+  std::string back = g.node("permute", {att}, p + ".attn.bshd", {{"dims", swap_s_h}});
+  std::string merged = g.node("reshape", {back}, p + ".attn.merged", {{"shape", model_shape}});
+  std::string proj = g.linear(merged, p + ".attn.o", d, d, p + ".attn.o.out");
+  std::string hid = g.node("add", {x, proj}, p + ".attn.residual");
+  std::string b = g.layer_norm(hid, p + ".ln2", d, p + ".ln2.out");
+  std::string f1 = g.linear(b, p + ".mlp.fc1", ffn, d, p + ".mlp.fc1.out");
+  std::string act = g.node("gelu", {f1}, p + ".mlp.gelu", {{"approximate", std::string("none")}});
+  std::string f2 = g.linear(act, p + ".mlp.fc2", d, ffn, p + ".mlp.fc2.out");
+  g.node("add", {hid, f2}, y);
+}
+
+Result<RandomWeights> parse_random(std::string_view spec) {
+  std::string_view digits = spec.substr(std::string_view("random:").size());
+  RandomWeights r;
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), r.seed);
+  if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size()) {
+    return invalid(fmt::format("transformer: weights '{}': expected random:SEED with SEED a "
+                               "non-negative integer, or a path to a .safetensors file", spec));
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<Model> make_transformer(const TransformerOptions& o) {
+  PLANRT_RETURN_IF_ERROR(check_options(o));
+  PLANRT_ASSIGN_OR_RETURN(ir::Backend backend, partition_backend(o.partition));
+  auto model = std::make_unique<ir::Model>();
+  ir::Method& m = model->methods.emplace_back();
+  m.name = "forward";
+  m.backend = backend;
+  m.dims = {{"S", 1, o.max_seq}};
+  m.inputs = {{"x", {DType::F32, {Dim::fixed(1), Dim::named(0), Dim::fixed(o.d_model)}}}};
+  m.outputs = {"y"};
+  GraphMaker g(*model, m);
+  std::string x = "x";
+  for (int64_t i = 0; i < o.layers; ++i) {
+    std::string y = i + 1 == o.layers ? "y" : fmt::format("blocks.{}.out", i);
+    int64_t ffn = o.ffn_per_block.empty() ? o.ffn : o.ffn_per_block[i];
+    add_block(g, o, i, ffn, x, y);
+    x = y;
+  }
+  PLANRT_RETURN_IF_ERROR(ir::check_model(*model).with_context("transformer"));
+  if (o.weights.starts_with("random:")) {
+    PLANRT_ASSIGN_OR_RETURN(RandomWeights spec, parse_random(o.weights));
+    PLANRT_RETURN_IF_ERROR(generate_random_weights(*model, spec, o.progress));
+  } else if (o.weights.empty()) {
+    return invalid("transformer: weights must be random:SEED or a path to a .safetensors file");
+  } else {
+    PLANRT_RETURN_IF_ERROR(load_safetensors_weights(*model, o.weights, {}, o.progress));
+  }
+  return Model(std::move(model));
+}
+
+}  // namespace planrt::builder

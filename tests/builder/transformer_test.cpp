@@ -1,0 +1,241 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <set>
+
+#include "builder/graph.h"
+#include "builder/method_plan.h"
+#include "builder_test_util.h"
+#include "format/program_file.h"
+#include "planrt/builder/builder.h"
+
+namespace planrt::builder {
+namespace {
+
+using btest::expect_plans_valid;
+using btest::find_value;
+
+TransformerOptions small(int64_t layers) {
+  TransformerOptions o;
+  o.layers = layers;
+  o.d_model = 64;
+  o.heads = 4;
+  o.ffn = 256;
+  o.max_seq = 128;
+  o.weights = "random:7";
+  return o;
+}
+
+TEST(Transformer, BuildsAtSeveralSizesWithValidTightPlans) {
+  for (int64_t layers = 1; layers <= 4; ++layers) {
+    for (int64_t d_model : {64, 512}) {
+      TransformerOptions o = small(layers);
+      o.d_model = d_model;
+      o.heads = 8;
+      o.ffn = 4 * d_model;
+      o.max_seq = d_model == 512 ? 2048 : 128;
+      SCOPED_TRACE(testing::Message() << "layers " << layers << " d_model " << d_model);
+      ASSERT_OK_AND_ASSIGN(Model model, make_transformer(o));
+      EXPECT_EQ(model.num_constants(), static_cast<size_t>(16 * layers));
+      ASSERT_OK_AND_ASSIGN(BuiltProgram program, build_program(model));
+      expect_plans_valid(program.program());
+      auto plans = program.plans();
+      ASSERT_EQ(plans.size(), 1u);
+      EXPECT_EQ(plans[0].method, "forward");
+      EXPECT_TRUE(plans[0].device.is_cpu());
+      EXPECT_EQ(plans[0].planner, "greedy-by-size");
+      EXPECT_LE(plans[0].ratio(), 1.05) << plans[0].planned_bytes << " / " << plans[0].lower_bound_bytes;
+      EXPECT_GE(plans[0].ratio(), 1.0);
+    }
+  }
+}
+
+TEST(Transformer, ProgramHasOneMethodWithDynamicSequenceDim) {
+  ASSERT_OK_AND_ASSIGN(Model model, make_transformer(small(2)));
+  ASSERT_OK_AND_ASSIGN(BuiltProgram built, build_program(model));
+  const fb::ProgramT& p = built.program();
+  ASSERT_EQ(p.methods.size(), 1u);
+  const fb::MethodT& m = *p.methods[0];
+  EXPECT_EQ(m.name, "forward");
+  ASSERT_EQ(m.dims.size(), 1u);
+  EXPECT_EQ(m.dims[0]->name, "S");
+  EXPECT_EQ(m.dims[0]->min, 1);
+  EXPECT_EQ(m.dims[0]->max, 128);
+  ASSERT_EQ(m.inputs.size(), 1u);
+  ASSERT_EQ(m.outputs.size(), 1u);
+  EXPECT_EQ(m.values[m.inputs[0]]->name, "x");
+  EXPECT_EQ(m.values[m.outputs[0]]->name, "y");
+  const fb::ValueT& x = *m.values[m.inputs[0]];
+  ASSERT_EQ(x.shape.size(), 3u);
+  EXPECT_EQ(x.shape[0].value(), 1);
+  EXPECT_EQ(x.shape[0].dim(), -1);
+  EXPECT_EQ(x.shape[1].value(), 1);
+  EXPECT_EQ(x.shape[1].dim(), 0);
+  EXPECT_EQ(x.shape[2].value(), 64);
+  EXPECT_EQ(m.instructions.size(), 40u);  // 20 nodes per block
+  ASSERT_EQ(m.segments.size(), 1u);
+  EXPECT_EQ(m.segments[0]->backend, "cpu");
+  EXPECT_EQ(m.segments[0]->num_nodes, 40u);
+  for (const auto& ins : m.instructions) {
+    EXPECT_EQ(ins->kind, fb::InstructionKind::Kernel);
+    EXPECT_EQ(ins->segment, 0);
+  }
+  const fb::ValueT* heads = find_value(m, "blocks.0.attn.q.bhsd");
+  ASSERT_NE(heads, nullptr);
+  ASSERT_EQ(heads->shape.size(), 4u);
+  EXPECT_EQ(heads->shape[1].value(), 4);   // H
+  EXPECT_EQ(heads->shape[2].dim(), 0);     // S
+  EXPECT_EQ(heads->shape[3].value(), 16);  // Dh
+  ASSERT_EQ(m.planned_buffers.size(), 1u);
+  EXPECT_EQ(m.planned_buffers[0]->device->type(), fb::DeviceType::CPU);
+  EXPECT_EQ(p.constants.size(), 32u);
+}
+
+TEST(Transformer, WeightNamesFollowTheDocumentedScheme) {
+  ASSERT_OK_AND_ASSIGN(Model model, make_transformer(small(1)));
+  std::set<std::string> names;
+  for (const ir::Constant& c : model.graph().constants) names.insert(c.name);
+  for (std::string n : {"ln1.weight", "ln1.bias", "attn.q.weight", "attn.q.bias", "attn.k.weight",
+                        "attn.k.bias", "attn.v.weight", "attn.v.bias", "attn.o.weight", "attn.o.bias",
+                        "ln2.weight", "ln2.bias", "mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight",
+                        "mlp.fc2.bias"}) {
+    EXPECT_TRUE(names.contains("blocks.0." + n)) << n;
+  }
+  const ir::Constant* fc1 = model.graph().find_constant("blocks.0.mlp.fc1.weight");
+  ASSERT_NE(fc1, nullptr);
+  EXPECT_EQ(fc1->shape, (std::vector<int64_t>{256, 64}));
+}
+
+TEST(Transformer, LayerNormWeightsAreOnesAndBiasesZeros) {
+  ASSERT_OK_AND_ASSIGN(Model model, make_transformer(small(1)));
+  auto floats = [&](const std::string& name) {
+    const ir::Constant* c = model.graph().find_constant(name);
+    std::vector<float> v(c->bytes.size() / 4);
+    std::memcpy(v.data(), c->bytes.data(), c->bytes.size());
+    return v;
+  };
+  for (float f : floats("blocks.0.ln1.weight")) ASSERT_EQ(f, 1.0f);
+  for (float f : floats("blocks.0.attn.q.bias")) ASSERT_EQ(f, 0.0f);
+  auto w = floats("blocks.0.attn.q.weight");
+  double sum = 0, sq = 0;
+  for (float f : w) {
+    sum += f;
+    sq += double(f) * f;
+  }
+  double mean = sum / w.size(), sd = std::sqrt(sq / w.size() - mean * mean);
+  EXPECT_NEAR(mean, 0.0, 0.002);
+  EXPECT_NEAR(sd, 0.02, 0.001);
+}
+
+TEST(Transformer, PerBlockFfnWidths) {
+  TransformerOptions o = small(2);
+  o.ffn_per_block = {32, 96};
+  ASSERT_OK_AND_ASSIGN(Model model, make_transformer(o));
+  EXPECT_EQ(model.graph().find_constant("blocks.1.mlp.fc1.weight")->shape, (std::vector<int64_t>{96, 64}));
+  EXPECT_EQ(model.graph().find_constant("blocks.0.mlp.fc2.weight")->shape, (std::vector<int64_t>{64, 32}));
+}
+
+TEST(Transformer, NoReusePlanArenaIsTheSumOfTensorSizes) {
+  ASSERT_OK_AND_ASSIGN(Model model, make_transformer(small(2)));
+  BuildOptions opts;
+  opts.no_reuse = true;
+  ASSERT_OK_AND_ASSIGN(BuiltProgram built, build_program(model, opts));
+  expect_plans_valid(built.program());
+  const fb::MethodT& m = *built.program().methods[0];
+  ASSERT_OK_AND_ASSIGN(auto buffers, collect_buffer_tensors(m));
+  ASSERT_EQ(buffers.size(), 1u);
+  uint64_t sum = 0;
+  for (const auto& t : buffers[0].lifetimes) sum += (t.size_bytes + 63) / 64 * 64;
+  EXPECT_EQ(m.planned_buffers[0]->size_bytes, sum);
+  auto plans = built.plans();
+  EXPECT_EQ(plans[0].planner, "no-reuse");
+  EXPECT_EQ(plans[0].planned_bytes, sum);
+  // And reuse really saves memory on this graph.
+  ASSERT_OK_AND_ASSIGN(BuiltProgram reused, build_program(model));
+  EXPECT_LT(reused.plans()[0].planned_bytes, sum / 4);
+}
+
+TEST(Transformer, CudaPartitionIsOneDelegateWithCopiesAround) {
+  TransformerOptions o = small(2);
+  o.partition = "cuda";
+  ASSERT_OK_AND_ASSIGN(Model model, make_transformer(o));
+  ASSERT_OK_AND_ASSIGN(BuiltProgram built, build_program(model));
+  expect_plans_valid(built.program());
+  const fb::MethodT& m = *built.program().methods[0];
+  ASSERT_EQ(m.segments.size(), 1u);
+  EXPECT_EQ(m.segments[0]->backend, "cuda");
+  EXPECT_EQ(m.segments[0]->num_nodes, 40u);
+  ASSERT_EQ(m.instructions.size(), 3u);
+  EXPECT_EQ(m.instructions[0]->kind, fb::InstructionKind::Copy);
+  EXPECT_EQ(m.instructions[1]->kind, fb::InstructionKind::Delegate);
+  EXPECT_EQ(m.instructions[2]->kind, fb::InstructionKind::Copy);
+  ASSERT_EQ(m.planned_buffers.size(), 2u);
+  EXPECT_EQ(m.planned_buffers[1]->device->type(), fb::DeviceType::CUDA);
+  EXPECT_EQ(built.plans().size(), 2u);
+}
+
+TEST(Transformer, RejectsBadOptions) {
+  TransformerOptions o = small(1);
+  o.heads = 5;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "d_model 64 is not divisible by heads 5");
+  o = small(1);
+  o.layers = 0;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "layers must be > 0, got 0");
+  o = small(1);
+  o.ffn = -3;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "ffn must be > 0");
+  o = small(1);
+  o.max_seq = 0;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "max_seq must be > 0");
+  o = small(1);
+  o.d_model = 0;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "d_model must be > 0");
+  o = small(1);
+  o.heads = 0;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "heads must be > 0");
+  o = small(2);
+  o.ffn_per_block = {8};
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "ffn_per_block has 1 entries for 2 layers");
+  o = small(1);
+  o.ffn_per_block = {0};
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "ffn_per_block[0] must be > 0");
+  o = small(1);
+  o.partition = "tpu";
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "unknown partition 'tpu' (accepted: cpu, cuda)");
+  o = small(1);
+  o.weights = "random:abc";
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "expected random:SEED");
+  o = small(1);
+  o.weights = "/nonexistent/w.safetensors";
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "/nonexistent/w.safetensors");
+}
+
+TEST(Transformer, SizeOverflowIsAnErrorNotACrash) {
+  TransformerOptions o = small(1);
+  o.d_model = int64_t{1} << 40;
+  o.heads = 1;
+  o.ffn = int64_t{1} << 40;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "overflow");
+}
+
+TEST(Transformer, ProgressReportsEveryTensor) {
+  TransformerOptions o = small(1);
+  std::vector<size_t> done;
+  uint64_t last_bytes = 0, total = 0;
+  o.progress = [&](const WeightProgress& p) {
+    EXPECT_EQ(p.stage, "generate");
+    done.push_back(p.done_tensors);
+    last_bytes = p.done_bytes;
+    total = p.total_bytes;
+  };
+  ASSERT_OK_AND_ASSIGN(Model model, make_transformer(o));
+  ASSERT_EQ(done.size(), 16u);
+  EXPECT_EQ(done.back(), 16u);
+  EXPECT_EQ(last_bytes, total);
+  EXPECT_EQ(total, model.constants_bytes());
+}
+
+}  // namespace
+}  // namespace planrt::builder
