@@ -1,4 +1,8 @@
-// Conversions between the FlatBuffers enums/structs of program.fbs and the core types.
+// Conversions between the FlatBuffers enums/structs of program.fbs and the core types,
+// and null-safe access to its vectors.
+//
+// A FlatBuffers vector that was empty when packed is absent: its accessor returns nullptr,
+// even in a verified program. Iterate with `items(v)` and size with `count(v)`.
 //
 // The fb enums are untrusted bytes: the checked conversions return nullopt for a value
 // outside the enum rather than producing an invalid core enum. Thread-safe, no state.
@@ -13,6 +17,29 @@
 #include "planrt/format/program_generated.h"
 
 namespace planrt::format {
+
+template <typename T>
+uint32_t count(const flatbuffers::Vector<T>* v) {
+  return v ? v->size() : 0;
+}
+
+// A range over `v` that is empty when `v` is absent: for (const fb::Value* v : items(m.values())).
+template <typename T>
+class VectorItems {
+ public:
+  using iterator = typename flatbuffers::Vector<T>::const_iterator;
+  explicit VectorItems(const flatbuffers::Vector<T>* v) : v_(v) {}
+  iterator begin() const { return v_ ? v_->begin() : iterator(nullptr, 0); }
+  iterator end() const { return v_ ? v_->end() : iterator(nullptr, 0); }
+
+ private:
+  const flatbuffers::Vector<T>* v_;
+};
+
+template <typename T>
+VectorItems<T> items(const flatbuffers::Vector<T>* v) {
+  return VectorItems<T>(v);
+}
 
 inline std::optional<DType> to_dtype(fb::DType d) {
   auto v = static_cast<int>(d);

@@ -175,8 +175,10 @@ Result<Contents> load(std::span<const uint8_t> bytes, const std::string& base_di
                       const ReadLimits& limits) {
   Contents impl;
   PLANRT_ASSIGN_OR_RETURN(Regions regions, check_header(bytes));
-  flatbuffers::Verifier verifier(regions.flatbuffer.data(), regions.flatbuffer.size(),
-                                 verifier_options());
+  // Segment blobs are verified by verify_methods, which can say which segment is broken.
+  flatbuffers::Verifier::Options options = verifier_options();
+  options.check_nested_flatbuffers = false;
+  flatbuffers::Verifier verifier(regions.flatbuffer.data(), regions.flatbuffer.size(), options);
   if (!verifier.VerifyBuffer<fb::Program>(fb::ProgramIdentifier())) {
     return invalid(fmt::format("the {}-byte FlatBuffer at offset {} is not a valid program "
                                "(wrong identifier, out-of-bounds or corrupt tables)",

@@ -1,0 +1,255 @@
+// The deep checks of methods, values, instructions and segment graphs: each corruption
+// must be refused with an error naming what is wrong.
+#include <gtest/gtest.h>
+
+#include "format/program_corruption.h"
+
+namespace planrt::format {
+namespace {
+
+using fixtures::FixtureProgram;
+using fixtures::ReluAddOptions;
+
+FixtureProgram host() { return fixtures::relu_add_program(); }
+FixtureProgram cuda() {
+  ReluAddOptions o;
+  o.on_cuda = true;
+  return fixtures::relu_add_program(o);
+}
+
+fb::MethodT& method(fb::ProgramT& p) { return *p.methods[0]; }
+
+// Unpacks segment 0's graph, applies `f` and packs it back.
+Mutation on_graph(std::function<void(fb::GraphT&)> f) {
+  return [f](fb::ProgramT& p) {
+    auto& seg = *method(p).segments[0];
+    std::unique_ptr<fb::GraphT> g(flatbuffers::GetRoot<fb::Graph>(seg.blob.data())->UnPack());
+    f(*g);
+    seg.blob = fixtures::pack_graph(*g);
+  };
+}
+
+TEST(MethodVerifier, AcceptsTheFixtures) {
+  for (const FixtureProgram& f : {host(), cuda(), fixtures::two_method_program()}) {
+    auto bytes = corrupt(f, [](fb::ProgramT&) {});
+    EXPECT_TRUE(ProgramFile::from_bytes(bytes).ok());
+  }
+}
+
+TEST(MethodVerifier, RefusesDuplicateAndEmptyMethodNames) {
+  expect_invalid(corrupt(fixtures::two_method_program(),
+                         [](fb::ProgramT& p) { p.methods[1]->name = "forward"; }),
+                 {"two methods are named 'forward'"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).name = ""; }),
+                 {"method 0 has an empty name"});
+}
+
+TEST(MethodVerifier, RefusesBadDimBounds) {
+  auto set = [](int64_t min, int64_t max) {
+    return [=](fb::ProgramT& p) {
+      method(p).dims[0]->min = min;
+      method(p).dims[0]->max = max;
+    };
+  };
+  expect_invalid(corrupt(host(), set(5, 4)), {"method 'forward' dim 'S' has bounds [5, 4]"});
+  expect_invalid(corrupt(host(), set(-1, 4)), {"dim 'S' has bounds [-1, 4]"});
+  expect_invalid(corrupt(host(), set(0, 0)), {"dim 'S' has bounds [0, 0]"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) {
+                   method(p).dims.push_back(std::make_unique<fb::DimSpecT>(*method(p).dims[0]));
+                 }),
+                 {"two dims named 'S'"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).dims[0]->name = ""; }),
+                 {"dim 0 has an empty name"});
+}
+
+TEST(MethodVerifier, RefusesAnUnknownDtypeKindOrTooHighARank) {
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[2]->dtype = static_cast<fb::DType>(9); }),
+                 {"method 'forward' value 2 't' has an unknown dtype 9"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[2]->kind = static_cast<fb::ValueKind>(7); }),
+                 {"value 2 't' has an unknown kind 7"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) {
+                   method(p).values[2]->shape.assign(9, fixtures::fixed_dim(1));
+                 }),
+                 {"value 2 't' has rank 9, above the maximum 8"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[2]->kind = fb::ValueKind::Temporary; }),
+                 {"value 2 't' is Temporary"});
+}
+
+TEST(MethodVerifier, RefusesBadShapeEntries) {
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[2]->shape[0] = fixtures::named_dim(3); }),
+                 {"value 2 't' refers to dim 3 at shape entry 0, but there are 1 dims"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[2]->shape[0] = fixtures::named_dim(0, 0); }),
+                 {"value 2 't' has multiplier 0"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[2]->shape[1] = fixtures::fixed_dim(-4); }),
+                 {"value 2 't' has a negative size -4 at shape entry 1"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) {
+                   method(p).values[2]->shape = {fixtures::fixed_dim(INT64_MAX), fixtures::fixed_dim(INT64_MAX)};
+                 }),
+                 {"value 2 't'", "overflows"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) {
+                   method(p).values[2]->shape[0] = fixtures::named_dim(0, INT64_MAX / 2);
+                 }),
+                 {"value 2 't'", "overflow"});
+}
+
+TEST(MethodVerifier, RefusesACorruptedBufferId) {
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[3]->buffer = 5; }),
+                 {"value 3 'y' refers to buffer 5 but the method has 1 planned buffers"});
+}
+
+TEST(MethodVerifier, RefusesAValuePastTheEndOfItsBuffer) {
+  // y is 16 x 4 x 4 = 256 bytes at its max shape; the buffer is 768 bytes.
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[3]->offset = 768 - 255; }),
+                 {"value 3 'y' at offset 513 with 256 bytes (max shape) exceeds buffer 0 of 768 bytes"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[3]->offset = UINT64_MAX - 100; }),
+                 {"value 3 'y'", "exceeds buffer 0"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).dims[0]->max = 17; }),
+                 {"with 272 bytes (max shape) exceeds buffer 0"});
+}
+
+TEST(MethodVerifier, RefusesABufferAboveTheReadLimit) {
+  ReadLimits limits;
+  limits.max_planned_buffer_bytes = 512;
+  expect_invalid(corrupt(host(), [](fb::ProgramT&) {}), {"buffer 0 asks for 768 bytes, above the limit of 512"},
+                 limits);
+}
+
+TEST(MethodVerifier, RefusesAnUnknownBufferDeviceType) {
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) {
+                   method(p).planned_buffers[0]->device = std::make_unique<fb::DeviceRef>(static_cast<fb::DeviceType>(5), 0);
+                 }),
+                 {"buffer 0 has an unknown device type 5"});
+}
+
+TEST(MethodVerifier, RefusesBadConstantValues) {
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[1]->constant = 3; }),
+                 {"value 1 'c' refers to constant 3 but the program has 1 constants"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[1]->dtype = fb::DType::F16; }),
+                 {"value 1 'c' has dtype 1 but constant 0 'c' has dtype 0"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[1]->shape = {fixtures::fixed_dim(5)}; }),
+                 {"value 1 'c' does not have the static shape of constant 0 'c'"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[1]->shape = {fixtures::named_dim(0)}; }),
+                 {"static shape"});
+}
+
+TEST(MethodVerifier, RefusesBadMethodInputsAndOutputs) {
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).inputs = {9}; }),
+                 {"method 'forward' input 0 is value id 9 but there are 4 values"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).outputs = {1}; }),
+                 {"output 0 (method 'forward' value 1 'c') is not a Planned value on a CPU buffer"});
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) { method(p).outputs = {3}; }),
+                 {"value 3 'y_dev') is not a Planned value on a CPU buffer"});
+}
+
+TEST(MethodVerifier, RefusesACorruptedValueIdInAnInstruction) {
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).instructions[1]->inputs[0] = 4; }),
+                 {"method 'forward' instruction 1 (relu) of node 'relu' input 0 is value id 4 but there are 4 values"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).instructions[1]->outputs[0] = kNoValue; }),
+                 {"instruction 1 (relu)", "output 0 is value id kNoValue"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).instructions[0]->outputs[0] = 1; }),
+                 {"instruction 0 (add)", "output 0 is method 'forward' value 1 'c', a constant"});
+}
+
+TEST(MethodVerifier, AcceptsAnAbsentOptionalOperand) {
+  auto bytes = corrupt(host(), [](fb::ProgramT& p) { method(p).instructions[0]->inputs.push_back(kNoValue); });
+  EXPECT_TRUE(ProgramFile::from_bytes(bytes).ok());
+}
+
+TEST(MethodVerifier, RefusesBadInstructionKindsOpsAndAttrs) {
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).instructions[0]->kind = static_cast<fb::InstructionKind>(9); }),
+                 {"instruction 0 (add) of node 'add' has an unknown kind 9"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).instructions[0]->op = ""; }),
+                 {"instruction 0 of node 'add' is a Kernel without an op"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).instructions[0]->segment = 2; }),
+                 {"instruction 0 (add)", "names segment 2 but the method has 0 segments"});
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) {
+                   auto a = std::make_unique<fb::AttrT>();
+                   a->name = "alpha";
+                   a->type = static_cast<fb::AttrType>(11);
+                   method(p).instructions[0]->attrs.push_back(std::move(a));
+                 }),
+                 {"attribute 'alpha' has an unknown type 11"});
+}
+
+TEST(MethodVerifier, RefusesACpuKernelOnDeviceMemory) {
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) {
+                   method(p).instructions[0] = fixtures::kernel_instruction("relu", {0}, {2});
+                 }),
+                 {"instruction 0 (relu) is a CPU kernel but its operand method 'forward' value 2 'x_dev' is not in host memory"});
+}
+
+TEST(MethodVerifier, RefusesBadCopies) {
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) { method(p).instructions[0]->inputs = {0, 1}; }),
+                 {"instruction 0 is a Copy with 2 inputs and 1 outputs"});
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) { method(p).instructions[0]->inputs = {kNoValue}; }),
+                 {"Copy with 1 inputs"});
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) {
+                   method(p).values[2]->dtype = fb::DType::F16;
+                 }),
+                 {"instruction 0 copies method 'forward' value 0 'x' to method 'forward' value 2 'x_dev', which differ"});
+}
+
+TEST(MethodVerifier, RefusesBadDelegates) {
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) { method(p).instructions[1]->segment = 1; }),
+                 {"instruction 1 of node 'add' calls segment 1 but the method has 1 segments"});
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) { method(p).segments[0]->blob.clear(); }),
+                 {"calls segment 0 ('cuda0'), which has no blob"});
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) { method(p).instructions[1]->inputs.push_back(2); }),
+                 {"passes 2 inputs and 1 outputs but segment 0 graph takes 1 and 1"});
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) { method(p).instructions[1]->inputs = {0}; }),
+                 {"operand method 'forward' value 0 'x' is not planned on the segment's device cuda:0"});
+}
+
+TEST(MethodVerifier, RefusesBadSegments) {
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) { method(p).segments[0]->backend = ""; }),
+                 {"method 'forward' segment 0 ('cuda0') has an empty backend name"});
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) {
+                   method(p).segments[0]->device = std::make_unique<fb::DeviceRef>(static_cast<fb::DeviceType>(3), 0);
+                 }),
+                 {"segment 0 ('cuda0') has an unknown device type 3"});
+}
+
+TEST(MethodVerifier, RefusesACorruptNestedGraph) {
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) {
+                   auto& blob = method(p).segments[0]->blob;
+                   for (size_t i = 0; i < blob.size(); i += 3) blob[i] ^= 0x5A;
+                 }),
+                 {"segment 0 ('cuda0') has a blob that is not a valid Graph FlatBuffer"});
+  expect_invalid(corrupt(cuda(), [](fb::ProgramT& p) { method(p).segments[0]->blob = {1, 2, 3}; }),
+                 {"not a valid Graph FlatBuffer (3 bytes)"});
+}
+
+TEST(MethodVerifier, RefusesBadIdsInsideANestedGraph) {
+  expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) { g.instructions[1]->inputs[0] = 7; })),
+                 {"method 'forward' segment 0 ('cuda0') graph instruction 1 (relu) input 0 is value id 7 but there are 4 values"});
+  expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) { g.outputs = {4}; })),
+                 {"graph output 0 is value id 4"});
+  expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) { g.values[1]->constant = 2; })),
+                 {"graph value 1 'c' refers to constant 2"});
+  expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) { g.instructions[0]->kind = fb::InstructionKind::Copy; })),
+                 {"graph instruction 0 (add) is not a Kernel instruction"});
+  expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) { g.values[0]->shape[0] = fixtures::named_dim(1); })),
+                 {"graph value 0 'x' refers to dim 1"});
+}
+
+TEST(MethodVerifier, RefusesGraphValuesPastTheScratch) {
+  // t is 256 bytes at max shape and the scratch is exactly that.
+  expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) { g.values[2]->offset = 64; })),
+                 {"graph value 2 't' at offset 64 with 256 bytes exceeds the scratch of 256 bytes"});
+  expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) { g.scratch_bytes = 255; })),
+                 {"exceeds the scratch of 255 bytes"});
+  ReadLimits limits;
+  limits.max_planned_buffer_bytes = 1024;  // the planned buffers are 512 bytes
+  auto bytes = corrupt(cuda(), on_graph([](fb::GraphT& g) { g.scratch_bytes = 1 << 20; }));
+  expect_invalid(bytes, {"graph asks for 1048576 scratch bytes, above the limit of 1024"}, limits);
+}
+
+TEST(MethodVerifier, RefusesAnUnknownPlanStatDevice) {
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) {
+                   method(p).plan[0]->device = std::make_unique<fb::DeviceRef>(static_cast<fb::DeviceType>(8), 0);
+                 }),
+                 {"plan entry 0 has an unknown device type"});
+}
+
+}  // namespace
+}  // namespace planrt::format
