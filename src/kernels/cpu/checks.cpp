@@ -1,0 +1,139 @@
+#include "kernels/cpu/checks.h"
+
+#include <climits>
+
+#include <fmt/format.h>
+
+namespace planrt::kernels::cpu {
+
+std::string input_role(std::string_view op, size_t index) {
+  auto pick = [index](std::initializer_list<std::string_view> names) -> std::string {
+    if (index < names.size()) return std::string(names.begin()[index]);
+    return fmt::format("input {}", index);
+  };
+  if (op == "linear" || op == "layer_norm" || op == "rms_norm") return pick({"x", "weight", "bias"});
+  if (op == "matmul" || op == "add" || op == "sub" || op == "mul" || op == "div") {
+    return pick({"a", "b"});
+  }
+  if (op == "scaled_dot_product_attention") return pick({"q", "k", "v"});
+  if (op == "embedding") return pick({"ids", "table"});
+  if (op == "concat") return fmt::format("xs[{}]", index);
+  return pick({"x"});
+}
+
+std::string describe_inputs(std::string_view op, std::span<const TensorView> inputs) {
+  std::string out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].is_none()) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {} {}", input_role(op, i), dtype_name(inputs[i].dtype),
+                       inputs[i].sizes.to_string());
+  }
+  return out;
+}
+
+namespace {
+
+Status check_view(std::string_view op, const std::string& role, const TensorView& v) {
+  if (!v.device.is_cpu()) {
+    return make_error(ErrorCode::InvalidArgument, "{}: {} is on {}, the CPU kernel needs cpu",
+                      op, role, to_string(v.device));
+  }
+  for (int64_t d : v.sizes.dims()) {
+    if (d < 0) {
+      return make_error(ErrorCode::InvalidArgument, "{}: {} has a negative size in {}", op,
+                        role, v.sizes.to_string());
+    }
+  }
+  if (!v.is_contiguous()) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: {} of shape {} has strides {}, the CPU kernel needs contiguous", op,
+                      role, v.sizes.to_string(), v.strides.to_string());
+  }
+  if (v.data == nullptr && v.numel() > 0) {
+    return make_error(ErrorCode::InvalidArgument, "{}: {} of shape {} has no data", op, role,
+                      v.sizes.to_string());
+  }
+  return {};
+}
+
+}  // namespace
+
+Status check_operands(std::string_view op, std::span<const TensorView> inputs,
+                      std::span<const TensorView> outputs) {
+  const OpInfo* info = find_op(op);
+  if (info == nullptr) {
+    return make_error(ErrorCode::Internal, "{}: kernel has no entry in the op table", op);
+  }
+  const auto n_in = static_cast<int64_t>(inputs.size());
+  if (n_in < info->min_inputs || (info->max_inputs >= 0 && n_in > info->max_inputs)) {
+    if (info->max_inputs < 0) {
+      return make_error(ErrorCode::InvalidArgument, "{}: got {} inputs, expected at least {}",
+                        op, n_in, info->min_inputs);
+    }
+    return make_error(ErrorCode::InvalidArgument, "{}: got {} inputs, expected {} to {}", op,
+                      n_in, info->min_inputs, info->max_inputs);
+  }
+  if (static_cast<int64_t>(outputs.size()) != info->num_outputs) {
+    return make_error(ErrorCode::InvalidArgument, "{}: got {} outputs, expected {}", op,
+                      outputs.size(), info->num_outputs);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].is_none()) {
+      if (static_cast<int64_t>(i) < info->min_inputs) {
+        return make_error(ErrorCode::InvalidArgument, "{}: required input {} is absent", op,
+                          input_role(op, i));
+      }
+      continue;
+    }
+    PLANRT_RETURN_IF_ERROR(check_view(op, input_role(op, i), inputs[i]));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string role = outputs.size() == 1 ? "output" : fmt::format("output {}", i);
+    if (outputs[i].is_none()) {
+      return make_error(ErrorCode::InvalidArgument, "{}: {} is absent", op, role);
+    }
+    PLANRT_RETURN_IF_ERROR(check_view(op, role, outputs[i]));
+  }
+  return {};
+}
+
+Status require_f32(std::string_view op, std::string_view role, const TensorView& view) {
+  if (view.dtype == DType::F32) return {};
+  return make_error(ErrorCode::NotSupported, "{}: {} has dtype {}; the CPU kernel supports f32",
+                    op, role, dtype_name(view.dtype));
+}
+
+Status require_f32_inputs(std::string_view op, std::span<const TensorView> inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].is_none()) continue;
+    PLANRT_RETURN_IF_ERROR(require_f32(op, input_role(op, i), inputs[i]));
+  }
+  return {};
+}
+
+Status check_output(std::string_view op, std::span<const TensorView> inputs,
+                    const TensorView& out, DType dtype, const Shape& shape) {
+  if (out.dtype == dtype && out.sizes == shape) return {};
+  return make_error(ErrorCode::InvalidArgument, "{}: output is {} {}, expected {} {} (inputs: {})",
+                    op, dtype_name(out.dtype), out.sizes.to_string(), dtype_name(dtype),
+                    shape.to_string(), describe_inputs(op, inputs));
+}
+
+Result<int> normalize_dim(std::string_view op, std::string_view attr, int64_t dim, int rank) {
+  const int64_t extent = rank == 0 ? 1 : rank;
+  if (dim < -extent || dim >= extent) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: {} = {} is out of range for rank {} (expected {} to {})", op, attr,
+                      dim, rank, -extent, extent - 1);
+  }
+  return static_cast<int>(dim < 0 ? dim + extent : dim);
+}
+
+Status check_blas_dim(std::string_view op, std::string_view what, int64_t value) {
+  if (value <= INT_MAX) return {};
+  return make_error(ErrorCode::NotSupported, "{}: {} = {} exceeds the BLAS limit {}", op, what,
+                    value, INT_MAX);
+}
+
+}  // namespace planrt::kernels::cpu

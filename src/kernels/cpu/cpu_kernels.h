@@ -1,0 +1,45 @@
+// The CPU kernels, one function per op of the table; find_cpu_kernel (registry.cpp) is the
+// only way in from outside the layer. Each follows the KernelFn contract of kernel.h.
+//
+// Aliasing: elementwise ops (add, sub, mul, div, relu, silu, gelu) and reshape may write
+// their output over an input of the same shape (exact alias); every other kernel needs its
+// output disjoint from its inputs.
+#pragma once
+
+#include "kernels/kernel.h"
+
+namespace planrt::kernels::cpu {
+
+#define PLANRT_CPU_KERNEL(fn)                                                   \
+  Status fn(const OpAttrs& attrs, std::span<const TensorView> inputs,          \
+            std::span<const TensorView> outputs)
+
+// elementwise.cpp
+PLANRT_CPU_KERNEL(add);
+PLANRT_CPU_KERNEL(sub);
+PLANRT_CPU_KERNEL(mul);
+PLANRT_CPU_KERNEL(div);
+PLANRT_CPU_KERNEL(relu);
+PLANRT_CPU_KERNEL(silu);
+PLANRT_CPU_KERNEL(gelu);
+// linear_algebra.cpp
+PLANRT_CPU_KERNEL(linear);
+PLANRT_CPU_KERNEL(matmul);
+// normalization.cpp
+PLANRT_CPU_KERNEL(layer_norm);
+PLANRT_CPU_KERNEL(rms_norm);
+PLANRT_CPU_KERNEL(softmax);
+// attention.cpp
+PLANRT_CPU_KERNEL(scaled_dot_product_attention);
+// embedding.cpp
+PLANRT_CPU_KERNEL(embedding);
+// data_movement.cpp
+PLANRT_CPU_KERNEL(reshape);
+PLANRT_CPU_KERNEL(permute);
+PLANRT_CPU_KERNEL(transpose);
+PLANRT_CPU_KERNEL(concat);
+PLANRT_CPU_KERNEL(slice);
+
+#undef PLANRT_CPU_KERNEL
+
+}  // namespace planrt::kernels::cpu

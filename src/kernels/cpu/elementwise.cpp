@@ -1,0 +1,128 @@
+// Broadcasting binary arithmetic and the pointwise activations, f32.
+#include <cmath>
+
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/checks.h"
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace planrt::kernels::cpu {
+namespace {
+
+// One row of the innermost dim. Operand strides are 0 (broadcast) or 1; spelling out the
+// four cases lets the compiler vectorize each.
+template <typename F>
+void binary_row(F f, const float* a, int64_t sa, const float* b, int64_t sb, float* y,
+                int64_t n) {
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+  } else if (sa == 1) {
+    const float bv = b[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], bv);
+  } else if (sb == 1) {
+    const float av = a[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = f(av, b[i]);
+  } else {
+    const float v = f(a[0], b[0]);
+    for (int64_t i = 0; i < n; ++i) y[i] = v;
+  }
+}
+
+template <typename F>
+Status binary(std::string_view op, F f, std::span<const TensorView> inputs,
+              std::span<const TensorView> outputs) {
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  const TensorView& a = inputs[0];
+  const TensorView& b = inputs[1];
+  const TensorView& out = outputs[0];
+  PLANRT_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(op, a.sizes, b.sizes));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, out, DType::F32, shape));
+
+  const float* pa = a.data_as<const float>();
+  const float* pb = b.data_as<const float>();
+  float* py = out.data_as<float>();
+  if (out.numel() == 0) return {};
+  if (a.sizes == shape && b.sizes == shape) {
+    binary_row(f, pa, 1, pb, 1, py, out.numel());
+    return {};
+  }
+  if (shape.rank() == 0) {
+    py[0] = f(pa[0], pb[0]);
+    return {};
+  }
+  const Shape sa = broadcast_strides(a.sizes, shape);
+  const Shape sb = broadcast_strides(b.sizes, shape);
+  const int last = shape.rank() - 1;
+  const int64_t row = shape[last];
+  int64_t y_offset = 0;
+  for_each_index<2>(drop_last(shape, 1), {drop_last(sa, 1), drop_last(sb, 1)},
+                    [&](const std::array<int64_t, 2>& off) {
+                      binary_row(f, pa + off[0], sa[last], pb + off[1], sb[last], py + y_offset,
+                                 row);
+                      y_offset += row;
+                    });
+  return {};
+}
+
+template <typename F>
+Status unary(std::string_view op, F f, std::span<const TensorView> inputs,
+             std::span<const TensorView> outputs) {
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], DType::F32, inputs[0].sizes));
+  const float* x = inputs[0].data_as<const float>();
+  float* y = outputs[0].data_as<float>();
+  const int64_t n = inputs[0].numel();
+  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+  return {};
+}
+
+}  // namespace
+
+Status add(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return binary("add", [](float a, float b) { return a + b; }, in, out);
+}
+Status sub(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return binary("sub", [](float a, float b) { return a - b; }, in, out);
+}
+Status mul(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return binary("mul", [](float a, float b) { return a * b; }, in, out);
+}
+Status div(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  // IEEE division, as PyTorch: x / 0 is +-inf, 0 / 0 is NaN.
+  return binary("div", [](float a, float b) { return a / b; }, in, out);
+}
+
+Status relu(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  // Written so that NaN propagates, as torch.relu does (max(0, NaN) would not).
+  return unary("relu", [](float x) { return x < 0.0f ? 0.0f : x; }, in, out);
+}
+
+Status silu(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return unary("silu", [](float x) { return x / (1.0f + std::exp(-x)); }, in, out);
+}
+
+Status gelu(const OpAttrs& attrs, std::span<const TensorView> in,
+            std::span<const TensorView> out) {
+  constexpr std::string_view op = "gelu";
+  // Not PLANRT_ASSIGN_OR_RETURN: GCC 12 misreports the moved-out string as uninitialized.
+  Result<std::string> approximate = with_op(op, attrs.get_string("approximate", "none"));
+  if (!approximate.ok()) return approximate.status();
+  const std::string& mode = *approximate;
+  if (mode == "none") {
+    return unary(op, [](float x) {
+      constexpr float kInvSqrt2 = 0.70710678118654752440f;
+      return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+    }, in, out);
+  }
+  if (mode == "tanh") {
+    return unary(op, [](float x) {
+      constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+      return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+    }, in, out);
+  }
+  return make_error(ErrorCode::InvalidArgument,
+                    "{}: approximate = '{}', expected 'none' or 'tanh'", op, mode);
+}
+
+}  // namespace planrt::kernels::cpu

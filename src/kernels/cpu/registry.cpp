@@ -1,0 +1,44 @@
+// find_cpu_kernel: op name -> CPU implementation. The test OpTable.EveryOpHasACpuKernel
+// keeps this list and the op table in step.
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace planrt::kernels {
+namespace {
+
+struct Entry {
+  std::string_view name;
+  KernelFn fn;
+};
+
+constexpr Entry kCpuKernels[] = {
+    {"linear", cpu::linear},
+    {"matmul", cpu::matmul},
+    {"add", cpu::add},
+    {"sub", cpu::sub},
+    {"mul", cpu::mul},
+    {"div", cpu::div},
+    {"layer_norm", cpu::layer_norm},
+    {"rms_norm", cpu::rms_norm},
+    {"softmax", cpu::softmax},
+    {"gelu", cpu::gelu},
+    {"relu", cpu::relu},
+    {"silu", cpu::silu},
+    {"reshape", cpu::reshape},
+    {"permute", cpu::permute},
+    {"transpose", cpu::transpose},
+    {"scaled_dot_product_attention", cpu::scaled_dot_product_attention},
+    {"embedding", cpu::embedding},
+    {"concat", cpu::concat},
+    {"slice", cpu::slice},
+};
+
+}  // namespace
+
+Result<KernelFn> find_cpu_kernel(std::string_view name) {
+  for (const Entry& e : kCpuKernels) {
+    if (e.name == name) return e.fn;
+  }
+  return make_error(ErrorCode::NotFound, "no CPU kernel for op '{}'", name);
+}
+
+}  // namespace planrt::kernels

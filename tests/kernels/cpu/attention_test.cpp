@@ -1,0 +1,165 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernel_test_util.h"
+
+namespace planrt::kernels {
+namespace {
+
+using testing::HostTensor;
+using testing::IsError;
+using testing::kTolerance;
+using testing::relative_error;
+using testing::run_op;
+
+// softmax(scale * q k^T + mask) v per (batch, head), in double; causal keeps key j for
+// query i when j <= i (top-left aligned).
+std::vector<double> sdpa_reference(const HostTensor& q, const HostTensor& k, const HostTensor& v,
+                                   bool causal, double scale) {
+  const int64_t sq = q.shape()[2], sk = k.shape()[2], d = q.shape()[3], dv = v.shape()[3];
+  const int64_t heads = q.shape()[0] * q.shape()[1];
+  std::vector<double> ref;
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t i = 0; i < sq; ++i) {
+      std::vector<double> s(static_cast<size_t>(sk));
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < sk; ++j) {
+        double dot = 0;
+        for (int64_t p = 0; p < d; ++p) dot += q.at((h * sq + i) * d + p) * k.at((h * sk + j) * d + p);
+        s[static_cast<size_t>(j)] = (causal && j > i) ? -INFINITY : dot * scale;
+        mx = std::max(mx, s[static_cast<size_t>(j)]);
+      }
+      double sum = 0;
+      for (double& e : s) sum += (e = std::exp(e - mx));
+      for (int64_t c = 0; c < dv; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < sk; ++j) acc += s[static_cast<size_t>(j)] / sum * v.at((h * sk + j) * dv + c);
+        ref.push_back(acc);
+      }
+    }
+  }
+  return ref;
+}
+
+struct Dims {
+  int64_t b, h, sq, sk, d, dv;
+};
+
+void expect_sdpa_matches(Dims n, const OpAttrs& attrs, bool causal, double scale) {
+  HostTensor q = HostTensor::random({n.b, n.h, n.sq, n.d}, 31, -2.0f, 2.0f);
+  HostTensor k = HostTensor::random({n.b, n.h, n.sk, n.d}, 32, -2.0f, 2.0f);
+  HostTensor v = HostTensor::random({n.b, n.h, n.sk, n.dv}, 33);
+  HostTensor y(DType::F32, {n.b, n.h, n.sq, n.dv});
+  Status s = run_op("scaled_dot_product_attention", attrs, {q.view(), k.view(), v.view()},
+                    {y.view()});
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_LT(relative_error(y, sdpa_reference(q, k, v, causal, scale)), kTolerance);
+}
+
+TEST(Attention, NonCausalWithMoreKeysThanQueries) {
+  expect_sdpa_matches({2, 3, 5, 9, 16, 16}, {}, false, 1.0 / 4.0);
+}
+
+TEST(Attention, CausalWithMoreKeysThanQueriesIsTopLeftAligned) {
+  OpAttrs attrs;
+  attrs.set("causal", true);
+  expect_sdpa_matches({2, 2, 4, 7, 8, 8}, attrs, true, 1.0 / std::sqrt(8.0));
+}
+
+TEST(Attention, CausalWithMoreQueriesThanKeys) {
+  OpAttrs attrs;
+  attrs.set("causal", true);
+  expect_sdpa_matches({1, 3, 9, 4, 8, 8}, attrs, true, 1.0 / std::sqrt(8.0));
+}
+
+TEST(Attention, CausalDiffersFromNonCausal) {
+  // Guards the mask itself: the same inputs must give different outputs.
+  HostTensor q = HostTensor::random({1, 1, 4, 4}, 1);
+  HostTensor k = HostTensor::random({1, 1, 4, 4}, 2);
+  HostTensor v = HostTensor::random({1, 1, 4, 4}, 3);
+  HostTensor plain(DType::F32, {1, 1, 4, 4});
+  HostTensor masked(DType::F32, {1, 1, 4, 4});
+  OpAttrs causal;
+  causal.set("causal", true);
+  ASSERT_TRUE(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), v.view()}, {plain.view()}).ok());
+  ASSERT_TRUE(run_op("scaled_dot_product_attention", causal, {q.view(), k.view(), v.view()}, {masked.view()}).ok());
+  EXPECT_GT(relative_error(masked, plain.doubles()), 1e-3);
+}
+
+TEST(Attention, ExplicitScaleAndValueWidthDifferentFromKeyWidth) {
+  OpAttrs attrs;
+  attrs.set("scale", 0.3);
+  expect_sdpa_matches({1, 2, 6, 5, 12, 7}, attrs, false, 0.3);
+}
+
+TEST(Attention, NoKeysGivesZeros) {
+  HostTensor q = HostTensor::random({1, 1, 2, 4}, 1);
+  HostTensor k(DType::F32, {1, 1, 0, 4});
+  HostTensor v(DType::F32, {1, 1, 0, 3});
+  HostTensor y = HostTensor::random({1, 1, 2, 3}, 2);
+  ASSERT_TRUE(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), v.view()}, {y.view()}).ok());
+  EXPECT_LT(relative_error(y, std::vector<double>(6, 0.0)), kTolerance);
+}
+
+TEST(Attention, MismatchedHeadDimsAreRejected) {
+  HostTensor q = HostTensor::random({1, 2, 3, 8}, 1);
+  HostTensor k = HostTensor::random({1, 2, 3, 4}, 2);
+  HostTensor v = HostTensor::random({1, 2, 3, 8}, 3);
+  HostTensor y(DType::F32, {1, 2, 3, 8});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), v.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument,
+                      {"scaled_dot_product_attention", "q f32 [1, 2, 3, 8]", "k f32 [1, 2, 3, 4]"}));
+}
+
+TEST(Attention, KeysAndValuesOfDifferentLengthAreRejected) {
+  HostTensor q = HostTensor::random({1, 2, 3, 8}, 1);
+  HostTensor k = HostTensor::random({1, 2, 5, 8}, 2);
+  HostTensor v = HostTensor::random({1, 2, 4, 8}, 3);
+  HostTensor y(DType::F32, {1, 2, 3, 8});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), v.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"v f32 [1, 2, 4, 8]"}));
+}
+
+TEST(Attention, DifferentBatchOrHeadsAreRejected) {
+  HostTensor q = HostTensor::random({1, 2, 3, 8}, 1);
+  HostTensor k = HostTensor::random({1, 4, 3, 8}, 2);
+  HostTensor y(DType::F32, {1, 2, 3, 8});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), k.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"equal leading dims"}));
+}
+
+TEST(Attention, WrongRankIsRejected) {
+  HostTensor q = HostTensor::random({8}, 1);
+  HostTensor y(DType::F32, {8});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), q.view(), q.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"q f32 [8]"}));
+}
+
+TEST(Attention, WrongOutputShapeIsRejected) {
+  HostTensor q = HostTensor::random({1, 1, 3, 4}, 1);
+  HostTensor k = HostTensor::random({1, 1, 5, 4}, 2);
+  HostTensor v = HostTensor::random({1, 1, 5, 6}, 3);
+  HostTensor y(DType::F32, {1, 1, 3, 4});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), v.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"output is f32 [1, 1, 3, 4]", "expected f32 [1, 1, 3, 6]"}));
+}
+
+TEST(Attention, CausalOfWrongTypeIsRejected) {
+  HostTensor q = HostTensor::random({1, 1, 3, 4}, 1);
+  HostTensor y(DType::F32, {1, 1, 3, 4});
+  OpAttrs attrs;
+  attrs.set("causal", int64_t{1});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {q.view(), q.view(), q.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"scaled_dot_product_attention", "'causal'", "expected a bool"}));
+}
+
+TEST(Attention, NonF32IsNotSupported) {
+  HostTensor q(DType::F16, {1, 1, 3, 4});
+  HostTensor y(DType::F16, {1, 1, 3, 4});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), q.view(), q.view()}, {y.view()}),
+                      ErrorCode::NotSupported, {"q has dtype f16"}));
+}
+
+}  // namespace
+}  // namespace planrt::kernels

@@ -1,0 +1,304 @@
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <optional>
+
+#include "kernel_test_util.h"
+
+namespace planrt::kernels {
+namespace {
+
+using testing::HostTensor;
+using testing::IsError;
+using testing::run_op;
+using testing::unravel;
+
+// An i64 tensor whose every element is its own flat index: moves are checked exactly.
+HostTensor iota(const Shape& shape) {
+  HostTensor t(DType::I64, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.as<int64_t>()[i] = i;
+  return t;
+}
+
+int64_t flat_index(const std::vector<int64_t>& index, const Shape& shape) {
+  int64_t flat = 0;
+  for (int d = 0; d < shape.rank(); ++d) flat = flat * shape[d] + index[static_cast<size_t>(d)];
+  return flat;
+}
+
+// out[i0..] == x[index mapped by perm]: out dim d is x dim perm[d].
+void expect_permuted(const HostTensor& x, const HostTensor& out, const std::vector<int>& perm) {
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    std::vector<int64_t> oi = unravel(i, out.shape());
+    std::vector<int64_t> xi(oi.size());
+    for (size_t d = 0; d < perm.size(); ++d) xi[static_cast<size_t>(perm[d])] = oi[d];
+    ASSERT_EQ(out.as<int64_t>()[i], x.as<int64_t>()[flat_index(xi, x.shape())]) << "at " << i;
+  }
+}
+
+TEST(Reshape, CopiesElementsInOrder) {
+  HostTensor x = iota({2, 3, 4});
+  HostTensor y(DType::I64, {6, 4});
+  ASSERT_TRUE(run_op("reshape", {}, {x.view()}, {y.view()}).ok());
+  for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(y.as<int64_t>()[i], i);
+}
+
+TEST(Reshape, InPlaceIsANoOp) {
+  HostTensor x = iota({2, 3});
+  TensorView out = x.view();
+  out.sizes = Shape{3, 2};
+  out.strides = contiguous_strides(out.sizes);
+  ASSERT_TRUE(run_op("reshape", {}, {x.view()}, {out}).ok());
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(x.as<int64_t>()[i], i);
+}
+
+TEST(Reshape, ElementCountMismatchIsRejected) {
+  HostTensor x = iota({2, 3});
+  HostTensor y(DType::I64, {7});
+  EXPECT_TRUE(IsError(run_op("reshape", {}, {x.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"reshape", "output i64 [7] (7 elements)", "x i64 [2, 3] (6 elements)"}));
+}
+
+TEST(Reshape, DtypeMismatchIsRejected) {
+  HostTensor x = iota({2, 3});
+  HostTensor y(DType::F32, {6});
+  EXPECT_TRUE(IsError(run_op("reshape", {}, {x.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"reshape", "output f32 [6]"}));
+}
+
+TEST(Permute, MovesEveryElement) {
+  HostTensor x = iota({2, 3, 4, 5});
+  HostTensor y(DType::I64, {4, 2, 5, 3});
+  OpAttrs attrs;
+  attrs.set("dims", std::vector<int64_t>{2, 0, 3, 1});
+  ASSERT_TRUE(run_op("permute", attrs, {x.view()}, {y.view()}).ok());
+  expect_permuted(x, y, {2, 0, 3, 1});
+}
+
+TEST(Permute, KeepingTheLastDimCopiesRows) {
+  HostTensor x = iota({3, 4, 5});
+  HostTensor y(DType::I64, {4, 3, 5});
+  OpAttrs attrs;
+  attrs.set("dims", std::vector<int64_t>{1, 0, -1});
+  ASSERT_TRUE(run_op("permute", attrs, {x.view()}, {y.view()}).ok());
+  expect_permuted(x, y, {1, 0, 2});
+}
+
+TEST(Permute, WorksForTwoByteElements) {
+  HostTensor x(DType::BF16, {2, 3});
+  for (int i = 0; i < 6; ++i) x.as<uint16_t>()[i] = static_cast<uint16_t>(i + 1);
+  HostTensor y(DType::BF16, {3, 2});
+  OpAttrs attrs;
+  attrs.set("dims", std::vector<int64_t>{-1, -2});
+  ASSERT_TRUE(run_op("permute", attrs, {x.view()}, {y.view()}).ok());
+  const uint16_t expected[] = {1, 4, 2, 5, 3, 6};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y.as<uint16_t>()[i], expected[i]) << i;
+}
+
+TEST(Permute, InvalidDimsAreRejected) {
+  HostTensor x = iota({2, 3, 4});
+  HostTensor y(DType::I64, {2, 3, 4});
+  struct Case {
+    std::vector<int64_t> dims;
+    const char* fragment;
+  } cases[] = {
+      {{0, 1}, "dims has 2 entries for x of rank 3"},
+      {{0, 1, 1}, "repeats dim 1"},
+      {{0, 1, 3}, "dims entry = 3 is out of range"},
+      {{0, 1, -4}, "dims entry = -4 is out of range"},
+  };
+  for (const Case& c : cases) {
+    OpAttrs attrs;
+    attrs.set("dims", c.dims);
+    EXPECT_TRUE(IsError(run_op("permute", attrs, {x.view()}, {y.view()}),
+                        ErrorCode::InvalidArgument, {"permute", c.fragment}));
+  }
+}
+
+TEST(Permute, MissingOrMistypedDimsAreRejected) {
+  HostTensor x = iota({2, 3});
+  HostTensor y(DType::I64, {3, 2});
+  EXPECT_TRUE(IsError(run_op("permute", {}, {x.view()}, {y.view()}), ErrorCode::NotFound,
+                      {"permute", "'dims'"}));
+  OpAttrs attrs;
+  attrs.set("dims", int64_t{1});
+  EXPECT_TRUE(IsError(run_op("permute", attrs, {x.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"permute", "'dims'", "list of ints"}));
+}
+
+TEST(Permute, WrongOutputShapeIsRejected) {
+  HostTensor x = iota({2, 3});
+  HostTensor y(DType::I64, {2, 3});
+  OpAttrs attrs;
+  attrs.set("dims", std::vector<int64_t>{1, 0});
+  EXPECT_TRUE(IsError(run_op("permute", attrs, {x.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"output is i64 [2, 3]", "expected i64 [3, 2]"}));
+}
+
+TEST(Transpose, SwapsTwoDimsWithNegativeIndices) {
+  HostTensor x = iota({2, 3, 4});
+  HostTensor y(DType::I64, {4, 3, 2});
+  OpAttrs attrs;
+  attrs.set("dim0", int64_t{-1});
+  attrs.set("dim1", int64_t{0});
+  ASSERT_TRUE(run_op("transpose", attrs, {x.view()}, {y.view()}).ok());
+  expect_permuted(x, y, {2, 1, 0});
+}
+
+TEST(Transpose, WorksForF32) {
+  HostTensor x = HostTensor::f32({2, 2}, {1, 2, 3, 4});
+  HostTensor y(DType::F32, {2, 2});
+  OpAttrs attrs;
+  attrs.set("dim0", int64_t{0});
+  attrs.set("dim1", int64_t{1});
+  ASSERT_TRUE(run_op("transpose", attrs, {x.view()}, {y.view()}).ok());
+  EXPECT_EQ(std::vector<float>(y.f(), y.f() + 4), (std::vector<float>{1, 3, 2, 4}));
+}
+
+TEST(Transpose, MissingOrOutOfRangeDimIsRejected) {
+  HostTensor x = iota({2, 3});
+  HostTensor y(DType::I64, {3, 2});
+  OpAttrs only_one;
+  only_one.set("dim0", int64_t{0});
+  EXPECT_TRUE(IsError(run_op("transpose", only_one, {x.view()}, {y.view()}), ErrorCode::NotFound,
+                      {"transpose", "'dim1'"}));
+  OpAttrs bad;
+  bad.set("dim0", int64_t{0});
+  bad.set("dim1", int64_t{2});
+  EXPECT_TRUE(IsError(run_op("transpose", bad, {x.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"transpose", "dim1 = 2 is out of range"}));
+}
+
+TEST(Concat, JoinsAlongAMiddleDim) {
+  HostTensor a = iota({2, 1, 3});
+  HostTensor b = iota({2, 2, 3});
+  for (int64_t i = 0; i < b.numel(); ++i) b.as<int64_t>()[i] += 100;
+  HostTensor y(DType::I64, {2, 3, 3});
+  OpAttrs attrs;
+  attrs.set("dim", int64_t{1});
+  ASSERT_TRUE(run_op("concat", attrs, {a.view(), b.view()}, {y.view()}).ok());
+  const int64_t expected[] = {0,   1,   2,   100, 101, 102, 103, 104, 105,
+                              3,   4,   5,   106, 107, 108, 109, 110, 111};
+  for (int i = 0; i < 18; ++i) EXPECT_EQ(y.as<int64_t>()[i], expected[i]) << i;
+}
+
+TEST(Concat, NegativeDimAndEmptyInputs) {
+  HostTensor a = HostTensor::f32({2, 1}, {1, 2});
+  HostTensor empty(DType::F32, {2, 0});
+  HostTensor b = HostTensor::f32({2, 2}, {3, 4, 5, 6});
+  HostTensor y(DType::F32, {2, 3});
+  OpAttrs attrs;
+  attrs.set("dim", int64_t{-1});
+  ASSERT_TRUE(run_op("concat", attrs, {a.view(), empty.view(), b.view()}, {y.view()}).ok());
+  EXPECT_EQ(std::vector<float>(y.f(), y.f() + 6), (std::vector<float>{1, 3, 4, 2, 5, 6}));
+}
+
+TEST(Concat, DefaultDimIsZero) {
+  HostTensor a = iota({1, 2});
+  HostTensor b = iota({2, 2});
+  HostTensor y(DType::I64, {3, 2});
+  ASSERT_TRUE(run_op("concat", {}, {a.view(), b.view()}, {y.view()}).ok());
+  const int64_t expected[] = {0, 1, 0, 1, 2, 3};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y.as<int64_t>()[i], expected[i]) << i;
+}
+
+TEST(Concat, MismatchedSizesOrDtypesAreRejected) {
+  HostTensor a = iota({2, 3});
+  HostTensor b = iota({3, 3});
+  HostTensor y(DType::I64, {2, 6});
+  OpAttrs attrs;
+  attrs.set("dim", int64_t{1});
+  EXPECT_TRUE(IsError(run_op("concat", attrs, {a.view(), b.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"concat", "xs[0] i64 [2, 3]", "xs[1] i64 [3, 3]"}));
+  HostTensor f(DType::F32, {2, 3});
+  EXPECT_TRUE(IsError(run_op("concat", attrs, {a.view(), f.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"concat", "share dtype", "xs[1] f32 [2, 3]"}));
+}
+
+TEST(Concat, BadDimAbsentInputAndWrongOutputAreRejected) {
+  HostTensor a = iota({2, 3});
+  HostTensor y(DType::I64, {4, 3});
+  OpAttrs bad_dim;
+  bad_dim.set("dim", int64_t{2});
+  EXPECT_TRUE(IsError(run_op("concat", bad_dim, {a.view(), a.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"concat", "dim = 2 is out of range"}));
+  EXPECT_TRUE(IsError(run_op("concat", {}, {a.view(), TensorView::none()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"concat", "xs[1] is absent"}));
+  HostTensor scalar = iota({});
+  EXPECT_TRUE(IsError(run_op("concat", {}, {scalar.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"concat", "rank >= 1"}));
+  HostTensor wrong(DType::I64, {2, 6});
+  EXPECT_TRUE(IsError(run_op("concat", {}, {a.view(), a.view()}, {wrong.view()}),
+                      ErrorCode::InvalidArgument, {"output is i64 [2, 6]", "expected i64 [4, 3]"}));
+}
+
+// Runs slice on iota({4, 6}) along dim 1 and returns the column indices it kept.
+Result<std::vector<int64_t>> slice_columns(std::optional<int64_t> start,
+                                           std::optional<int64_t> end, int64_t expected_len) {
+  HostTensor x = iota({4, 6});
+  HostTensor y(DType::I64, {4, expected_len});
+  OpAttrs attrs;
+  attrs.set("dim", int64_t{-1});
+  if (start) attrs.set("start", *start);
+  if (end) attrs.set("end", *end);
+  Status s = run_op("slice", attrs, {x.view()}, {y.view()});
+  if (!s.ok()) return s;
+  std::vector<int64_t> cols;
+  for (int64_t i = 0; i < expected_len; ++i) cols.push_back(y.as<int64_t>()[i]);
+  for (int64_t r = 1; r < 4; ++r) {
+    for (int64_t i = 0; i < expected_len; ++i) {
+      EXPECT_EQ(y.as<int64_t>()[r * expected_len + i], r * 6 + cols[static_cast<size_t>(i)]);
+    }
+  }
+  return cols;
+}
+
+TEST(Slice, FollowsPythonSlicing) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(*slice_columns(1, 4, 3), (V{1, 2, 3}));
+  EXPECT_EQ(*slice_columns(-2, std::nullopt, 2), (V{4, 5}));
+  EXPECT_EQ(*slice_columns(std::nullopt, -1, 5), (V{0, 1, 2, 3, 4}));
+  EXPECT_EQ(*slice_columns(-100, 2, 2), (V{0, 1}));
+  EXPECT_EQ(*slice_columns(3, std::numeric_limits<int64_t>::max(), 3), (V{3, 4, 5}));
+  EXPECT_EQ(*slice_columns(std::nullopt, std::nullopt, 6), (V{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(Slice, EmptyWhenEndIsNotAfterStart) {
+  EXPECT_TRUE(slice_columns(4, 2, 0).ok());
+  EXPECT_TRUE(slice_columns(7, 9, 0).ok());
+}
+
+TEST(Slice, AlongTheFirstDimOfF32) {
+  HostTensor x = HostTensor::f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  HostTensor y(DType::F32, {1, 2});
+  OpAttrs attrs;
+  attrs.set("start", int64_t{-2});
+  attrs.set("end", int64_t{-1});
+  ASSERT_TRUE(run_op("slice", attrs, {x.view()}, {y.view()}).ok());
+  EXPECT_EQ(std::vector<float>(y.f(), y.f() + 2), (std::vector<float>{3, 4}));
+}
+
+TEST(Slice, WrongOutputLengthIsRejected) {
+  EXPECT_TRUE(IsError(slice_columns(1, 4, 2).status(), ErrorCode::InvalidArgument,
+                      {"slice", "output is i64 [4, 2]", "expected i64 [4, 3]"}));
+}
+
+TEST(Slice, BadAttributesAreRejected) {
+  HostTensor x = iota({4, 6});
+  HostTensor y(DType::I64, {4, 6});
+  OpAttrs bad_dim;
+  bad_dim.set("dim", int64_t{2});
+  EXPECT_TRUE(IsError(run_op("slice", bad_dim, {x.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"slice", "dim = 2 is out of range for rank 2"}));
+  OpAttrs step;
+  step.set("step", int64_t{2});
+  EXPECT_TRUE(IsError(run_op("slice", step, {x.view()}, {y.view()}), ErrorCode::NotSupported,
+                      {"slice", "step = 2"}));
+  OpAttrs mistyped;
+  mistyped.set("start", 1.0);
+  EXPECT_TRUE(IsError(run_op("slice", mistyped, {x.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"slice", "'start'", "a float"}));
+}
+
+}  // namespace
+}  // namespace planrt::kernels

@@ -1,0 +1,63 @@
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "kernel_test_util.h"
+
+namespace planrt::kernels {
+namespace {
+
+using testing::IsError;
+
+TEST(OpTable, ListsEveryOpOfTheModelFormatWithItsArity) {
+  struct Expected {
+    const char* name;
+    int min_inputs, max_inputs;
+  };
+  const Expected expected[] = {
+      {"linear", 2, 3},     {"matmul", 2, 2},     {"add", 2, 2},
+      {"sub", 2, 2},        {"mul", 2, 2},        {"div", 2, 2},
+      {"layer_norm", 1, 3}, {"rms_norm", 1, 2},   {"softmax", 1, 1},
+      {"gelu", 1, 1},       {"relu", 1, 1},       {"silu", 1, 1},
+      {"reshape", 1, 1},    {"permute", 1, 1},    {"transpose", 1, 1},
+      {"scaled_dot_product_attention", 3, 3},     {"embedding", 2, 2},
+      {"concat", 1, -1},    {"slice", 1, 1},
+  };
+  EXPECT_EQ(all_ops().size(), std::size(expected));
+  for (const Expected& e : expected) {
+    const OpInfo* op = find_op(e.name);
+    ASSERT_NE(op, nullptr) << e.name;
+    EXPECT_EQ(op->name, e.name);
+    EXPECT_EQ(op->min_inputs, e.min_inputs) << e.name;
+    EXPECT_EQ(op->max_inputs, e.max_inputs) << e.name;
+    EXPECT_EQ(op->num_outputs, 1) << e.name;
+  }
+}
+
+TEST(OpTable, OpNamesAreUnique) {
+  std::set<std::string_view> names;
+  for (const OpInfo& op : all_ops()) EXPECT_TRUE(names.insert(op.name).second) << op.name;
+}
+
+TEST(OpTable, UnknownOpIsNull) {
+  EXPECT_EQ(find_op("conv2d"), nullptr);
+  EXPECT_EQ(find_op(""), nullptr);
+  EXPECT_EQ(find_op("Linear"), nullptr);
+}
+
+TEST(OpTable, EveryOpHasACpuKernel) {
+  for (const OpInfo& op : all_ops()) {
+    Result<KernelFn> fn = find_cpu_kernel(op.name);
+    ASSERT_TRUE(fn.ok()) << op.name << ": " << fn.status().to_string();
+    EXPECT_NE(*fn, nullptr) << op.name;
+  }
+}
+
+TEST(OpTable, UnknownOpHasNoCpuKernel) {
+  Result<KernelFn> fn = find_cpu_kernel("conv2d");
+  EXPECT_TRUE(IsError(fn.status(), ErrorCode::NotFound, {"conv2d"}));
+}
+
+}  // namespace
+}  // namespace planrt::kernels
