@@ -305,6 +305,11 @@ Status check_segment(const Scope& method_scope, uint32_t index, const fb::Segmen
                                static_cast<int>(seg.device()->type())));
   }
   if (seg.blob() == nullptr || seg.blob()->size() == 0) return {};
+  // The writer aligns blobs (force_align in the schema); a Graph read in place from a
+  // misaligned blob would load its 8-byte fields misaligned.
+  if (reinterpret_cast<uintptr_t>(seg.blob()->data()) % 8 != 0) {
+    return invalid(fmt::format("{} has a blob that is not 8-byte aligned", where));
+  }
   flatbuffers::Verifier verifier(seg.blob()->data(), seg.blob()->size(), verifier_options());
   if (!verifier.VerifyBuffer<fb::Graph>(nullptr)) {
     return invalid(fmt::format("{} has a blob that is not a valid Graph FlatBuffer ({} bytes)",

@@ -253,3 +253,67 @@ TEST(MethodVerifier, RefusesAnUnknownPlanStatDevice) {
 
 }  // namespace
 }  // namespace planrt::format
+
+namespace planrt::format {
+namespace {
+
+// The generated Pack always aligns blobs, so build a segment by hand whose blob lands on a
+// 4-but-not-8-aligned address, padding with a dummy string until it does.
+std::vector<uint8_t> file_with_misaligned_blob() {
+  fixtures::ReluAddOptions o;
+  o.on_cuda = true;
+  fixtures::FixtureProgram f = fixtures::relu_add_program(o);
+  auto good = corrupt(f, [](fb::ProgramT&) {});
+  std::unique_ptr<fb::ProgramT> p(ProgramFile::from_bytes(good)->program().UnPack());
+  const fb::MethodT& m = *p->methods[0];
+  for (size_t pad = 0; pad < 16; ++pad) {
+    flatbuffers::FlatBufferBuilder fbb;
+    fbb.CreateString(std::string(pad, 'x'));
+    auto blob = fbb.CreateVector(m.segments[0]->blob);
+    auto seg = fb::CreateSegment(fbb, fbb.CreateString("cuda0"), fbb.CreateString("cuda"),
+                                 m.segments[0]->device.get(), 0, blob, 2);
+    const fb::MethodT& rest = m;
+    std::vector<flatbuffers::Offset<fb::Value>> values;
+    for (const auto& v : rest.values) values.push_back(fb::CreateValue(fbb, v.get()));
+    std::vector<flatbuffers::Offset<fb::Instruction>> ins;
+    for (const auto& i : rest.instructions) ins.push_back(fb::CreateInstruction(fbb, i.get()));
+    std::vector<flatbuffers::Offset<fb::PlannedBuffer>> bufs;
+    for (const auto& b : rest.planned_buffers) bufs.push_back(fb::CreatePlannedBuffer(fbb, b.get()));
+    std::vector<flatbuffers::Offset<fb::DimSpec>> dims;
+    for (const auto& d : rest.dims) dims.push_back(fb::CreateDimSpec(fbb, d.get()));
+    std::vector<flatbuffers::Offset<fb::Segment>> segs = {seg};
+    auto method = fb::CreateMethod(fbb, fbb.CreateString("forward"), fbb.CreateVector(dims),
+                              fbb.CreateVector(values), fbb.CreateVector(rest.inputs),
+                              fbb.CreateVector(rest.outputs), fbb.CreateVector(ins),
+                              fbb.CreateVector(bufs), fbb.CreateVector(segs));
+    std::vector<flatbuffers::Offset<fb::Method>> methods = {method};
+    std::vector<flatbuffers::Offset<fb::Constant>> constants;
+    for (const auto& c : p->constants) constants.push_back(fb::CreateConstant(fbb, c.get()));
+    fbb.Finish(fb::CreateProgram(fbb, kFormatVersion, fbb.CreateVector(methods), fbb.CreateVector(constants)),
+               fb::ProgramIdentifier());
+    const auto* root = fb::GetProgram(fbb.GetBufferPointer());
+    const auto* b = root->methods()->Get(0)->segments()->Get(0)->blob();
+    if ((b->data() - fbb.GetBufferPointer()) % 8 == 0) continue;
+    // The file: the good file's header, this FlatBuffer, the good file's data segment.
+    const FileHeader gh = read_header(good);
+    FileHeader h = gh;
+    std::vector<uint8_t> out(64);
+    out.insert(out.end(), fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+    h.flatbuffer_size = fbb.GetSize();
+    h.segment_offset = (out.size() + 4095) / 4096 * 4096;
+    h.segment_size = gh.segment_size;
+    out.resize(h.segment_offset);
+    out.insert(out.end(), good.begin() + static_cast<long>(gh.segment_offset), good.end());
+    write_header(out, h);
+    return out;
+  }
+  ADD_FAILURE() << "could not misalign the blob";
+  return {};
+}
+
+TEST(MethodVerifier, RefusesAMisalignedSegmentBlob) {
+  expect_invalid(file_with_misaligned_blob(), {"segment 0 ('cuda0') has a blob that is not 8-byte aligned"});
+}
+
+}  // namespace
+}  // namespace planrt::format
