@@ -42,6 +42,7 @@ class Loader {
     // Everything above allocated no method memory: a bad program or an unknown op or
     // backend is reported before any arena exists.
     PLANRT_RETURN_IF_ERROR(place_arenas());
+    PLANRT_RETURN_IF_ERROR(resolve_copy_allocators());
     PLANRT_RETURN_IF_ERROR(init_delegates());
     bind_value_memory();
     impl_.bound.assign(impl_.meta.dims.size(), -1);
@@ -250,12 +251,20 @@ class Loader {
                                to_string(src.device), to_string(dst.device)));
     }
     step.copy_device = device;
-    if (step.copy != CopyKind::HostToHost) {
-      step.copy_allocator = get_device_allocator(device.type);
+    return {};
+  }
+
+  // After the arenas: a missing allocator is then reported by the arena that needs it,
+  // naming the buffer and its bytes (rule 3), rather than by the first copy.
+  Status resolve_copy_allocators() {
+    for (size_t k = 0; k < impl_.steps.size(); ++k) {
+      Step& step = impl_.steps[k];
+      if (step.kind != fb::InstructionKind::Copy || step.copy == CopyKind::HostToHost) continue;
+      step.copy_allocator = get_device_allocator(step.copy_device.type);
       if (step.copy_allocator == nullptr) {
         return error(ErrorCode::NotSupported,
-                     fmt::format("{}: no allocator is registered for {}", step_name(k, ins),
-                                 to_string(device)));
+                     fmt::format("instruction {} (copy, node '{}'): no allocator is registered for {}",
+                                 k, step.node, to_string(step.copy_device)));
       }
     }
     return {};

@@ -101,6 +101,8 @@ class TestDeviceBackend final : public Backend {
                  std::span<const TensorView> outputs, void* stream) override;
   void destroy(BackendHandle handle) override;
 
+  // Operands must lie in memory `device_memory` handed out (nullptr: no check).
+  void check_device_memory(const TestDeviceAllocator* device_memory) { device_memory_ = device_memory; }
   // Test hooks: the next init fails with Internal; options seen by the last init.
   void fail_next_init() { fail_next_init_ = true; }
   std::vector<BackendOption> last_options() const;

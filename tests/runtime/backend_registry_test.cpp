@@ -1,0 +1,46 @@
+#include <gtest/gtest.h>
+
+#include "planrt/runtime/backend.h"
+#include "support/test_device.h"
+
+namespace planrt {
+namespace {
+
+TEST(BackendRegistry, RegisteredBackendIsFoundUntilUnregistered) {
+  testing::TestDeviceBackend backend;
+  EXPECT_EQ(get_backend("fake"), nullptr);
+  ASSERT_TRUE(register_backend("fake", &backend).ok());
+  EXPECT_EQ(get_backend("fake"), &backend);
+  EXPECT_EQ(registered_backends(), std::vector<std::string>{"fake"});
+  ASSERT_TRUE(unregister_backend("fake").ok());
+  EXPECT_EQ(get_backend("fake"), nullptr);
+}
+
+TEST(BackendRegistry, DuplicateNullOrUnnamedRegistrationIsRefused) {
+  testing::TestDeviceBackend a, b;
+  ASSERT_TRUE(register_backend("fake", &a).ok());
+  Status dup = register_backend("fake", &b);
+  EXPECT_EQ(dup.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(dup.message().find("'fake'"), std::string::npos);
+  EXPECT_EQ(get_backend("fake"), &a);
+  EXPECT_EQ(register_backend("other", nullptr).code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(register_backend("", &b).code(), ErrorCode::InvalidArgument);
+  ASSERT_TRUE(unregister_backend("fake").ok());
+}
+
+TEST(BackendRegistry, UnregisteringAnUnknownNameIsNotFound) {
+  Status s = unregister_backend("nobody");
+  EXPECT_EQ(s.code(), ErrorCode::NotFound);
+  EXPECT_NE(s.message().find("'nobody'"), std::string::npos);
+}
+
+TEST(BackendRegistry, DefaultOptionsAreNotSupportedNamingTheKey) {
+  testing::TestDeviceBackend backend;
+  Status set = backend.set_option("pool", "on");
+  EXPECT_EQ(set.code(), ErrorCode::NotSupported);
+  EXPECT_NE(set.message().find("'pool'"), std::string::npos);
+  EXPECT_EQ(backend.get_option("pool").status().code(), ErrorCode::NotSupported);
+}
+
+}  // namespace
+}  // namespace planrt
