@@ -1,0 +1,248 @@
+#include "builder/planner.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace planrt::builder {
+namespace {
+
+constexpr uint64_t kMaxU64 = std::numeric_limits<uint64_t>::max();
+
+bool is_power_of_two(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+// Rounds up to a power-of-two alignment; false when the result would not fit in 64 bits.
+bool align_up(uint64_t x, uint64_t alignment, uint64_t* out) {
+  if (x > kMaxU64 - (alignment - 1)) return false;
+  *out = (x + alignment - 1) & ~(alignment - 1);
+  return true;
+}
+
+bool lifetimes_intersect(const TensorLifetime& a, const TensorLifetime& b) {
+  return a.first_use <= b.last_use && b.first_use <= a.last_use;
+}
+
+Status check_inputs(std::span<const TensorLifetime> tensors, uint64_t alignment) {
+  if (!is_power_of_two(alignment)) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "memory plan alignment {} is not a power of two", alignment);
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorLifetime& t = tensors[i];
+    if (t.last_use < t.first_use) {
+      return make_error(ErrorCode::InvalidArgument,
+                        "tensor {} has last_use {} before its first_use {}", i, t.last_use,
+                        t.first_use);
+    }
+    uint64_t aligned = 0;
+    if (!align_up(t.size_bytes, alignment, &aligned)) {
+      return make_error(ErrorCode::InvalidArgument,
+                        "tensor {} of {} bytes overflows 64 bits at alignment {}", i,
+                        t.size_bytes, alignment);
+    }
+  }
+  return Status();
+}
+
+Status arena_overflow(size_t id, uint64_t size, uint64_t offset, uint64_t alignment) {
+  return make_error(ErrorCode::InvalidArgument,
+                    "tensor {} of {} bytes placed at offset {} overflows a 64-bit arena "
+                    "(alignment {})",
+                    id, size, offset, alignment);
+}
+
+Result<MemoryPlan> plan_no_reuse(std::span<const TensorLifetime> tensors, uint64_t alignment) {
+  MemoryPlan plan;
+  plan.offsets.assign(tensors.size(), 0);
+  uint64_t end = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const uint64_t size = tensors[i].size_bytes;
+    if (size == 0) continue;
+    uint64_t aligned = 0;
+    align_up(size, alignment, &aligned);  // checked by check_inputs
+    if (aligned > kMaxU64 - end) return arena_overflow(i, size, end, alignment);
+    plan.offsets[i] = end;
+    end += aligned;
+  }
+  plan.arena_bytes = end;
+  return plan;
+}
+
+// Placement order: largest first; ties longer lifetime first, then lower id.
+std::vector<size_t> greedy_order(std::span<const TensorLifetime> tensors) {
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto span_of = [&](size_t i) {
+    // Lifetimes are validated, so the difference is non-negative; unsigned keeps the
+    // full int64 range representable.
+    return static_cast<uint64_t>(tensors[i].last_use) - static_cast<uint64_t>(tensors[i].first_use);
+  };
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (tensors[a].size_bytes != tensors[b].size_bytes) {
+      return tensors[a].size_bytes > tensors[b].size_bytes;
+    }
+    if (span_of(a) != span_of(b)) return span_of(a) > span_of(b);
+    return a < b;
+  });
+  return order;
+}
+
+Result<MemoryPlan> plan_greedy_by_size(std::span<const TensorLifetime> tensors,
+                                       uint64_t alignment) {
+  MemoryPlan plan;
+  plan.offsets.assign(tensors.size(), 0);
+  // Placed tensors kept sorted by offset (ties by insertion), so each placement is one
+  // linear scan over them: O(n) per tensor, O(n^2) overall. Ends are aligned, so every
+  // gap starts aligned, and a gap fits exactly when it holds the aligned size.
+  // Lifetimes are copied in so the scan reads one contiguous array.
+  struct Placed {
+    uint64_t offset;
+    uint64_t aligned_end;
+    TensorLifetime lifetime;
+  };
+  std::vector<Placed> placed;
+  placed.reserve(tensors.size());
+
+  for (size_t id : greedy_order(tensors)) {
+    const TensorLifetime& t = tensors[id];
+    if (t.size_bytes == 0) continue;  // takes no space; the header fixes its offset at 0
+    uint64_t size = 0;
+    align_up(t.size_bytes, alignment, &size);  // checked by check_inputs
+
+    uint64_t best_offset = 0;
+    uint64_t best_gap = 0;     // 0: no gap found yet (a fitting gap is never empty)
+    uint64_t covered_end = 0;  // highest end among conflicting tensors seen so far
+    for (const Placed& p : placed) {
+      if (!lifetimes_intersect(t, p.lifetime)) continue;
+      if (p.offset > covered_end) {
+        const uint64_t gap = p.offset - covered_end;
+        if (gap >= size && (best_gap == 0 || gap < best_gap)) {
+          best_gap = gap;
+          best_offset = covered_end;
+        }
+      }
+      covered_end = std::max(covered_end, p.aligned_end);
+    }
+    if (best_gap == 0) best_offset = covered_end;
+    if (size > kMaxU64 - best_offset) return arena_overflow(id, t.size_bytes, best_offset, alignment);
+
+    const Placed entry{best_offset, best_offset + size, t};
+    auto pos = std::upper_bound(placed.begin(), placed.end(), entry,
+                                [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
+    placed.insert(pos, entry);
+    plan.offsets[id] = best_offset;
+    plan.arena_bytes = std::max(plan.arena_bytes, entry.aligned_end);
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::string_view planner_name(PlannerKind kind) {
+  switch (kind) {
+    case PlannerKind::GreedyBySize:
+      return "greedy-by-size";
+    case PlannerKind::NoReuse:
+      return "no-reuse";
+  }
+  return "unknown";
+}
+
+Result<MemoryPlan> plan_memory(std::span<const TensorLifetime> tensors, uint64_t alignment,
+                               PlannerKind kind) {
+  PLANRT_RETURN_IF_ERROR(check_inputs(tensors, alignment));
+  Result<MemoryPlan> plan = make_error(ErrorCode::InvalidArgument,
+                                       "unknown planner kind {}", static_cast<int>(kind));
+  switch (kind) {
+    case PlannerKind::GreedyBySize:
+      plan = plan_greedy_by_size(tensors, alignment);
+      break;
+    case PlannerKind::NoReuse:
+      plan = plan_no_reuse(tensors, alignment);
+      break;
+  }
+  if (plan.ok()) plan->lower_bound_bytes = lower_bound_bytes(tensors, alignment);
+  return plan;
+}
+
+uint64_t lower_bound_bytes(std::span<const TensorLifetime> tensors, uint64_t alignment) {
+  if (!is_power_of_two(alignment)) return 0;
+  // Sweep over lifetime ends. At one instruction every start is counted before any end,
+  // because lifetimes are inclusive.
+  struct Event {
+    int64_t time;
+    bool is_end;
+    uint64_t bytes;
+  };
+  std::vector<Event> events;
+  events.reserve(2 * tensors.size());
+  for (const TensorLifetime& t : tensors) {
+    if (t.size_bytes == 0 || t.last_use < t.first_use) continue;
+    uint64_t aligned = kMaxU64;  // an unrepresentable size saturates the bound
+    align_up(t.size_bytes, alignment, &aligned);
+    events.push_back({t.first_use, false, aligned});
+    events.push_back({t.last_use, true, aligned});
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.time != b.time ? a.time < b.time : (!a.is_end && b.is_end);
+  });
+  // 128-bit running sum so saturation happens only in the reported figure.
+  unsigned __int128 live = 0;
+  unsigned __int128 peak = 0;
+  for (const Event& e : events) {
+    if (e.is_end) {
+      live -= e.bytes;
+    } else {
+      live += e.bytes;
+      peak = std::max(peak, live);
+    }
+  }
+  return peak > kMaxU64 ? kMaxU64 : static_cast<uint64_t>(peak);
+}
+
+Status verify_plan(std::span<const TensorLifetime> tensors, const MemoryPlan& plan,
+                   uint64_t alignment) {
+  PLANRT_RETURN_IF_ERROR(check_inputs(tensors, alignment));
+  if (plan.offsets.size() != tensors.size()) {
+    return make_error(ErrorCode::Internal, "memory plan has {} offsets for {} tensors",
+                      plan.offsets.size(), tensors.size());
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const uint64_t offset = plan.offsets[i];
+    const uint64_t size = tensors[i].size_bytes;
+    if (offset % alignment != 0) {
+      return make_error(ErrorCode::Internal,
+                        "tensor {} offset {} is not a multiple of the alignment {}", i, offset,
+                        alignment);
+    }
+    if (offset > plan.arena_bytes || size > plan.arena_bytes - offset) {
+      return make_error(ErrorCode::Internal,
+                        "tensor {} bytes [{}, {}+{}) lie outside the arena of {} bytes", i,
+                        offset, offset, size, plan.arena_bytes);
+    }
+  }
+  // Pairs in id order so the reported pair is the same for the same plan. Ends cannot
+  // overflow: each tensor was just checked to lie inside the arena.
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorLifetime& a = tensors[i];
+    if (a.size_bytes == 0) continue;
+    const uint64_t a_begin = plan.offsets[i];
+    const uint64_t a_end = a_begin + a.size_bytes;
+    for (size_t j = i + 1; j < tensors.size(); ++j) {
+      const TensorLifetime& b = tensors[j];
+      if (b.size_bytes == 0 || !lifetimes_intersect(a, b)) continue;
+      const uint64_t b_begin = plan.offsets[j];
+      const uint64_t b_end = b_begin + b.size_bytes;
+      if (a_begin < b_end && b_begin < a_end) {
+        return make_error(ErrorCode::Internal,
+                          "tensors {} (live [{}, {}], bytes [{}, {})) and {} (live [{}, {}], "
+                          "bytes [{}, {})) are alive together and overlap",
+                          i, a.first_use, a.last_use, a_begin, a_end, j, b.first_use,
+                          b.last_use, b_begin, b_end);
+      }
+    }
+  }
+  return Status();
+}
+
+}  // namespace planrt::builder
