@@ -1,0 +1,254 @@
+// End-to-end tests of the planrt CLI: exit codes (0 ok, 1 runtime error, 2 usage error),
+// "error:" lines on stderr, and the JSON shapes other tools read.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class CliTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("planrt_cli_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static std::string slurp(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  CommandResult planrt(const std::string& args) const {
+    std::string out = path("stdout.txt"), err = path("stderr.txt");
+    std::string cmd = std::string(PLANRT_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
+    int status = std::system(cmd.c_str());
+    CommandResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  // A small transformer program, built once per test that needs it.
+  std::string build_small_program(const std::string& extra = "") {
+    std::string prog = path("small.prog");
+    CommandResult r = planrt("build --template transformer --layers 2 --d-model 32 --heads 4 "
+                             "--ffn 64 --max-seq 16 --weights random:1 " + extra + " -o " + prog);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return prog;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, NoSubcommandIsAUsageError) {
+  CommandResult r = planrt("");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+}
+
+TEST_F(CliTest, UnknownFlagIsAUsageError) {
+  CommandResult r = planrt("inspect --no-such-flag x.prog");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+}
+
+TEST_F(CliTest, HelpExitsZero) {
+  CommandResult r = planrt("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("inspect"), std::string::npos);
+}
+
+TEST_F(CliTest, MissingProgramIsARuntimeError) {
+  CommandResult r = planrt("inspect " + path("missing.prog"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("missing.prog"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, RandomBytesAreRefusedByInspectAndRun) {
+  std::mt19937 rng(7);
+  std::string junk(4096, '\0');
+  for (char& c : junk) c = static_cast<char>(rng());
+  std::ofstream(path("junk.prog"), std::ios::binary) << junk;
+  for (const char* cmd : {"inspect ", "run "}) {
+    CommandResult r = planrt(cmd + path("junk.prog"));
+    EXPECT_EQ(r.exit_code, 1) << cmd << r.err;
+    EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+  }
+}
+
+TEST_F(CliTest, TruncatedProgramIsRefused) {
+  std::string prog = build_small_program();
+  std::string bytes = slurp(prog);
+  ASSERT_GT(bytes.size(), 200u);
+  std::ofstream(path("cut.prog"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  CommandResult r = planrt("run " + path("cut.prog") + " --random-inputs 0");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+}
+
+TEST_F(CliTest, BuildTemplateThenInspectJsonReportsThePlan) {
+  std::string prog = build_small_program();
+  CommandResult r = planrt("inspect --json " + prog);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["methods"].size(), 1u);
+  const nlohmann::json& m = j["methods"][0];
+  EXPECT_EQ(m["name"], "forward");
+  ASSERT_FALSE(m["planned_buffers"].empty());
+  EXPECT_EQ(m["planned_buffers"][0]["device"], "cpu");
+  EXPECT_GT(m["planned_buffers"][0]["size_bytes"].get<uint64_t>(), 0u);
+  ASSERT_FALSE(m["plan"].empty());
+  uint64_t lower = m["plan"][0]["lower_bound_bytes"];
+  uint64_t planned = m["plan"][0]["planned_bytes"];
+  EXPECT_GE(planned, lower);
+  EXPECT_LE(static_cast<double>(planned), 1.05 * static_cast<double>(lower));
+}
+
+TEST_F(CliTest, InspectPlotWritesAnSvgWithOneBoxPerTensor) {
+  std::string prog = build_small_program();
+  CommandResult r = planrt("inspect " + prog + " --plot " + path("plan.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string svg = slurp(path("plan.svg"));
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("lower bound"), std::string::npos);
+  EXPECT_GT(std::count(svg.begin(), svg.end(), '\n'), 20);
+}
+
+TEST_F(CliTest, NoReuseBuildPlansMoreBytes) {
+  std::string reuse = build_small_program();
+  CommandResult b = planrt("build --template transformer --layers 2 --d-model 32 --heads 4 "
+                           "--ffn 64 --max-seq 16 --no-reuse -o " + path("noreuse.prog"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  auto planned = [&](const std::string& p) {
+    CommandResult r = planrt("inspect --json " + p);
+    return nlohmann::json::parse(r.out)["methods"][0]["plan"][0]["planned_bytes"].get<uint64_t>();
+  };
+  EXPECT_GT(planned(path("noreuse.prog")), planned(reuse));
+}
+
+TEST_F(CliTest, RunJsonReportsOutputsLatencyAndMemory) {
+  std::string prog = build_small_program();
+  CommandResult r = planrt("run " + prog + " --random-inputs 3 --dim S=8 --iterations 3 "
+                           "--warmup 1 --json --output-dir " + path("outs"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["outputs"].size(), 1u);
+  EXPECT_EQ(j["outputs"][0]["name"], "y");
+  EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json::array({1, 8, 32}));
+  EXPECT_GT(j["latency_ms"]["median"].get<double>(), 0.0);
+  EXPECT_TRUE(j.contains("memory"));
+  EXPECT_TRUE(fs::exists(path("outs/y.npy")));
+}
+
+TEST_F(CliTest, RunWithTheSameSeedGivesTheSameOutput) {
+  std::string prog = build_small_program();
+  auto mean = [&]() {
+    CommandResult r = planrt("run " + prog + " --random-inputs 5 --dim S=4 --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["outputs"][0]["mean"].get<double>();
+  };
+  EXPECT_EQ(mean(), mean());
+}
+
+TEST_F(CliTest, RunInputFromNpyRoundTripsThroughOutputDir) {
+  std::string prog = build_small_program();
+  CommandResult first = planrt("run " + prog + " --random-inputs 2 --dim S=4 --output-dir " +
+                               path("a") + " --json");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  // Feed the output back in as the input: shapes match ([1, S, d_model]).
+  CommandResult second = planrt("run " + prog + " --input x=" + path("a/y.npy") + " --json");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(nlohmann::json::parse(second.out)["outputs"][0]["shape"],
+            nlohmann::json::array({1, 4, 32}));
+}
+
+TEST_F(CliTest, RunRejectsDimOutsideItsBounds) {
+  std::string prog = build_small_program();
+  CommandResult r = planrt("run " + prog + " --random-inputs 0 --dim S=17");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("S"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, RunRejectsNpyOfWrongShape) {
+  std::string prog = build_small_program();
+  CommandResult first = planrt("run " + prog + " --random-inputs 2 --dim S=4 --output-dir " + path("a"));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  CommandResult other = planrt("build --template transformer --layers 1 --d-model 16 --heads 4 "
+                               "--ffn 32 --max-seq 16 -o " + path("narrow.prog"));
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  CommandResult r = planrt("run " + path("narrow.prog") + " --input x=" + path("a/y.npy"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+}
+
+TEST_F(CliTest, RunRejectsMalformedInputFlag) {
+  std::string prog = build_small_program();
+  CommandResult r = planrt("run " + prog + " --input no-equals-sign");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+}
+
+TEST_F(CliTest, BuildRejectsUnknownTemplateAndBadJson) {
+  CommandResult r = planrt("build --template resnet -o " + path("x.prog"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+  std::ofstream(path("bad.json")) << "{ not json";
+  r = planrt("build " + path("bad.json") + " -o " + path("x.prog"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+  EXPECT_FALSE(fs::exists(path("x.prog")));
+}
+
+TEST_F(CliTest, BuildRejectsBadTemplateFlagsAsUsageErrors) {
+  for (const char* flags : {"--partition gpu", "--weights random:abc", "--ffn 0", "--ffn 64,x",
+                            "--layers 0"}) {
+    CommandResult r = planrt(std::string("build --template transformer ") + flags + " -o " +
+                             path("x.prog"));
+    EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+  }
+}
+
+TEST_F(CliTest, BuildWithMissingWeightsFileIsARuntimeError) {
+  CommandResult r = planrt("build --template transformer --d-model 32 --heads 4 --ffn 64 "
+                           "--weights " + path("none.safetensors") + " -o " + path("x.prog"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("none.safetensors"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, ExternalWeightsAreWrittenBesideTheProgramAndRun) {
+  CommandResult b = planrt("build --template transformer --layers 1 --d-model 32 --heads 4 "
+                           "--ffn 64 --max-seq 8 --external-weights -o " + path("ext.prog"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_TRUE(fs::exists(path("ext.safetensors")));
+  CommandResult r = planrt("run " + path("ext.prog") + " --random-inputs 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  fs::remove(path("ext.safetensors"));
+  r = planrt("run " + path("ext.prog") + " --random-inputs 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("ext.safetensors"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,115 @@
+// planrt build MODEL.json -o OUT.prog
+// planrt build --template transformer [--layers N] ... -o OUT.prog
+#include <charconv>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "format_bytes.h"
+#include "planrt/builder/builder.h"
+#include "progress.h"
+
+namespace planrt::cli {
+namespace {
+
+// "2048" or "1024,2048,4096": one width, or one per block.
+std::optional<std::vector<int64_t>> parse_int_list(const std::string& text) {
+  std::vector<int64_t> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string_view part(text.data() + pos, (comma == std::string::npos ? text.size() : comma) - pos);
+    int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec != std::errc() || ptr != part.data() + part.size() || part.empty() || v <= 0) {
+      return std::nullopt;
+    }
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+bool is_seed(std::string_view text) {
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
+}
+
+}  // namespace
+
+int run_build(const BuildArgs& args) {
+  if (args.model_path.empty() == args.template_name.empty()) {
+    return report_usage_error("give either a model JSON file or --template NAME, not both or neither");
+  }
+
+  // Weight generation or loading of a large model takes a while: show progress on a tty.
+  std::optional<ProgressBar> bar;
+  auto progress = [&bar](const builder::WeightProgress& p) {
+    if (!bar) bar.emplace(p.stage == "load" ? "loading weights" : "generating weights", p.total_bytes);
+    bar->update(p.done_bytes);
+  };
+
+  Result<builder::Model> model = Status(ErrorCode::Internal, "no model");
+  if (!args.template_name.empty()) {
+    if (args.template_name != "transformer") {
+      return report_usage_error(
+          fmt::format("unknown template '{}' (available: transformer)", args.template_name));
+    }
+    std::optional<std::vector<int64_t>> ffn = parse_int_list(args.ffn);
+    if (!ffn) {
+      return report_usage_error(fmt::format(
+          "--ffn '{}' must be a positive integer or a comma-separated list of them", args.ffn));
+    }
+    if (args.partition != "cpu" && args.partition != "cuda") {
+      return report_usage_error(
+          fmt::format("--partition '{}' is not one of: cpu, cuda", args.partition));
+    }
+    if (args.weights.starts_with("random:") && !is_seed(args.weights.substr(7))) {
+      return report_usage_error(fmt::format(
+          "--weights '{}' must be random:SEED (SEED a non-negative integer) or a .safetensors path",
+          args.weights));
+    }
+    builder::TransformerOptions t;
+    t.layers = args.layers;
+    t.d_model = args.d_model;
+    t.heads = args.heads;
+    t.max_seq = args.max_seq;
+    if (ffn->size() == 1) {
+      t.ffn = ffn->front();
+    } else {
+      t.ffn_per_block = *ffn;
+    }
+    t.weights = args.weights;
+    t.partition = args.partition;
+    t.progress = progress;
+    model = builder::make_transformer(t);
+  } else {
+    builder::ReadOptions r;
+    r.progress = progress;
+    model = builder::read_model_json(args.model_path, r);
+  }
+  if (bar) bar->finish();
+  if (!model.ok()) return report_error(model.status());
+
+  builder::BuildOptions options;
+  options.no_reuse = args.no_reuse;
+  options.external_weights = args.external_weights;
+  Result<builder::BuiltProgram> built = builder::build_program(*model, options);
+  if (!built.ok()) return report_error(built.status());
+  Status written = built->write(args.output);
+  if (!written.ok()) return report_error(written);
+
+  fmt::print("wrote {} ({} constants, {})\n", args.output, built->num_constants(),
+             format_bytes(built->constants_bytes()));
+  for (const builder::PlanSummary& p : built->plans()) {
+    fmt::print("  plan {} on {}: {} planned, lower bound {}, ratio {:.3f} ({} tensors, {})\n",
+               p.method, to_string(p.device), format_bytes(p.planned_bytes),
+               format_bytes(p.lower_bound_bytes), p.ratio(), p.num_tensors, p.planner);
+  }
+  return kExitOk;
+}
+
+}  // namespace planrt::cli

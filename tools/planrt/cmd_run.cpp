@@ -1,0 +1,322 @@
+// planrt run FILE.prog [--method NAME] [--input NAME=PATH.npy ...] [--random-inputs SEED]
+//                      [--dim NAME=VALUE ...] [--iterations N] [--warmup N]
+//                      [--output-dir DIR] [--json]
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "format_bytes.h"
+#include "format/npy.h"
+#include "planrt/runtime/program.h"
+#include "progress.h"
+#include "random_inputs.h"
+
+namespace planrt::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// "NAME=VALUE" -> {NAME, VALUE}; nullopt when malformed.
+std::optional<std::pair<std::string, std::string>> split_assignment(const std::string& text) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return std::nullopt;
+  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
+Result<Tensor> read_npy_tensor(const std::string& path) {
+  PLANRT_ASSIGN_OR_RETURN(format::HostTensor host, format::read_npy(path));
+  return Tensor::from_view(host.view());
+}
+
+Status write_npy_tensor(const std::string& path, const TensorView& view) {
+  format::HostTensor host{view.dtype, view.sizes, {}};
+  const auto* bytes = static_cast<const uint8_t*>(view.data);
+  host.data.assign(bytes, bytes + view.nbytes());
+  return format::write_npy(path, host);
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+struct OutputStats {
+  double min = 0, max = 0, mean = 0;
+  bool has_stats = false;
+};
+
+OutputStats stats_of(const TensorView& v) {
+  OutputStats s;
+  int64_t n = v.numel();
+  if (n == 0) return s;
+  auto read = [&](int64_t i) -> double {
+    switch (v.dtype) {
+      case DType::F32: return static_cast<const float*>(v.data)[i];
+      case DType::I32: return static_cast<const int32_t*>(v.data)[i];
+      case DType::I64: return static_cast<double>(static_cast<const int64_t*>(v.data)[i]);
+      default: return NAN;
+    }
+  };
+  if (v.dtype != DType::F32 && v.dtype != DType::I32 && v.dtype != DType::I64) return s;
+  s.has_stats = true;
+  s.min = s.max = read(0);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double x = read(i);
+    s.min = std::min(s.min, x);
+    s.max = std::max(s.max, x);
+    sum += x;
+  }
+  s.mean = sum / static_cast<double>(n);
+  return s;
+}
+
+Result<std::string> pick_method(const Program& program, const std::string& requested) {
+  if (!requested.empty()) return requested;  // load_method names what exists if it doesn't
+  std::vector<std::string> names = program.method_names();
+  if (program.has_method("forward")) return std::string("forward");
+  if (names.size() == 1) return names.front();
+  return make_error(ErrorCode::InvalidArgument,
+                    "the program has several methods ({}) and none is 'forward': choose one with --method",
+                    fmt::join(names, ", "));
+}
+
+struct DeviceMemory {
+  Device device;
+  std::vector<std::pair<uint32_t, uint64_t>> arenas;  // buffer index, bytes
+  uint64_t planned_bytes = 0;
+  uint64_t weights_bytes = 0;
+};
+
+std::vector<DeviceMemory> memory_report(const MethodMeta& meta) {
+  std::map<Device, DeviceMemory> by_device;
+  for (uint32_t i = 0; i < meta.planned_buffers.size(); ++i) {
+    const PlannedBufferInfo& b = meta.planned_buffers[i];
+    DeviceMemory& d = by_device[b.device];
+    d.device = b.device;
+    d.arenas.emplace_back(i, b.size_bytes);
+    d.planned_bytes += b.size_bytes;
+  }
+  for (const MemoryEstimate& e : meta.memory) {
+    by_device[e.device].device = e.device;
+    by_device[e.device].weights_bytes = e.weights_bytes;
+  }
+  std::vector<DeviceMemory> out;
+  for (auto& [device, d] : by_device) out.push_back(std::move(d));
+  return out;
+}
+
+}  // namespace
+
+int run_run(const RunArgs& args) {
+  // Command-line shape first: malformed flags are usage errors before any file is read.
+  std::map<std::string, std::string> input_paths;
+  for (const std::string& spec : args.inputs) {
+    auto kv = split_assignment(spec);
+    if (!kv) return report_usage_error(fmt::format("--input '{}' must be NAME=PATH.npy", spec));
+    input_paths[kv->first] = kv->second;
+  }
+  std::map<std::string, int64_t> dim_values;
+  for (const std::string& spec : args.dims) {
+    auto kv = split_assignment(spec);
+    int64_t value = 0;
+    if (kv) {
+      const std::string& v = kv->second;
+      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
+      if (ec != std::errc() || ptr != v.data() + v.size()) kv.reset();
+    }
+    if (!kv) return report_usage_error(fmt::format("--dim '{}' must be NAME=INTEGER", spec));
+    dim_values[kv->first] = value;
+  }
+
+  Result<Program> program = Program::load(args.program);
+  if (!program.ok()) return report_error(program.status());
+  Result<std::string> method_name = pick_method(*program, args.method);
+  if (!method_name.ok()) return report_error(method_name.status());
+  Result<MethodMeta> meta = program->method_meta(*method_name);
+  if (!meta.ok()) return report_error(meta.status());
+
+  for (const auto& [name, path] : input_paths) {
+    bool known = std::any_of(meta->inputs.begin(), meta->inputs.end(),
+                             [&](const TensorSpec& s) { return s.name == name; });
+    if (!known) {
+      return report_usage_error(fmt::format("--input {}: method '{}' has no input '{}'", name,
+                                            meta->name, name));
+    }
+  }
+  for (const auto& [name, value] : dim_values) {
+    bool known = std::any_of(meta->dims.begin(), meta->dims.end(),
+                             [&](const DimSpec& d) { return d.name == name; });
+    if (!known) {
+      return report_usage_error(fmt::format("--dim {}: method '{}' has no dim '{}'", name,
+                                            meta->name, name));
+    }
+  }
+
+  // Inputs: from .npy files, else random (dims from --dim, else each dim's maximum).
+  std::vector<Tensor> inputs;
+  nlohmann::json inputs_json = nlohmann::json::array();
+  for (size_t i = 0; i < meta->inputs.size(); ++i) {
+    const TensorSpec& spec = meta->inputs[i];
+    Result<Tensor> t = Status(ErrorCode::Internal, "no input");
+    std::string source;
+    if (auto it = input_paths.find(spec.name); it != input_paths.end()) {
+      t = read_npy_tensor(it->second);
+      source = it->second;
+    } else if (args.random_inputs_seed) {
+      t = random_input(spec, meta->dims, dim_values, *args.random_inputs_seed + i);
+      source = fmt::format("random:{}", *args.random_inputs_seed);
+    } else {
+      return report_usage_error(fmt::format(
+          "input '{}' not given: pass --input {}=PATH.npy or --random-inputs SEED", spec.name,
+          spec.name));
+    }
+    if (!t.ok()) return report_error(t.status().with_context(fmt::format("input '{}'", spec.name)));
+    inputs_json.push_back({{"name", spec.name},
+                           {"dtype", dtype_name(t->dtype())},
+                           {"shape", t->shape().dims()},
+                           {"source", source}});
+    inputs.push_back(std::move(t).value());
+  }
+  std::vector<TensorView> views;
+  for (const Tensor& t : inputs) views.push_back(t.view());
+
+  Clock::time_point load_start = Clock::now();
+  Result<Method> method = program->load_method(*method_name);
+  if (!method.ok()) return report_error(method.status());
+  double load_ms = ms_since(load_start);
+
+  for (int64_t i = 0; i < args.warmup; ++i) {
+    Status s = method->run(views);
+    if (!s.ok()) return report_error(s);
+  }
+  std::vector<double> times;
+  {
+    ProgressBar bar("running", static_cast<uint64_t>(args.iterations));
+    for (int64_t i = 0; i < args.iterations; ++i) {
+      Clock::time_point start = Clock::now();
+      Status s = method->run(views);
+      times.push_back(ms_since(start));
+      if (!s.ok()) return report_error(s);
+      bar.update(static_cast<uint64_t>(i + 1));
+    }
+  }
+  Result<std::vector<TensorView>> outputs = method->outputs();
+  if (!outputs.ok()) return report_error(outputs.status());
+
+  if (!args.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.output_dir, ec);
+    if (ec) {
+      return report_error(make_error(ErrorCode::IoError, "cannot create output directory '{}': {}",
+                                     args.output_dir, ec.message()));
+    }
+  }
+  nlohmann::json outputs_json = nlohmann::json::array();
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    const TensorView& v = (*outputs)[i];
+    const std::string& name = meta->outputs[i].name;
+    OutputStats st = stats_of(v);
+    nlohmann::json o = {{"name", name}, {"dtype", dtype_name(v.dtype)}, {"shape", v.sizes.dims()}};
+    if (st.has_stats) {
+      o["min"] = st.min;
+      o["max"] = st.max;
+      o["mean"] = st.mean;
+    }
+    if (!args.output_dir.empty()) {
+      std::string path = (std::filesystem::path(args.output_dir) / (name + ".npy")).string();
+      Status s = write_npy_tensor(path, v);
+      if (!s.ok()) return report_error(s);
+      o["path"] = path;
+    }
+    outputs_json.push_back(std::move(o));
+  }
+
+  double median = percentile(times, 0.5), p90 = percentile(times, 0.9);
+  std::vector<DeviceMemory> memory = memory_report(*meta);
+  bool shared = method->shares_memory_arenas();
+
+  if (args.json) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (const DeviceMemory& d : memory) {
+      nlohmann::json arenas = nlohmann::json::array();
+      for (auto [index, bytes] : d.arenas) {
+        arenas.push_back({{"index", index}, {"size_bytes", bytes},
+                          {"shared", d.device.is_cpu() && shared}});
+      }
+      devices.push_back({{"device", to_string(d.device)},
+                         {"planned_bytes", d.planned_bytes},
+                         {"weights_bytes", d.weights_bytes},
+                         {"total_bytes", d.planned_bytes + d.weights_bytes},
+                         {"arenas", arenas}});
+    }
+    nlohmann::json j = {
+        {"program", args.program},
+        {"method", meta->name},
+        {"inputs", inputs_json},
+        {"outputs", outputs_json},
+        {"load_ms", load_ms},
+        {"latency_ms",
+         {{"median", median}, {"p90", p90}, {"iterations", args.iterations}, {"warmup", args.warmup}}},
+        {"memory",
+         {{"devices", devices},
+          {"shared_host_arenas", shared},
+          {"shared_host_arena_bytes", program->shared_host_arena_bytes()},
+          {"constants_bytes", program->constants_bytes()}}}};
+    fmt::print("{}\n", j.dump(2));
+    return kExitOk;
+  }
+
+  fmt::print("method {} of {} (loaded in {:.2f} ms)\n", meta->name, args.program, load_ms);
+  for (const nlohmann::json& in : inputs_json) {
+    fmt::print("  input  {} {} {} ({})\n", in["name"].get<std::string>(),
+               in["dtype"].get<std::string>(), in["shape"].dump(),
+               in["source"].get<std::string>());
+  }
+  for (const nlohmann::json& o : outputs_json) {
+    fmt::print("  output {} {} {}", o["name"].get<std::string>(), o["dtype"].get<std::string>(),
+               o["shape"].dump());
+    if (o.contains("mean")) {
+      fmt::print("  min {:.6g}  max {:.6g}  mean {:.6g}", o["min"].get<double>(),
+                 o["max"].get<double>(), o["mean"].get<double>());
+    }
+    if (o.contains("path")) fmt::print("  -> {}", o["path"].get<std::string>());
+    fmt::print("\n");
+  }
+  fmt::print("latency over {} iterations ({} warm-up): median {:.3f} ms, p90 {:.3f} ms\n",
+             args.iterations, args.warmup, median, p90);
+  fmt::print("memory\n");
+  uint64_t total = 0;
+  for (const DeviceMemory& d : memory) {
+    fmt::print("  {:<7} weights {:>12}  planned {:>12}\n", to_string(d.device),
+               format_bytes(d.weights_bytes), format_bytes(d.planned_bytes));
+    for (auto [index, bytes] : d.arenas) {
+      fmt::print("          arena #{:<3} {:>12}  {}\n", index, format_bytes(bytes),
+                 d.device.is_cpu() && shared ? "shared with the program's other host methods"
+                                             : "own");
+    }
+    total += d.weights_bytes + d.planned_bytes;
+  }
+  fmt::print("  total   {:>12} (weights are mapped from the file, resident once read)\n",
+             format_bytes(total));
+  return kExitOk;
+}
+
+}  // namespace planrt::cli

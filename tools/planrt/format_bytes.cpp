@@ -1,0 +1,19 @@
+#include "format_bytes.h"
+
+#include <fmt/format.h>
+
+namespace planrt::cli {
+
+std::string format_bytes(uint64_t bytes) {
+  constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double v = static_cast<double>(bytes);
+  int unit = -1;
+  while (v >= 1024 && unit < 3) {
+    v /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:.2f} {}", v, kUnits[unit]);
+}
+
+}  // namespace planrt::cli

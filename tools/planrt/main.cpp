@@ -1,0 +1,86 @@
+// planrt: build, inspect and run programs. See docs/cli.md.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+namespace planrt::cli {
+
+int report_error(const Status& status) {
+  std::fprintf(stderr, "error: %s\n", status.message().c_str());
+  return kExitRuntimeError;
+}
+
+int report_usage_error(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return kExitUsageError;
+}
+
+namespace {
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"planrt: build, inspect and run memory-planned inference programs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "planrt 0.1.0");
+
+  BuildArgs build;
+  CLI::App* build_cmd = app.add_subcommand("build", "Build a program from a model JSON or a template");
+  build_cmd->add_option("model", build.model_path, "Model description (JSON, docs/model-format.md)");
+  build_cmd->add_option("--template", build.template_name, "Build from a template instead: transformer");
+  build_cmd->add_option("--layers", build.layers, "Template: number of encoder blocks")->check(CLI::PositiveNumber);
+  build_cmd->add_option("--d-model", build.d_model, "Template: model width")->check(CLI::PositiveNumber);
+  build_cmd->add_option("--heads", build.heads, "Template: attention heads")->check(CLI::PositiveNumber);
+  build_cmd->add_option("--ffn", build.ffn, "Template: MLP width, or one per block as a comma-separated list");
+  build_cmd->add_option("--max-seq", build.max_seq, "Template: maximum sequence length (dim S)")->check(CLI::PositiveNumber);
+  build_cmd->add_option("--weights", build.weights, "Template: random:SEED or PATH.safetensors");
+  build_cmd->add_option("--partition", build.partition, "Template: cpu (one cpu segment) or cuda");
+  build_cmd->add_flag("--no-reuse", build.no_reuse, "Plan without reusing memory (debugging)");
+  build_cmd->add_flag("--external-weights", build.external_weights,
+                      "Write weights to OUT.safetensors beside the program instead of inside it");
+  build_cmd->add_option("-o,--output", build.output, "Program file to write")->required();
+
+  InspectArgs inspect;
+  CLI::App* inspect_cmd = app.add_subcommand("inspect", "Show a program's methods, buffers, plan and memory");
+  inspect_cmd->add_option("program", inspect.program, "Program file (.prog)")->required();
+  inspect_cmd->add_flag("--json", inspect.json, "Print one JSON object");
+  inspect_cmd->add_option("--plot", inspect.plot, "Draw the memory plan to this SVG file");
+
+  RunArgs run;
+  CLI::App* run_cmd = app.add_subcommand("run", "Run a method and report outputs, latency and memory");
+  run_cmd->add_option("program", run.program, "Program file (.prog)")->required();
+  run_cmd->add_option("--method", run.method, "Method to run (default: forward, or the only one)");
+  run_cmd->add_option("--input", run.inputs, "NAME=PATH.npy (repeatable)");
+  run_cmd->add_option("--random-inputs", run.random_inputs_seed, "Fill inputs not given with random values from SEED");
+  run_cmd->add_option("--dim", run.dims, "NAME=VALUE for a dynamic dim of random inputs (repeatable)");
+  run_cmd->add_option("--iterations", run.iterations, "Timed runs")->check(CLI::PositiveNumber);
+  run_cmd->add_option("--warmup", run.warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--output-dir", run.output_dir, "Write each output as NAME.npy here");
+  run_cmd->add_flag("--json", run.json, "Print one JSON object");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version arrive as "errors" with exit code 0: print them as CLI11 does.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return report_usage_error(fmt::format("{} (run 'planrt --help')", e.what()));
+  }
+
+  if (*build_cmd) return run_build(build);
+  if (*inspect_cmd) return run_inspect(inspect);
+  return run_run(run);
+}
+
+}  // namespace
+}  // namespace planrt::cli
+
+int main(int argc, char** argv) {
+  // The library never throws; this catches what the standard library or CLI11 might
+  // (allocation failure while formatting), so the process still exits with an error line.
+  try {
+    return planrt::cli::run_cli(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return planrt::cli::kExitRuntimeError;
+  }
+}
