@@ -10,11 +10,16 @@ namespace {
 
 std::string_view type_name(const AttrValue& v) {
   switch (v.index()) {
-    case 0: return "an int";
-    case 1: return "a float";
-    case 2: return "a string";
-    case 3: return "a list of ints";
-    case 4: return "a bool";
+    case 0:
+      return "an int";
+    case 1:
+      return "a float";
+    case 2:
+      return "a string";
+    case 3:
+      return "a list of ints";
+    case 4:
+      return "a bool";
   }
   return "an unknown type";
 }
@@ -25,8 +30,8 @@ Status wrong_type(std::string_view name, const AttrValue& v, std::string_view ex
 }
 
 template <typename T>
-Result<T> get_as(const std::map<std::string, AttrValue, std::less<>>& values,
-                 std::string_view name, T fallback, std::string_view expected) {
+Result<T> get_as(const std::map<std::string, AttrValue, std::less<>>& values, std::string_view name,
+                 T fallback, std::string_view expected) {
   auto it = values.find(name);
   if (it == values.end()) return fallback;
   if (const T* v = std::get_if<T>(&it->second)) return *v;

@@ -52,6 +52,23 @@ struct OpInfo {
 };
 
 // Every op of §9; nullptr for an unknown name.
+//
+// Attributes the CPU kernels read (absent: the default; present with another type:
+// InvalidArgument; a required one absent: NotFound). Dims may be negative (from the end).
+//   linear, matmul, add, sub, mul, div, relu, silu, embedding, reshape: none
+//     (reshape's output shape is the caller's; `shape` is not read)
+//   layer_norm: eps (float, 1e-5)       rms_norm: eps (float, 1e-6; PyTorch's None means
+//                                        finfo(f32).eps, models pass their own)
+//   softmax: dim (int, -1)              gelu: approximate ("none" | "tanh", "none")
+//   permute: dims (ints, required)      transpose: dim0, dim1 (ints, required)
+//   concat: dim (int, 0)                slice: dim (int, 0), start (int, 0),
+//                                        end (int, size), step (int, only 1)
+//   scaled_dot_product_attention: causal (bool, false; top-left aligned as PyTorch's
+//     is_causal), scale (float, 1/sqrt(D))
+// Dtypes: arithmetic ops are f32 (another input dtype: NotSupported); embedding takes i32
+// or i64 ids and a table of any dtype; data movement works for every dtype.
+// Aliasing: elementwise ops and reshape may write over an input of the output's shape;
+// other kernels need outputs disjoint from inputs.
 const OpInfo* find_op(std::string_view name);
 std::span<const OpInfo> all_ops();
 

@@ -4,27 +4,30 @@
 namespace planrt::kernels {
 namespace {
 
+// clang-format off
 constexpr OpInfo kOps[] = {
-    {"linear", 2, 3, 1},  // x, weight[out, in], bias[out]?
-    {"matmul", 2, 2, 1},
-    {"add", 2, 2, 1},
-    {"sub", 2, 2, 1},
-    {"mul", 2, 2, 1},
-    {"div", 2, 2, 1},
-    {"layer_norm", 1, 3, 1},  // x, weight?, bias?
-    {"rms_norm", 1, 2, 1},    // x, weight?
-    {"softmax", 1, 1, 1},
-    {"gelu", 1, 1, 1},
-    {"relu", 1, 1, 1},
-    {"silu", 1, 1, 1},
-    {"reshape", 1, 1, 1},
-    {"permute", 1, 1, 1},
-    {"transpose", 1, 1, 1},
-    {"scaled_dot_product_attention", 3, 3, 1},  // q, k, v
-    {"embedding", 2, 2, 1},                     // ids, table[V, D]
-    {"concat", 1, -1, 1},
-    {"slice", 1, 1, 1},
+    // name                          min max outputs
+    {"linear",                        2,  3, 1},  // x, weight[out, in], bias[out]?
+    {"matmul",                        2,  2, 1},
+    {"add",                           2,  2, 1},
+    {"sub",                           2,  2, 1},
+    {"mul",                           2,  2, 1},
+    {"div",                           2,  2, 1},
+    {"layer_norm",                    1,  3, 1},  // x, weight?, bias?
+    {"rms_norm",                      1,  2, 1},  // x, weight?
+    {"softmax",                       1,  1, 1},
+    {"gelu",                          1,  1, 1},
+    {"relu",                          1,  1, 1},
+    {"silu",                          1,  1, 1},
+    {"reshape",                       1,  1, 1},
+    {"permute",                       1,  1, 1},
+    {"transpose",                     1,  1, 1},
+    {"scaled_dot_product_attention",  3,  3, 1},  // q, k, v
+    {"embedding",                     2,  2, 1},  // ids, table[V, D]
+    {"concat",                        1, -1, 1},  // xs... (variadic)
+    {"slice",                         1,  1, 1},
 };
+// clang-format on
 
 }  // namespace
 

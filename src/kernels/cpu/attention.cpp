@@ -57,13 +57,13 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
     return {};
   }
   if (sq > std::numeric_limits<int64_t>::max() / int64_t{sizeof(float)} / sk) {
-    return make_error(ErrorCode::OutOfMemory, "{}: a score matrix of {} x {} floats overflows",
-                      op, sq, sk);
+    return make_error(ErrorCode::OutOfMemory, "{}: a score matrix of {} x {} floats overflows", op,
+                      sq, sk);
   }
   std::unique_ptr<float[]> scores(new (std::nothrow) float[static_cast<size_t>(sq * sk)]);
   if (scores == nullptr) {
-    return make_error(ErrorCode::OutOfMemory, "{}: cannot allocate {} bytes of score scratch",
-                      op, sq * sk * int64_t{sizeof(float)});
+    return make_error(ErrorCode::OutOfMemory, "{}: cannot allocate {} bytes of score scratch", op,
+                      sq * sk * int64_t{sizeof(float)});
   }
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   for (int64_t h = 0; h < heads; ++h) {

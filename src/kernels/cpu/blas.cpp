@@ -30,9 +30,9 @@ void gemm_nn(int64_t m, int64_t n, int64_t k, float alpha, const float* a, const
              float* y) {
   if (m == 0 || n == 0) return;
   if (k == 0) return scale_only(m, n, 0.0f, y);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(k), b,
-              static_cast<int>(n), 0.0f, y, static_cast<int>(n));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), alpha, a, static_cast<int>(k), b, static_cast<int>(n), 0.0f, y,
+              static_cast<int>(n));
 }
 
 void gemm_nt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,

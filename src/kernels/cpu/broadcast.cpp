@@ -15,8 +15,8 @@ Result<Shape> broadcast_shapes(std::string_view op, const Shape& a, const Shape&
     const int64_t db = ib >= 0 ? b[ib] : 1;
     if (da != db && da != 1 && db != 1) {
       return make_error(ErrorCode::InvalidArgument,
-                        "{}: shapes {} and {} do not broadcast (dim {} from the end: {} vs {})",
-                        op, a.to_string(), b.to_string(), rank - i, da, db);
+                        "{}: shapes {} and {} do not broadcast (dim {} from the end: {} vs {})", op,
+                        a.to_string(), b.to_string(), rank - i, da, db);
     }
     // Rank is at most max(a, b) <= kMaxRank, so push_back cannot fail.
     (void)out.push_back(da == 1 ? db : da);

@@ -1,8 +1,8 @@
 #include "kernels/cpu/checks.h"
 
-#include <climits>
-
 #include <fmt/format.h>
+
+#include <climits>
 
 namespace planrt::kernels::cpu {
 
@@ -11,7 +11,8 @@ std::string input_role(std::string_view op, size_t index) {
     if (index < names.size()) return std::string(names.begin()[index]);
     return fmt::format("input {}", index);
   };
-  if (op == "linear" || op == "layer_norm" || op == "rms_norm") return pick({"x", "weight", "bias"});
+  if (op == "linear" || op == "layer_norm" || op == "rms_norm")
+    return pick({"x", "weight", "bias"});
   if (op == "matmul" || op == "add" || op == "sub" || op == "mul" || op == "div") {
     return pick({"a", "b"});
   }
@@ -36,13 +37,13 @@ namespace {
 
 Status check_view(std::string_view op, const std::string& role, const TensorView& v) {
   if (!v.device.is_cpu()) {
-    return make_error(ErrorCode::InvalidArgument, "{}: {} is on {}, the CPU kernel needs cpu",
-                      op, role, to_string(v.device));
+    return make_error(ErrorCode::InvalidArgument, "{}: {} is on {}, the CPU kernel needs cpu", op,
+                      role, to_string(v.device));
   }
   for (int64_t d : v.sizes.dims()) {
     if (d < 0) {
-      return make_error(ErrorCode::InvalidArgument, "{}: {} has a negative size in {}", op,
-                        role, v.sizes.to_string());
+      return make_error(ErrorCode::InvalidArgument, "{}: {} has a negative size in {}", op, role,
+                        v.sizes.to_string());
     }
   }
   if (!v.is_contiguous()) {
@@ -68,11 +69,11 @@ Status check_operands(std::string_view op, std::span<const TensorView> inputs,
   const auto n_in = static_cast<int64_t>(inputs.size());
   if (n_in < info->min_inputs || (info->max_inputs >= 0 && n_in > info->max_inputs)) {
     if (info->max_inputs < 0) {
-      return make_error(ErrorCode::InvalidArgument, "{}: got {} inputs, expected at least {}",
-                        op, n_in, info->min_inputs);
+      return make_error(ErrorCode::InvalidArgument, "{}: got {} inputs, expected at least {}", op,
+                        n_in, info->min_inputs);
     }
-    return make_error(ErrorCode::InvalidArgument, "{}: got {} inputs, expected {} to {}", op,
-                      n_in, info->min_inputs, info->max_inputs);
+    return make_error(ErrorCode::InvalidArgument, "{}: got {} inputs, expected {} to {}", op, n_in,
+                      info->min_inputs, info->max_inputs);
   }
   if (static_cast<int64_t>(outputs.size()) != info->num_outputs) {
     return make_error(ErrorCode::InvalidArgument, "{}: got {} outputs, expected {}", op,
@@ -100,8 +101,8 @@ Status check_operands(std::string_view op, std::span<const TensorView> inputs,
 
 Status require_f32(std::string_view op, std::string_view role, const TensorView& view) {
   if (view.dtype == DType::F32) return {};
-  return make_error(ErrorCode::NotSupported, "{}: {} has dtype {}; the CPU kernel supports f32",
-                    op, role, dtype_name(view.dtype));
+  return make_error(ErrorCode::NotSupported, "{}: {} has dtype {}; the CPU kernel supports f32", op,
+                    role, dtype_name(view.dtype));
 }
 
 Status require_f32_inputs(std::string_view op, std::span<const TensorView> inputs) {
@@ -112,8 +113,8 @@ Status require_f32_inputs(std::string_view op, std::span<const TensorView> input
   return {};
 }
 
-Status check_output(std::string_view op, std::span<const TensorView> inputs,
-                    const TensorView& out, DType dtype, const Shape& shape) {
+Status check_output(std::string_view op, std::span<const TensorView> inputs, const TensorView& out,
+                    DType dtype, const Shape& shape) {
   if (out.dtype == dtype && out.sizes == shape) return {};
   return make_error(ErrorCode::InvalidArgument, "{}: output is {} {}, expected {} {} (inputs: {})",
                     op, dtype_name(out.dtype), out.sizes.to_string(), dtype_name(dtype),
@@ -124,8 +125,8 @@ Result<int> normalize_dim(std::string_view op, std::string_view attr, int64_t di
   const int64_t extent = rank == 0 ? 1 : rank;
   if (dim < -extent || dim >= extent) {
     return make_error(ErrorCode::InvalidArgument,
-                      "{}: {} = {} is out of range for rank {} (expected {} to {})", op, attr,
-                      dim, rank, -extent, extent - 1);
+                      "{}: {} = {} is out of range for rank {} (expected {} to {})", op, attr, dim,
+                      rank, -extent, extent - 1);
   }
   return static_cast<int>(dim < 0 ? dim + extent : dim);
 }

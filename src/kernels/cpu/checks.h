@@ -33,8 +33,8 @@ Status require_f32(std::string_view op, std::string_view role, const TensorView&
 Status require_f32_inputs(std::string_view op, std::span<const TensorView> inputs);
 
 // InvalidArgument unless the output has `dtype` and `shape`; the message lists the inputs.
-Status check_output(std::string_view op, std::span<const TensorView> inputs,
-                    const TensorView& out, DType dtype, const Shape& shape);
+Status check_output(std::string_view op, std::span<const TensorView> inputs, const TensorView& out,
+                    DType dtype, const Shape& shape);
 
 // A dim attribute in [-rank, rank) mapped to [0, rank). A scalar (rank 0) accepts -1 and 0
 // as PyTorch does, mapped to 0.

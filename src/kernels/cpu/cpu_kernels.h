@@ -10,8 +10,8 @@
 
 namespace planrt::kernels::cpu {
 
-#define PLANRT_CPU_KERNEL(fn)                                                   \
-  Status fn(const OpAttrs& attrs, std::span<const TensorView> inputs,          \
+#define PLANRT_CPU_KERNEL(fn)                                         \
+  Status fn(const OpAttrs& attrs, std::span<const TensorView> inputs, \
             std::span<const TensorView> outputs)
 
 // elementwise.cpp

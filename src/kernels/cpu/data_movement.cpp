@@ -27,10 +27,14 @@ void copy_elements(Byte* dst, const Byte* src, int64_t n, int64_t src_stride, si
     return;
   }
   switch (size) {
-    case 1: return strided_copy<uint8_t>(dst, src, n, src_stride);
-    case 2: return strided_copy<uint16_t>(dst, src, n, src_stride);
-    case 4: return strided_copy<uint32_t>(dst, src, n, src_stride);
-    case 8: return strided_copy<uint64_t>(dst, src, n, src_stride);
+    case 1:
+      return strided_copy<uint8_t>(dst, src, n, src_stride);
+    case 2:
+      return strided_copy<uint16_t>(dst, src, n, src_stride);
+    case 4:
+      return strided_copy<uint32_t>(dst, src, n, src_stride);
+    case 8:
+      return strided_copy<uint64_t>(dst, src, n, src_stride);
     default:
       for (int64_t i = 0; i < n; ++i) {
         std::memcpy(dst + static_cast<size_t>(i) * size,
@@ -40,8 +44,8 @@ void copy_elements(Byte* dst, const Byte* src, int64_t n, int64_t src_stride, si
 }
 
 // out = x.permute(perm); perm is already validated as a permutation of x's dims.
-Status permute_into(std::string_view op, std::span<const TensorView> inputs,
-                    const TensorView& out, const std::vector<int>& perm) {
+Status permute_into(std::string_view op, std::span<const TensorView> inputs, const TensorView& out,
+                    const std::vector<int>& perm) {
   const TensorView& x = inputs[0];
   const Shape x_strides = contiguous_strides(x.sizes);
   Shape shape;
@@ -62,13 +66,12 @@ Status permute_into(std::string_view op, std::span<const TensorView> inputs,
   const int last = shape.rank() - 1;
   const int64_t row = shape[last];
   int64_t dst_index = 0;
-  for_each_index<1>(drop_last(shape, 1), {drop_last(src_strides, 1)},
-                    [&](const std::array<int64_t, 1>& off) {
-                      copy_elements(dst + static_cast<size_t>(dst_index) * size,
-                                    src + static_cast<size_t>(off[0]) * size, row,
-                                    src_strides[last], size);
-                      dst_index += row;
-                    });
+  for_each_index<1>(
+      drop_last(shape, 1), {drop_last(src_strides, 1)}, [&](const std::array<int64_t, 1>& off) {
+        copy_elements(dst + static_cast<size_t>(dst_index) * size,
+                      src + static_cast<size_t>(off[0]) * size, row, src_strides[last], size);
+        dst_index += row;
+      });
   return {};
 }
 
@@ -200,12 +203,11 @@ Status slice(const OpAttrs& attrs, std::span<const TensorView> inputs,
   const TensorView& x = inputs[0];
   PLANRT_ASSIGN_OR_RETURN(int64_t dim_attr, with_op(op, attrs.get_int("dim", 0)));
   PLANRT_ASSIGN_OR_RETURN(int64_t start, with_op(op, attrs.get_int("start", 0)));
-  PLANRT_ASSIGN_OR_RETURN(int64_t end, with_op(op, attrs.get_int(
-                                                       "end", std::numeric_limits<int64_t>::max())));
+  PLANRT_ASSIGN_OR_RETURN(int64_t end,
+                          with_op(op, attrs.get_int("end", std::numeric_limits<int64_t>::max())));
   PLANRT_ASSIGN_OR_RETURN(int64_t step, with_op(op, attrs.get_int("step", 1)));
   if (step != 1) {
-    return make_error(ErrorCode::NotSupported, "{}: step = {}; only step 1 is supported", op,
-                      step);
+    return make_error(ErrorCode::NotSupported, "{}: step = {}; only step 1 is supported", op, step);
   }
   PLANRT_ASSIGN_OR_RETURN(int dim, normalize_dim(op, "dim", dim_attr, x.rank()));
   const int64_t size = x.sizes[dim];

@@ -11,8 +11,7 @@ namespace {
 // One row of the innermost dim. Operand strides are 0 (broadcast) or 1; spelling out the
 // four cases lets the compiler vectorize each.
 template <typename F>
-void binary_row(F f, const float* a, int64_t sa, const float* b, int64_t sb, float* y,
-                int64_t n) {
+void binary_row(F f, const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
   } else if (sa == 1) {
@@ -80,49 +79,60 @@ Status unary(std::string_view op, F f, std::span<const TensorView> inputs,
 }  // namespace
 
 Status add(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
-  return binary("add", [](float a, float b) { return a + b; }, in, out);
+  return binary(
+      "add", [](float a, float b) { return a + b; }, in, out);
 }
 Status sub(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
-  return binary("sub", [](float a, float b) { return a - b; }, in, out);
+  return binary(
+      "sub", [](float a, float b) { return a - b; }, in, out);
 }
 Status mul(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
-  return binary("mul", [](float a, float b) { return a * b; }, in, out);
+  return binary(
+      "mul", [](float a, float b) { return a * b; }, in, out);
 }
 Status div(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
   // IEEE division, as PyTorch: x / 0 is +-inf, 0 / 0 is NaN.
-  return binary("div", [](float a, float b) { return a / b; }, in, out);
+  return binary(
+      "div", [](float a, float b) { return a / b; }, in, out);
 }
 
 Status relu(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
   // Written so that NaN propagates, as torch.relu does (max(0, NaN) would not).
-  return unary("relu", [](float x) { return x < 0.0f ? 0.0f : x; }, in, out);
+  return unary(
+      "relu", [](float x) { return x < 0.0f ? 0.0f : x; }, in, out);
 }
 
 Status silu(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
-  return unary("silu", [](float x) { return x / (1.0f + std::exp(-x)); }, in, out);
+  return unary(
+      "silu", [](float x) { return x / (1.0f + std::exp(-x)); }, in, out);
 }
 
-Status gelu(const OpAttrs& attrs, std::span<const TensorView> in,
-            std::span<const TensorView> out) {
+Status gelu(const OpAttrs& attrs, std::span<const TensorView> in, std::span<const TensorView> out) {
   constexpr std::string_view op = "gelu";
   // Not PLANRT_ASSIGN_OR_RETURN: GCC 12 misreports the moved-out string as uninitialized.
   Result<std::string> approximate = with_op(op, attrs.get_string("approximate", "none"));
   if (!approximate.ok()) return approximate.status();
   const std::string& mode = *approximate;
   if (mode == "none") {
-    return unary(op, [](float x) {
-      constexpr float kInvSqrt2 = 0.70710678118654752440f;
-      return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
-    }, in, out);
+    return unary(
+        op,
+        [](float x) {
+          constexpr float kInvSqrt2 = 0.70710678118654752440f;
+          return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+        },
+        in, out);
   }
   if (mode == "tanh") {
-    return unary(op, [](float x) {
-      constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-      return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-    }, in, out);
+    return unary(
+        op,
+        [](float x) {
+          constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+          return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+        },
+        in, out);
   }
-  return make_error(ErrorCode::InvalidArgument,
-                    "{}: approximate = '{}', expected 'none' or 'tanh'", op, mode);
+  return make_error(ErrorCode::InvalidArgument, "{}: approximate = '{}', expected 'none' or 'tanh'",
+                    op, mode);
 }
 
 }  // namespace planrt::kernels::cpu

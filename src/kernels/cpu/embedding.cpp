@@ -18,8 +18,8 @@ Status gather(std::string_view op, const TensorView& ids, const TensorView& tabl
   for (int64_t i = 0; i < n; ++i) {
     if (id[i] < 0 || static_cast<int64_t>(id[i]) >= rows) {
       return make_error(ErrorCode::OutOfRange,
-                        "{}: ids[{}] = {} is outside the table's {} rows (ids {}, table {})", op,
-                        i, static_cast<int64_t>(id[i]), rows, ids.sizes.to_string(),
+                        "{}: ids[{}] = {} is outside the table's {} rows (ids {}, table {})", op, i,
+                        static_cast<int64_t>(id[i]), rows, ids.sizes.to_string(),
                         table.sizes.to_string());
     }
   }

@@ -73,9 +73,8 @@ Status matmul(const OpAttrs&, std::span<const TensorView> inputs,
   const int64_t kb = b_vec ? b.sizes[0] : b.sizes.size(-2);
   const int64_t n = b_vec ? 1 : b.sizes.size(-1);
   if (k != kb) {
-    return make_error(ErrorCode::InvalidArgument,
-                      "{}: inner dims differ ({} vs {}); got {}", op, k, kb,
-                      describe_inputs(op, inputs));
+    return make_error(ErrorCode::InvalidArgument, "{}: inner dims differ ({} vs {}); got {}", op, k,
+                      kb, describe_inputs(op, inputs));
   }
   const Shape a_batch = drop_last(a.sizes, a_vec ? 1 : 2);
   const Shape b_batch = drop_last(b.sizes, b_vec ? 1 : 2);

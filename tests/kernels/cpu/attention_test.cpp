@@ -26,7 +26,8 @@ std::vector<double> sdpa_reference(const HostTensor& q, const HostTensor& k, con
       double mx = -INFINITY;
       for (int64_t j = 0; j < sk; ++j) {
         double dot = 0;
-        for (int64_t p = 0; p < d; ++p) dot += q.at((h * sq + i) * d + p) * k.at((h * sk + j) * d + p);
+        for (int64_t p = 0; p < d; ++p)
+          dot += q.at((h * sq + i) * d + p) * k.at((h * sk + j) * d + p);
         s[static_cast<size_t>(j)] = (causal && j > i) ? -INFINITY : dot * scale;
         mx = std::max(mx, s[static_cast<size_t>(j)]);
       }
@@ -34,12 +35,18 @@ std::vector<double> sdpa_reference(const HostTensor& q, const HostTensor& k, con
       for (double& e : s) sum += (e = std::exp(e - mx));
       for (int64_t c = 0; c < dv; ++c) {
         double acc = 0;
-        for (int64_t j = 0; j < sk; ++j) acc += s[static_cast<size_t>(j)] / sum * v.at((h * sk + j) * dv + c);
+        for (int64_t j = 0; j < sk; ++j)
+          acc += s[static_cast<size_t>(j)] / sum * v.at((h * sk + j) * dv + c);
         ref.push_back(acc);
       }
     }
   }
   return ref;
+}
+
+Status attend(const OpAttrs& attrs, const HostTensor& q, const HostTensor& k, const HostTensor& v,
+              const HostTensor& y) {
+  return run_op("scaled_dot_product_attention", attrs, {q.view(), k.view(), v.view()}, {y.view()});
 }
 
 struct Dims {
@@ -51,8 +58,7 @@ void expect_sdpa_matches(Dims n, const OpAttrs& attrs, bool causal, double scale
   HostTensor k = HostTensor::random({n.b, n.h, n.sk, n.d}, 32, -2.0f, 2.0f);
   HostTensor v = HostTensor::random({n.b, n.h, n.sk, n.dv}, 33);
   HostTensor y(DType::F32, {n.b, n.h, n.sq, n.dv});
-  Status s = run_op("scaled_dot_product_attention", attrs, {q.view(), k.view(), v.view()},
-                    {y.view()});
+  Status s = attend(attrs, q, k, v, y);
   ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_LT(relative_error(y, sdpa_reference(q, k, v, causal, scale)), kTolerance);
 }
@@ -82,8 +88,8 @@ TEST(Attention, CausalDiffersFromNonCausal) {
   HostTensor masked(DType::F32, {1, 1, 4, 4});
   OpAttrs causal;
   causal.set("causal", true);
-  ASSERT_TRUE(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), v.view()}, {plain.view()}).ok());
-  ASSERT_TRUE(run_op("scaled_dot_product_attention", causal, {q.view(), k.view(), v.view()}, {masked.view()}).ok());
+  ASSERT_TRUE(attend({}, q, k, v, plain).ok());
+  ASSERT_TRUE(attend(causal, q, k, v, masked).ok());
   EXPECT_GT(relative_error(masked, plain.doubles()), 1e-3);
 }
 
@@ -98,7 +104,7 @@ TEST(Attention, NoKeysGivesZeros) {
   HostTensor k(DType::F32, {1, 1, 0, 4});
   HostTensor v(DType::F32, {1, 1, 0, 3});
   HostTensor y = HostTensor::random({1, 1, 2, 3}, 2);
-  ASSERT_TRUE(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), v.view()}, {y.view()}).ok());
+  ASSERT_TRUE(attend({}, q, k, v, y).ok());
   EXPECT_LT(relative_error(y, std::vector<double>(6, 0.0)), kTolerance);
 }
 
@@ -107,9 +113,9 @@ TEST(Attention, MismatchedHeadDimsAreRejected) {
   HostTensor k = HostTensor::random({1, 2, 3, 4}, 2);
   HostTensor v = HostTensor::random({1, 2, 3, 8}, 3);
   HostTensor y(DType::F32, {1, 2, 3, 8});
-  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), v.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument,
-                      {"scaled_dot_product_attention", "q f32 [1, 2, 3, 8]", "k f32 [1, 2, 3, 4]"}));
+  EXPECT_TRUE(
+      IsError(attend({}, q, k, v, y), ErrorCode::InvalidArgument,
+              {"scaled_dot_product_attention", "q f32 [1, 2, 3, 8]", "k f32 [1, 2, 3, 4]"}));
 }
 
 TEST(Attention, KeysAndValuesOfDifferentLengthAreRejected) {
@@ -117,23 +123,20 @@ TEST(Attention, KeysAndValuesOfDifferentLengthAreRejected) {
   HostTensor k = HostTensor::random({1, 2, 5, 8}, 2);
   HostTensor v = HostTensor::random({1, 2, 4, 8}, 3);
   HostTensor y(DType::F32, {1, 2, 3, 8});
-  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), v.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"v f32 [1, 2, 4, 8]"}));
+  EXPECT_TRUE(IsError(attend({}, q, k, v, y), ErrorCode::InvalidArgument, {"v f32 [1, 2, 4, 8]"}));
 }
 
 TEST(Attention, DifferentBatchOrHeadsAreRejected) {
   HostTensor q = HostTensor::random({1, 2, 3, 8}, 1);
   HostTensor k = HostTensor::random({1, 4, 3, 8}, 2);
   HostTensor y(DType::F32, {1, 2, 3, 8});
-  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), k.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"equal leading dims"}));
+  EXPECT_TRUE(IsError(attend({}, q, k, k, y), ErrorCode::InvalidArgument, {"equal leading dims"}));
 }
 
 TEST(Attention, WrongRankIsRejected) {
   HostTensor q = HostTensor::random({8}, 1);
   HostTensor y(DType::F32, {8});
-  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), q.view(), q.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"q f32 [8]"}));
+  EXPECT_TRUE(IsError(attend({}, q, q, q, y), ErrorCode::InvalidArgument, {"q f32 [8]"}));
 }
 
 TEST(Attention, WrongOutputShapeIsRejected) {
@@ -141,8 +144,8 @@ TEST(Attention, WrongOutputShapeIsRejected) {
   HostTensor k = HostTensor::random({1, 1, 5, 4}, 2);
   HostTensor v = HostTensor::random({1, 1, 5, 6}, 3);
   HostTensor y(DType::F32, {1, 1, 3, 4});
-  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), k.view(), v.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"output is f32 [1, 1, 3, 4]", "expected f32 [1, 1, 3, 6]"}));
+  EXPECT_TRUE(IsError(attend({}, q, k, v, y), ErrorCode::InvalidArgument,
+                      {"output is f32 [1, 1, 3, 4]", "expected f32 [1, 1, 3, 6]"}));
 }
 
 TEST(Attention, CausalOfWrongTypeIsRejected) {
@@ -150,15 +153,14 @@ TEST(Attention, CausalOfWrongTypeIsRejected) {
   HostTensor y(DType::F32, {1, 1, 3, 4});
   OpAttrs attrs;
   attrs.set("causal", int64_t{1});
-  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {q.view(), q.view(), q.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"scaled_dot_product_attention", "'causal'", "expected a bool"}));
+  EXPECT_TRUE(IsError(attend(attrs, q, q, q, y), ErrorCode::InvalidArgument,
+                      {"scaled_dot_product_attention", "'causal'", "expected a bool"}));
 }
 
 TEST(Attention, NonF32IsNotSupported) {
   HostTensor q(DType::F16, {1, 1, 3, 4});
   HostTensor y(DType::F16, {1, 1, 3, 4});
-  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", {}, {q.view(), q.view(), q.view()}, {y.view()}),
-                      ErrorCode::NotSupported, {"q has dtype f16"}));
+  EXPECT_TRUE(IsError(attend({}, q, q, q, y), ErrorCode::NotSupported, {"q has dtype f16"}));
 }
 
 }  // namespace

@@ -122,8 +122,8 @@ TEST(Permute, MissingOrMistypedDimsAreRejected) {
                       {"permute", "'dims'"}));
   OpAttrs attrs;
   attrs.set("dims", int64_t{1});
-  EXPECT_TRUE(IsError(run_op("permute", attrs, {x.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"permute", "'dims'", "list of ints"}));
+  EXPECT_TRUE(IsError(run_op("permute", attrs, {x.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"permute", "'dims'", "list of ints"}));
 }
 
 TEST(Permute, WrongOutputShapeIsRejected) {
@@ -131,8 +131,8 @@ TEST(Permute, WrongOutputShapeIsRejected) {
   HostTensor y(DType::I64, {2, 3});
   OpAttrs attrs;
   attrs.set("dims", std::vector<int64_t>{1, 0});
-  EXPECT_TRUE(IsError(run_op("permute", attrs, {x.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"output is i64 [2, 3]", "expected i64 [3, 2]"}));
+  EXPECT_TRUE(IsError(run_op("permute", attrs, {x.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"output is i64 [2, 3]", "expected i64 [3, 2]"}));
 }
 
 TEST(Transpose, SwapsTwoDimsWithNegativeIndices) {
@@ -165,8 +165,8 @@ TEST(Transpose, MissingOrOutOfRangeDimIsRejected) {
   OpAttrs bad;
   bad.set("dim0", int64_t{0});
   bad.set("dim1", int64_t{2});
-  EXPECT_TRUE(IsError(run_op("transpose", bad, {x.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"transpose", "dim1 = 2 is out of range"}));
+  EXPECT_TRUE(IsError(run_op("transpose", bad, {x.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"transpose", "dim1 = 2 is out of range"}));
 }
 
 TEST(Concat, JoinsAlongAMiddleDim) {
@@ -177,8 +177,8 @@ TEST(Concat, JoinsAlongAMiddleDim) {
   OpAttrs attrs;
   attrs.set("dim", int64_t{1});
   ASSERT_TRUE(run_op("concat", attrs, {a.view(), b.view()}, {y.view()}).ok());
-  const int64_t expected[] = {0,   1,   2,   100, 101, 102, 103, 104, 105,
-                              3,   4,   5,   106, 107, 108, 109, 110, 111};
+  const int64_t expected[] = {0, 1, 2, 100, 101, 102, 103, 104, 105,
+                              3, 4, 5, 106, 107, 108, 109, 110, 111};
   for (int i = 0; i < 18; ++i) EXPECT_EQ(y.as<int64_t>()[i], expected[i]) << i;
 }
 
@@ -209,7 +209,8 @@ TEST(Concat, MismatchedSizesOrDtypesAreRejected) {
   OpAttrs attrs;
   attrs.set("dim", int64_t{1});
   EXPECT_TRUE(IsError(run_op("concat", attrs, {a.view(), b.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"concat", "xs[0] i64 [2, 3]", "xs[1] i64 [3, 3]"}));
+                      ErrorCode::InvalidArgument,
+                      {"concat", "xs[0] i64 [2, 3]", "xs[1] i64 [3, 3]"}));
   HostTensor f(DType::F32, {2, 3});
   EXPECT_TRUE(IsError(run_op("concat", attrs, {a.view(), f.view()}, {y.view()}),
                       ErrorCode::InvalidArgument, {"concat", "share dtype", "xs[1] f32 [2, 3]"}));
@@ -225,16 +226,16 @@ TEST(Concat, BadDimAbsentInputAndWrongOutputAreRejected) {
   EXPECT_TRUE(IsError(run_op("concat", {}, {a.view(), TensorView::none()}, {y.view()}),
                       ErrorCode::InvalidArgument, {"concat", "xs[1] is absent"}));
   HostTensor scalar = iota({});
-  EXPECT_TRUE(IsError(run_op("concat", {}, {scalar.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"concat", "rank >= 1"}));
+  EXPECT_TRUE(IsError(run_op("concat", {}, {scalar.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"concat", "rank >= 1"}));
   HostTensor wrong(DType::I64, {2, 6});
   EXPECT_TRUE(IsError(run_op("concat", {}, {a.view(), a.view()}, {wrong.view()}),
                       ErrorCode::InvalidArgument, {"output is i64 [2, 6]", "expected i64 [4, 3]"}));
 }
 
 // Runs slice on iota({4, 6}) along dim 1 and returns the column indices it kept.
-Result<std::vector<int64_t>> slice_columns(std::optional<int64_t> start,
-                                           std::optional<int64_t> end, int64_t expected_len) {
+Result<std::vector<int64_t>> slice_columns(std::optional<int64_t> start, std::optional<int64_t> end,
+                                           int64_t expected_len) {
   HostTensor x = iota({4, 6});
   HostTensor y(DType::I64, {4, expected_len});
   OpAttrs attrs;
@@ -288,16 +289,16 @@ TEST(Slice, BadAttributesAreRejected) {
   HostTensor y(DType::I64, {4, 6});
   OpAttrs bad_dim;
   bad_dim.set("dim", int64_t{2});
-  EXPECT_TRUE(IsError(run_op("slice", bad_dim, {x.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"slice", "dim = 2 is out of range for rank 2"}));
+  EXPECT_TRUE(IsError(run_op("slice", bad_dim, {x.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"slice", "dim = 2 is out of range for rank 2"}));
   OpAttrs step;
   step.set("step", int64_t{2});
   EXPECT_TRUE(IsError(run_op("slice", step, {x.view()}, {y.view()}), ErrorCode::NotSupported,
                       {"slice", "step = 2"}));
   OpAttrs mistyped;
   mistyped.set("start", 1.0);
-  EXPECT_TRUE(IsError(run_op("slice", mistyped, {x.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"slice", "'start'", "a float"}));
+  EXPECT_TRUE(IsError(run_op("slice", mistyped, {x.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"slice", "'start'", "a float"}));
 }
 
 }  // namespace

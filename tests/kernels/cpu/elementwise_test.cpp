@@ -56,7 +56,9 @@ void expect_binary_matches(const Shape& sa, const Shape& sb, const Shape& so) {
   }
 }
 
-TEST(Elementwise, SameShapeMatchesReference) { expect_binary_matches({3, 5, 7}, {3, 5, 7}, {3, 5, 7}); }
+TEST(Elementwise, SameShapeMatchesReference) {
+  expect_binary_matches({3, 5, 7}, {3, 5, 7}, {3, 5, 7});
+}
 
 TEST(Elementwise, TrailingVectorBroadcasts) { expect_binary_matches({2, 3, 4}, {4}, {2, 3, 4}); }
 
@@ -125,8 +127,8 @@ TEST(Elementwise, NonF32InputIsNotSupported) {
   HostTensor a = HostTensor::random({3}, 1);
   HostTensor b(DType::F16, {3});
   HostTensor y(DType::F32, {3});
-  EXPECT_TRUE(IsError(run_op("add", {}, {a.view(), b.view()}, {y.view()}),
-                      ErrorCode::NotSupported, {"add", "b has dtype f16"}));
+  EXPECT_TRUE(IsError(run_op("add", {}, {a.view(), b.view()}, {y.view()}), ErrorCode::NotSupported,
+                      {"add", "b has dtype f16"}));
   HostTensor ids(DType::I64, {3});
   EXPECT_TRUE(IsError(run_op("relu", {}, {ids.view()}, {y.view()}), ErrorCode::NotSupported,
                       {"relu", "x has dtype i64"}));

@@ -75,8 +75,8 @@ double relative_error(const HostTensor& out, const std::vector<double>& ref) {
 ::testing::AssertionResult IsError(const Status& status, ErrorCode code,
                                    std::initializer_list<std::string_view> fragments) {
   if (status.code() != code) {
-    return ::testing::AssertionFailure() << "expected " << error_code_name(code) << ", got "
-                                         << status.to_string();
+    return ::testing::AssertionFailure()
+           << "expected " << error_code_name(code) << ", got " << status.to_string();
   }
   for (std::string_view f : fragments) {
     if (status.message().find(f) == std::string::npos) {

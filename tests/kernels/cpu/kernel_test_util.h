@@ -31,9 +31,13 @@ class HostTensor {
   float* f() { return reinterpret_cast<float*>(storage_.data()); }
   const float* f() const { return reinterpret_cast<const float*>(storage_.data()); }
   template <typename T>
-  T* as() { return reinterpret_cast<T*>(storage_.data()); }
+  T* as() {
+    return reinterpret_cast<T*>(storage_.data());
+  }
   template <typename T>
-  const T* as() const { return reinterpret_cast<const T*>(storage_.data()); }
+  const T* as() const {
+    return reinterpret_cast<const T*>(storage_.data());
+  }
   double at(int64_t i) const { return f()[i]; }  // f32 only
   std::vector<double> doubles() const;           // f32 only
 

@@ -118,8 +118,10 @@ std::vector<double> matmul_reference(const HostTensor& a, const HostTensor& b, c
   const int64_t k = a.shape().size(-1);
   const int64_t n = b_vec ? 1 : b.shape().size(-1);
   Shape a_batch, b_batch, batch;
-  for (int i = 0; i < a.shape().rank() - (a_vec ? 1 : 2); ++i) (void)a_batch.push_back(a.shape()[i]);
-  for (int i = 0; i < b.shape().rank() - (b_vec ? 1 : 2); ++i) (void)b_batch.push_back(b.shape()[i]);
+  for (int i = 0; i < a.shape().rank() - (a_vec ? 1 : 2); ++i)
+    (void)a_batch.push_back(a.shape()[i]);
+  for (int i = 0; i < b.shape().rank() - (b_vec ? 1 : 2); ++i)
+    (void)b_batch.push_back(b.shape()[i]);
   const int batch_rank = out.rank() - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
   for (int i = 0; i < batch_rank; ++i) (void)batch.push_back(out[i]);
   std::vector<double> ref;
@@ -186,7 +188,8 @@ TEST(Matmul, MismatchedInnerDimsAreRejected) {
   HostTensor b = HostTensor::random({4, 5}, 2);
   HostTensor y(DType::F32, {2, 5});
   EXPECT_TRUE(IsError(run_op("matmul", {}, {a.view(), b.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"matmul", "inner dims differ (3 vs 4)", "b f32 [4, 5]"}));
+                      ErrorCode::InvalidArgument,
+                      {"matmul", "inner dims differ (3 vs 4)", "b f32 [4, 5]"}));
 }
 
 TEST(Matmul, BatchDimsThatDoNotBroadcastAreRejected) {
@@ -210,7 +213,8 @@ TEST(Matmul, WrongOutputShapeIsRejected) {
   HostTensor b = HostTensor::random({4}, 2);
   HostTensor y(DType::F32, {3, 1});
   EXPECT_TRUE(IsError(run_op("matmul", {}, {a.view(), b.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"matmul", "output is f32 [3, 1]", "expected f32 [3]"}));
+                      ErrorCode::InvalidArgument,
+                      {"matmul", "output is f32 [3, 1]", "expected f32 [3]"}));
 }
 
 TEST(Matmul, NonF32IsNotSupported) {

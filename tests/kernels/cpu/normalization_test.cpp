@@ -81,14 +81,15 @@ TEST(LayerNorm, WrongWeightShapeIsRejected) {
   HostTensor w = HostTensor::random({4}, 2);
   HostTensor y(DType::F32, {2, 8});
   EXPECT_TRUE(IsError(run_op("layer_norm", {}, {x.view(), w.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"layer_norm", "weight must be [8]", "weight f32 [4]"}));
+                      ErrorCode::InvalidArgument,
+                      {"layer_norm", "weight must be [8]", "weight f32 [4]"}));
 }
 
 TEST(LayerNorm, ScalarInputIsRejected) {
   HostTensor x = HostTensor::random({}, 1);
   HostTensor y(DType::F32, {});
-  EXPECT_TRUE(IsError(run_op("layer_norm", {}, {x.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"layer_norm", "rank >= 1"}));
+  EXPECT_TRUE(IsError(run_op("layer_norm", {}, {x.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"layer_norm", "rank >= 1"}));
 }
 
 TEST(LayerNorm, EpsOfWrongTypeIsRejected) {
@@ -155,7 +156,8 @@ std::vector<double> softmax_reference(const HostTensor& x, int dim) {
       double mx = -INFINITY, sum = 0;
       for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x.at(at(j)));
       for (int64_t j = 0; j < n; ++j) sum += std::exp(x.at(at(j)) - mx);
-      for (int64_t j = 0; j < n; ++j) ref[static_cast<size_t>(at(j))] = std::exp(x.at(at(j)) - mx) / sum;
+      for (int64_t j = 0; j < n; ++j)
+        ref[static_cast<size_t>(at(j))] = std::exp(x.at(at(j)) - mx) / sum;
     }
   }
   return ref;
@@ -213,8 +215,8 @@ TEST(Softmax, DimOfWrongTypeIsRejected) {
   HostTensor y(DType::F32, {2, 3});
   OpAttrs attrs;
   attrs.set("dim", 1.0);
-  EXPECT_TRUE(IsError(run_op("softmax", attrs, {x.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"softmax", "'dim'", "a float"}));
+  EXPECT_TRUE(IsError(run_op("softmax", attrs, {x.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"softmax", "'dim'", "a float"}));
 }
 
 TEST(Softmax, NonF32IsNotSupported) {

@@ -16,13 +16,16 @@ TEST(OpTable, ListsEveryOpOfTheModelFormatWithItsArity) {
     int min_inputs, max_inputs;
   };
   const Expected expected[] = {
-      {"linear", 2, 3},     {"matmul", 2, 2},     {"add", 2, 2},
-      {"sub", 2, 2},        {"mul", 2, 2},        {"div", 2, 2},
-      {"layer_norm", 1, 3}, {"rms_norm", 1, 2},   {"softmax", 1, 1},
-      {"gelu", 1, 1},       {"relu", 1, 1},       {"silu", 1, 1},
-      {"reshape", 1, 1},    {"permute", 1, 1},    {"transpose", 1, 1},
-      {"scaled_dot_product_attention", 3, 3},     {"embedding", 2, 2},
-      {"concat", 1, -1},    {"slice", 1, 1},
+      {"linear", 2, 3},     {"matmul", 2, 2},
+      {"add", 2, 2},        {"sub", 2, 2},
+      {"mul", 2, 2},        {"div", 2, 2},
+      {"layer_norm", 1, 3}, {"rms_norm", 1, 2},
+      {"softmax", 1, 1},    {"gelu", 1, 1},
+      {"relu", 1, 1},       {"silu", 1, 1},
+      {"reshape", 1, 1},    {"permute", 1, 1},
+      {"transpose", 1, 1},  {"scaled_dot_product_attention", 3, 3},
+      {"embedding", 2, 2},  {"concat", 1, -1},
+      {"slice", 1, 1},
   };
   EXPECT_EQ(all_ops().size(), std::size(expected));
   for (const Expected& e : expected) {
