@@ -41,6 +41,13 @@ VectorItems<T> items(const flatbuffers::Vector<T>* v) {
   return VectorItems<T>(v);
 }
 
+// flatbuffers::Verifier (2.0.x) checks a vector's length field alignment but not its
+// elements': a crafted file can put a vector of 8-byte elements at a 4-byte boundary.
+template <typename T>
+bool elements_aligned(const flatbuffers::Vector<T>* v) {
+  return v == nullptr || reinterpret_cast<uintptr_t>(v->Data()) % alignof(T) == 0;
+}
+
 inline std::optional<DType> to_dtype(fb::DType d) {
   auto v = static_cast<int>(d);
   if (v < 0 || v >= kNumDTypes) return std::nullopt;

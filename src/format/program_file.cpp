@@ -81,6 +81,10 @@ Result<uint64_t> constant_nbytes(const fb::Constant& c, uint32_t index) {
     return invalid(fmt::format("constant {} '{}' has an unknown dtype {}", index,
                                c.name()->string_view(), static_cast<int>(c.dtype())));
   }
+  if (!elements_aligned(c.shape())) {
+    return invalid(fmt::format("constant {} '{}' has a misaligned shape vector", index,
+                               c.name()->string_view()));
+  }
   const uint32_t rank = c.shape() ? c.shape()->size() : 0;
   if (rank > static_cast<uint32_t>(kMaxRank)) {
     return invalid(fmt::format("constant {} '{}' has rank {}, above the maximum {}", index,

@@ -7,7 +7,22 @@
 // ids, offset + size within each planned buffer at the dims' maxima, constant ranges
 // within the segment or the external safetensors file, dtype and rank limits, integer
 // overflow, nested segment graphs). After a successful open nothing in the FlatBuffer
-// needs checking again. Errors are InvalidProgram (or IoError) and name what is wrong.
+// needs checking again. Errors are InvalidProgram (or IoError/NotFound for the file system)
+// and name what is wrong.
+//
+// What a loaded program guarantees (program_verifier.h has the full list): every enum is in
+// range; method and dim names are unique and non-empty; 0 <= min <= max, max >= 1; every
+// value has rank <= kMaxRank, dim refs < dims.size() with multiplier >= 1, and a max-shape
+// size that fits in 64 bits; Planned values lie inside their buffer (method) or the graph's
+// scratch (segment graph); Constant values match their constant's dtype and static shape;
+// Temporary values occur only in segment graphs; method inputs/outputs are Planned on a CPU
+// buffer; instruction operands are valid ids (inputs may be kNoValue, outputs never, and
+// never a Constant); Kernel operands are in host memory (CPU buffer or constant); Copy is
+// 1-in/1-out with equal dtype and shape; Delegate calls a segment with a verified Graph blob
+// whose inputs/outputs match its operands in count, operands planned on the segment's
+// device; graphs hold only Kernel instructions; constant_data(i) has size_bytes bytes.
+// A vector written empty is absent (nullptr) even in a verified program: use count() and
+// items() from fb_types.h.
 //
 // Ownership: a ProgramFile owns its bytes (a read-only mapping or a vector) and, when the
 // program names one, the mapping of the external safetensors file. Move-only. All

@@ -91,6 +91,9 @@ Status check_value(const Scope& s, uint32_t id) {
     return invalid(fmt::format("{} has an unknown dtype {}", value_label(s, id),
                                static_cast<int>(v.dtype())));
   }
+  if (!elements_aligned(v.shape())) {
+    return invalid(fmt::format("{} has a misaligned shape vector", value_label(s, id)));
+  }
   const uint32_t rank = count(v.shape());
   if (rank > static_cast<uint32_t>(kMaxRank)) {
     return invalid(fmt::format("{} has rank {}, above the maximum {}", value_label(s, id), rank,
@@ -224,6 +227,10 @@ Status check_instruction(const Scope& s, uint32_t index, const fb::Instruction& 
   PLANRT_RETURN_IF_ERROR(check_operand_ids(s, label, ins.outputs(), "output", false));
   for (uint32_t i = 0; i < count(ins.attrs()); ++i) {
     const fb::Attr* a = ins.attrs()->Get(i);
+    if (!elements_aligned(a->ints())) {
+      return invalid(fmt::format("{} attribute '{}' has a misaligned ints vector", label,
+                                 str(a->name())));
+    }
     if (static_cast<int>(a->type()) > static_cast<int>(fb::AttrType::MAX)) {
       return invalid(fmt::format("{} attribute '{}' has an unknown type {}", label,
                                  str(a->name()), static_cast<int>(a->type())));

@@ -1,5 +1,7 @@
 // The deep checks of methods, values, instructions and segment graphs: each corruption
 // must be refused with an error naming what is wrong.
+#include <cstring>
+
 #include <gtest/gtest.h>
 
 #include "format/program_corruption.h"
@@ -264,7 +266,12 @@ std::vector<uint8_t> file_with_misaligned_blob() {
   o.on_cuda = true;
   fixtures::FixtureProgram f = fixtures::relu_add_program(o);
   auto good = corrupt(f, [](fb::ProgramT&) {});
-  std::unique_ptr<fb::ProgramT> p(ProgramFile::from_bytes(good)->program().UnPack());
+  auto loaded = ProgramFile::from_bytes(good);
+  if (!loaded.ok()) {
+    ADD_FAILURE() << loaded.status().to_string();
+    return {};
+  }
+  std::unique_ptr<fb::ProgramT> p(loaded->program().UnPack());
   const fb::MethodT& m = *p->methods[0];
   for (size_t pad = 0; pad < 16; ++pad) {
     flatbuffers::FlatBufferBuilder fbb;
@@ -297,8 +304,8 @@ std::vector<uint8_t> file_with_misaligned_blob() {
     // The file: the good file's header, this FlatBuffer, the good file's data segment.
     const FileHeader gh = read_header(good);
     FileHeader h = gh;
-    std::vector<uint8_t> out(64);
-    out.insert(out.end(), fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+    std::vector<uint8_t> out(64 + fbb.GetSize());
+    std::memcpy(out.data() + 64, fbb.GetBufferPointer(), fbb.GetSize());
     h.flatbuffer_size = fbb.GetSize();
     h.segment_offset = (out.size() + 4095) / 4096 * 4096;
     h.segment_size = gh.segment_size;
@@ -313,6 +320,42 @@ std::vector<uint8_t> file_with_misaligned_blob() {
 
 TEST(MethodVerifier, RefusesAMisalignedSegmentBlob) {
   expect_invalid(file_with_misaligned_blob(), {"segment 0 ('cuda0') has a blob that is not 8-byte aligned"});
+}
+
+}  // namespace
+}  // namespace planrt::format
+
+namespace planrt::format {
+namespace {
+
+// Points `field` (a uoffset in the table at `table`) 4 bytes further, so that the vector's
+// length reads as the low half of its first 8-byte element and its data lands 4 bytes off
+// an 8-byte boundary, still inside the buffer: the Verifier accepts that, planrt must not.
+void shift_vector(std::vector<uint8_t>& bytes, const void* table, uint16_t field) {
+  const auto* t = reinterpret_cast<const flatbuffers::Table*>(table);
+  const uint8_t* at = reinterpret_cast<const uint8_t*>(table) + t->GetOptionalFieldOffset(field);
+  const size_t pos = static_cast<size_t>(at - bytes.data());
+  uint32_t off = 0;
+  std::memcpy(&off, bytes.data() + pos, 4);
+  off += 4;
+  std::memcpy(bytes.data() + pos, &off, 4);
+}
+
+TEST(MethodVerifier, RefusesMisalignedVectorsOfEightByteElements) {
+  auto good = fixtures::relu_add_program().serialize();
+  ASSERT_TRUE(good.ok());
+  {
+    std::vector<uint8_t> bytes = *good;
+    const fb::Program* p = fb::GetProgram(bytes.data() + 64);
+    shift_vector(bytes, p->methods()->Get(0)->values()->Get(0), fb::Value::VT_SHAPE);
+    expect_invalid(bytes, {"value 0 'x' has a misaligned shape vector"});
+  }
+  {
+    std::vector<uint8_t> bytes = *good;
+    const fb::Program* p = fb::GetProgram(bytes.data() + 64);
+    shift_vector(bytes, p->constants()->Get(0), fb::Constant::VT_SHAPE);
+    expect_invalid(bytes, {"constant 0 'c' has a misaligned shape vector"});
+  }
 }
 
 }  // namespace
