@@ -3,6 +3,10 @@
 // arena bytes to the lower bound and the median planning time. Every plan is verified; a
 // plan that fails verification fails the benchmark.
 //
+// Planners: greedy-by-size (best of its orderings), no-reuse, and, on the 5..200-tensor
+// batch only, each greedy ordering alone ("greedy-by-size/<ordering>"; the first one is the
+// planner before best-of), so one run shows what best-of gains.
+//
 // Writes JSON lines (one per family, alignment and planner) to --out, by default
 // bench/results/planner.jsonl relative to the working directory (run it from the
 // repository root). Timings: each case is planned --reps times and its median taken; the
@@ -13,6 +17,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +30,7 @@
 namespace {
 
 using planrt::builder::MemoryPlan;
+using planrt::builder::GreedyOrder;
 using planrt::builder::PlannerKind;
 using planrt::test::PlanCase;
 using planrt::test::PlanFamily;
@@ -36,7 +43,23 @@ struct Options {
   size_t large_cases = 5;  // at --large tensors, to show the O(n^2) cost
   size_t large_tensors = 10000;
   int reps = 5;
+  std::string command;      // recorded instead of argv when given (e.g. the build command)
+  std::string device_note;  // appended to the CPU name, e.g. "(2 cores, shared)"
 };
+
+// One planner to benchmark: plan_memory(kind), or one greedy ordering alone.
+struct Variant {
+  PlannerKind kind = PlannerKind::GreedyBySize;
+  std::optional<GreedyOrder> order;
+  std::string name;
+};
+
+planrt::Result<MemoryPlan> plan_with(const Variant& v,
+                                     std::span<const planrt::builder::TensorLifetime> tensors,
+                                     uint64_t alignment) {
+  if (v.order) return planrt::builder::plan_memory_greedy(tensors, alignment, *v.order);
+  return planrt::builder::plan_memory(tensors, alignment, v.kind);
+}
 
 std::string current_commit() {
   std::string commit;
@@ -95,7 +118,7 @@ struct FamilyResult {
 };
 
 // Returns false (after printing why) when a plan fails or does not verify.
-bool run_family(const std::vector<PlanCase>& cases, uint64_t alignment, PlannerKind kind,
+bool run_family(const std::vector<PlanCase>& cases, uint64_t alignment, const Variant& variant,
                 int reps, FamilyResult* result) {
   std::vector<double> ratios;
   std::vector<double> times_us;
@@ -104,7 +127,7 @@ bool run_family(const std::vector<PlanCase>& cases, uint64_t alignment, PlannerK
     planrt::Result<MemoryPlan> plan = planrt::Status();
     for (int r = 0; r < reps; ++r) {
       const auto start = std::chrono::steady_clock::now();
-      plan = planrt::builder::plan_memory(c.tensors, alignment, kind);
+      plan = plan_with(variant, c.tensors, alignment);
       const auto stop = std::chrono::steady_clock::now();
       rep_us.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
     }
@@ -149,6 +172,10 @@ int main(int argc, char** argv) {
     size_t reps = 0;
     if (std::strncmp(argv[i], "--out=", 6) == 0) {
       opt.out = argv[i] + 6;
+    } else if (std::strncmp(argv[i], "--command=", 10) == 0) {
+      opt.command = argv[i] + 10;
+    } else if (std::strncmp(argv[i], "--device-note=", 14) == 0) {
+      opt.device_note = argv[i] + 14;
     } else if (parse_size(argv[i], "--cases", &opt.cases) ||
                parse_size(argv[i], "--min-tensors", &opt.min_tensors) ||
                parse_size(argv[i], "--max-tensors", &opt.max_tensors) ||
@@ -158,7 +185,7 @@ int main(int argc, char** argv) {
       opt.reps = static_cast<int>(reps);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--out=PATH] [--cases=N] [--min-tensors=N] [--max-tensors=N] "
+                   "usage: %s [--out=PATH] [--command=TEXT] [--device-note=TEXT] [--cases=N] [--min-tensors=N] [--max-tensors=N] "
                    "[--large-cases=N] [--large-tensors=N] [--reps=N]\n",
                    argv[0]);
       return 2;
@@ -176,13 +203,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string commit = current_commit();
-  const std::string device = cpu_name();
+  const std::string device =
+      opt.device_note.empty() ? cpu_name() : cpu_name() + " " + opt.device_note;
+  if (!opt.command.empty()) command = opt.command;
 
   struct Batch {
     size_t cases, min_tensors, max_tensors;
+    bool each_ordering;
   };
-  const Batch batches[] = {{opt.cases, opt.min_tensors, opt.max_tensors},
-                           {opt.large_cases, opt.large_tensors, opt.large_tensors}};
+  const Batch batches[] = {{opt.cases, opt.min_tensors, opt.max_tensors, true},
+                           {opt.large_cases, opt.large_tensors, opt.large_tensors, false}};
   bool ok = true;
   for (const Batch& batch : batches) {
     if (batch.cases == 0) continue;
@@ -190,9 +220,20 @@ int main(int argc, char** argv) {
       const std::vector<PlanCase> cases = planrt::test::make_plan_cases(
           family, 1, batch.cases, batch.min_tensors, batch.max_tensors);
       for (uint64_t alignment : {uint64_t{64}, uint64_t{256}}) {
+        std::vector<Variant> variants;
         for (PlannerKind kind : {PlannerKind::GreedyBySize, PlannerKind::NoReuse}) {
+          variants.push_back({kind, std::nullopt, std::string(planrt::builder::planner_name(kind))});
+        }
+        if (batch.each_ordering) {
+          for (GreedyOrder order : planrt::builder::greedy_orders()) {
+            variants.push_back({PlannerKind::GreedyBySize, order,
+                                fmt::format("greedy-by-size/{}",
+                                            planrt::builder::greedy_order_name(order))});
+          }
+        }
+        for (const Variant& variant : variants) {
           FamilyResult r;
-          if (!run_family(cases, alignment, kind, opt.reps, &r)) {
+          if (!run_family(cases, alignment, variant, opt.reps, &r)) {
             ok = false;
             continue;
           }
@@ -204,7 +245,7 @@ int main(int argc, char** argv) {
               R"("total_lower_bound_bytes": {}, "worst_case": "{}"}})",
               json_escape(commit), json_escape(command), json_escape(device),
               planrt::test::plan_family_name(family),
-              planrt::builder::planner_name(kind), alignment, batch.min_tensors,
+              variant.name, alignment, batch.min_tensors,
               batch.max_tensors, cases.size(), r.max_ratio, r.median_ratio, r.median_plan_us,
               r.total_arena_bytes, r.total_lower_bound_bytes, r.worst_case);
           std::fprintf(out, "%s\n", line.c_str());

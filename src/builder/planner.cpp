@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 namespace planrt::builder {
 namespace {
@@ -68,27 +69,43 @@ Result<MemoryPlan> plan_no_reuse(std::span<const TensorLifetime> tensors, uint64
   return plan;
 }
 
-// Placement order: largest first; ties longer lifetime first, then lower id.
-std::vector<size_t> greedy_order(std::span<const TensorLifetime> tensors) {
+// Lifetimes are validated, so the difference is non-negative; unsigned keeps the full
+// int64 range representable.
+uint64_t span_of(const TensorLifetime& t) {
+  return static_cast<uint64_t>(t.last_use) - static_cast<uint64_t>(t.first_use);
+}
+
+// Placement order for one ordering (planner.h lists the keys). Every key ends in the id, so
+// the order is total and the plan deterministic.
+std::vector<size_t> greedy_order(std::span<const TensorLifetime> tensors, GreedyOrder kind) {
   std::vector<size_t> order(tensors.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  auto span_of = [&](size_t i) {
-    // Lifetimes are validated, so the difference is non-negative; unsigned keeps the
-    // full int64 range representable.
-    return static_cast<uint64_t>(tensors[i].last_use) - static_cast<uint64_t>(tensors[i].first_use);
-  };
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (tensors[a].size_bytes != tensors[b].size_bytes) {
-      return tensors[a].size_bytes > tensors[b].size_bytes;
+    const TensorLifetime& x = tensors[a];
+    const TensorLifetime& y = tensors[b];
+    switch (kind) {
+      case GreedyOrder::SizeThenLongerLifetime:
+        if (x.size_bytes != y.size_bytes) return x.size_bytes > y.size_bytes;
+        if (span_of(x) != span_of(y)) return span_of(x) > span_of(y);
+        break;
+      case GreedyOrder::SizeThenLaterLastUse:
+        if (x.size_bytes != y.size_bytes) return x.size_bytes > y.size_bytes;
+        if (x.last_use != y.last_use) return x.last_use > y.last_use;
+        if (span_of(x) != span_of(y)) return span_of(x) > span_of(y);
+        break;
+      case GreedyOrder::LongerLifetimeThenSize:
+        if (span_of(x) != span_of(y)) return span_of(x) > span_of(y);
+        if (x.size_bytes != y.size_bytes) return x.size_bytes > y.size_bytes;
+        break;
     }
-    if (span_of(a) != span_of(b)) return span_of(a) > span_of(b);
     return a < b;
   });
   return order;
 }
 
-Result<MemoryPlan> plan_greedy_by_size(std::span<const TensorLifetime> tensors,
-                                       uint64_t alignment) {
+// One greedy placement in the given order; arena_bytes set, lower_bound_bytes left 0.
+Result<MemoryPlan> place_greedy(std::span<const TensorLifetime> tensors, uint64_t alignment,
+                                GreedyOrder kind) {
   MemoryPlan plan;
   plan.offsets.assign(tensors.size(), 0);
   // Placed tensors kept sorted by offset (ties by insertion), so each placement is one
@@ -103,7 +120,7 @@ Result<MemoryPlan> plan_greedy_by_size(std::span<const TensorLifetime> tensors,
   std::vector<Placed> placed;
   placed.reserve(tensors.size());
 
-  for (size_t id : greedy_order(tensors)) {
+  for (size_t id : greedy_order(tensors, kind)) {
     const TensorLifetime& t = tensors[id];
     if (t.size_bytes == 0) continue;  // takes no space; the header fixes its offset at 0
     uint64_t size = 0;
@@ -136,6 +153,30 @@ Result<MemoryPlan> plan_greedy_by_size(std::span<const TensorLifetime> tensors,
   return plan;
 }
 
+constexpr GreedyOrder kGreedyOrders[] = {GreedyOrder::SizeThenLongerLifetime,
+                                         GreedyOrder::SizeThenLaterLastUse,
+                                         GreedyOrder::LongerLifetimeThenSize};
+
+// Best of the orderings: the smallest arena, ties to the earliest ordering in the list. An
+// ordering whose arena would overflow 64 bits drops out; if all do, the first one's error
+// is returned. Stops at the first plan that reaches the lower bound (none can beat it).
+Result<MemoryPlan> plan_greedy_best_of(std::span<const TensorLifetime> tensors,
+                                       uint64_t alignment, uint64_t lower_bound) {
+  std::optional<MemoryPlan> best;
+  std::optional<Status> first_error;
+  for (GreedyOrder kind : kGreedyOrders) {
+    Result<MemoryPlan> plan = place_greedy(tensors, alignment, kind);
+    if (!plan.ok()) {
+      if (!first_error) first_error = plan.status();
+      continue;
+    }
+    if (!best || plan->arena_bytes < best->arena_bytes) best = std::move(*plan);
+    if (best->arena_bytes <= lower_bound) break;
+  }
+  if (!best) return *first_error;
+  return std::move(*best);
+}
+
 }  // namespace
 
 std::string_view planner_name(PlannerKind kind) {
@@ -148,20 +189,43 @@ std::string_view planner_name(PlannerKind kind) {
   return "unknown";
 }
 
+std::span<const GreedyOrder> greedy_orders() { return kGreedyOrders; }
+
+std::string_view greedy_order_name(GreedyOrder order) {
+  switch (order) {
+    case GreedyOrder::SizeThenLongerLifetime:
+      return "size-then-longer-lifetime";
+    case GreedyOrder::SizeThenLaterLastUse:
+      return "size-then-later-last-use";
+    case GreedyOrder::LongerLifetimeThenSize:
+      return "longer-lifetime-then-size";
+  }
+  return "unknown";
+}
+
+Result<MemoryPlan> plan_memory_greedy(std::span<const TensorLifetime> tensors,
+                                      uint64_t alignment, GreedyOrder order) {
+  PLANRT_RETURN_IF_ERROR(check_inputs(tensors, alignment));
+  PLANRT_ASSIGN_OR_RETURN(MemoryPlan plan, place_greedy(tensors, alignment, order));
+  plan.lower_bound_bytes = lower_bound_bytes(tensors, alignment);
+  return plan;
+}
+
 Result<MemoryPlan> plan_memory(std::span<const TensorLifetime> tensors, uint64_t alignment,
                                PlannerKind kind) {
   PLANRT_RETURN_IF_ERROR(check_inputs(tensors, alignment));
+  const uint64_t lower_bound = lower_bound_bytes(tensors, alignment);
   Result<MemoryPlan> plan = make_error(ErrorCode::InvalidArgument,
                                        "unknown planner kind {}", static_cast<int>(kind));
   switch (kind) {
     case PlannerKind::GreedyBySize:
-      plan = plan_greedy_by_size(tensors, alignment);
+      plan = plan_greedy_best_of(tensors, alignment, lower_bound);
       break;
     case PlannerKind::NoReuse:
       plan = plan_no_reuse(tensors, alignment);
       break;
   }
-  if (plan.ok()) plan->lower_bound_bytes = lower_bound_bytes(tensors, alignment);
+  if (plan.ok()) plan->lower_bound_bytes = lower_bound;
   return plan;
 }
 

@@ -1,6 +1,7 @@
 // Properties of the memory planner over many seeded cases from support/plan_cases: every
-// plan verifies, greedy matches a reference written from the header's words, layer-like
-// methods plan within 5% of the lower bound, and pinned arena totals do not regress.
+// plan verifies, greedy (each ordering alone, and the best of them) matches a reference
+// written from the header's words, best-of is never worse than the original ordering
+// alone, and model-like methods plan within 5% of the lower bound.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -32,18 +33,40 @@ bool alive_together(const TensorLifetime& a, const TensorLifetime& b) {
   return a.first_use <= b.last_use && b.first_use <= a.last_use;
 }
 
+// The header's ordering keys, restated.
+bool placed_before(const std::vector<TensorLifetime>& tensors, GreedyOrder order, size_t a,
+                   size_t b) {
+  const TensorLifetime& x = tensors[a];
+  const TensorLifetime& y = tensors[b];
+  const int64_t x_span = x.last_use - x.first_use;
+  const int64_t y_span = y.last_use - y.first_use;
+  switch (order) {
+    case GreedyOrder::SizeThenLongerLifetime:
+      if (x.size_bytes != y.size_bytes) return x.size_bytes > y.size_bytes;
+      if (x_span != y_span) return x_span > y_span;
+      break;
+    case GreedyOrder::SizeThenLaterLastUse:
+      if (x.size_bytes != y.size_bytes) return x.size_bytes > y.size_bytes;
+      if (x.last_use != y.last_use) return x.last_use > y.last_use;
+      if (x_span != y_span) return x_span > y_span;
+      break;
+    case GreedyOrder::LongerLifetimeThenSize:
+      if (x_span != y_span) return x_span > y_span;
+      if (x.size_bytes != y.size_bytes) return x.size_bytes > y.size_bytes;
+      break;
+  }
+  return a < b;
+}
+
 // The header's rule restated without the planner's sorted scan: a gap starts at 0 or at
 // an aligned end of a tensor alive together with this one, where no such tensor lies,
 // and runs to the nearest such tensor above. Slow and obvious on purpose.
 std::vector<uint64_t> reference_greedy(const std::vector<TensorLifetime>& tensors,
-                                       uint64_t alignment) {
+                                       uint64_t alignment, GreedyOrder order_kind) {
   std::vector<size_t> order(tensors.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const TensorLifetime& x = tensors[a];
-    const TensorLifetime& y = tensors[b];
-    if (x.size_bytes != y.size_bytes) return x.size_bytes > y.size_bytes;
-    return x.last_use - x.first_use > y.last_use - y.first_use;
+    return placed_before(tensors, order_kind, a, b);
   });
   std::vector<uint64_t> offsets(tensors.size(), 0);
   std::vector<size_t> placed;
@@ -84,6 +107,30 @@ std::vector<uint64_t> reference_greedy(const std::vector<TensorLifetime>& tensor
   return offsets;
 }
 
+uint64_t arena_of(const std::vector<TensorLifetime>& tensors, const std::vector<uint64_t>& offsets,
+                  uint64_t alignment) {
+  uint64_t arena = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].size_bytes == 0) continue;
+    arena = std::max(arena, offsets[i] + aligned(tensors[i].size_bytes, alignment));
+  }
+  return arena;
+}
+
+// Best of: the reference under every ordering of the list, the smallest arena kept, ties to
+// the earliest ordering.
+std::vector<uint64_t> reference_best_of(const std::vector<TensorLifetime>& tensors,
+                                        uint64_t alignment) {
+  std::optional<std::vector<uint64_t>> best;
+  for (GreedyOrder order : greedy_orders()) {
+    std::vector<uint64_t> offsets = reference_greedy(tensors, alignment, order);
+    if (!best || arena_of(tensors, offsets, alignment) < arena_of(tensors, *best, alignment)) {
+      best = std::move(offsets);
+    }
+  }
+  return best.value_or(std::vector<uint64_t>(tensors.size(), 0));
+}
+
 MemoryPlan plan_and_verify(const PlanCase& c, uint64_t alignment,
                            PlannerKind kind = PlannerKind::GreedyBySize) {
   Result<MemoryPlan> plan = plan_memory(c.tensors, alignment, kind);
@@ -92,6 +139,16 @@ MemoryPlan plan_and_verify(const PlanCase& c, uint64_t alignment,
   Status verified = verify_plan(c.tensors, *plan, alignment);
   EXPECT_TRUE(verified.ok()) << test::describe(c) << " at alignment " << alignment << " ("
                              << planner_name(kind) << "): " << verified.to_string();
+  return *plan;
+}
+
+MemoryPlan plan_one_order_and_verify(const PlanCase& c, uint64_t alignment, GreedyOrder order) {
+  Result<MemoryPlan> plan = plan_memory_greedy(c.tensors, alignment, order);
+  EXPECT_TRUE(plan.ok()) << test::describe(c) << ": " << plan.status().to_string();
+  if (!plan.ok()) return MemoryPlan{};
+  Status verified = verify_plan(c.tensors, *plan, alignment);
+  EXPECT_TRUE(verified.ok()) << test::describe(c) << " at alignment " << alignment << " ("
+                             << greedy_order_name(order) << "): " << verified.to_string();
   return *plan;
 }
 
@@ -123,12 +180,17 @@ TEST(PlannerPropertyTest, EveryPlanVerifies) {
       for (uint64_t alignment : kAlignments) {
         plan_and_verify(c, alignment, PlannerKind::GreedyBySize);
         plan_and_verify(c, alignment, PlannerKind::NoReuse);
+        for (GreedyOrder order : greedy_orders()) plan_one_order_and_verify(c, alignment, order);
       }
     }
   }
 }
 
-TEST(PlannerPropertyTest, LayerLikeMethodsPlanWithinFivePercentOfTheLowerBound) {
+// Holds on transformer, transformer-kv, resnet and unet (bounded_plan_families). Measured
+// max over the 2000 cases: transformer 1.0000, transformer-kv 1.0038 (1.0039 at alignment
+// 64), resnet 1.0000, unet 1.0000 (the first ordering alone: transformer-kv 1.0135, unet
+// 1.1292).
+TEST(PlannerPropertyTest, ModelLikeMethodsPlanWithinFivePercentOfTheLowerBound) {
   for (PlanFamily family : test::bounded_plan_families()) {
     for (const PlanCase& c : cases_of(family)) {
       for (uint64_t alignment : kAlignments) {
@@ -142,13 +204,65 @@ TEST(PlannerPropertyTest, LayerLikeMethodsPlanWithinFivePercentOfTheLowerBound) 
   }
 }
 
+// The families 5% cannot honestly be asserted on, held to their measured max (2000 cases,
+// alignments 64 and 256) so a change cannot lose ground unnoticed:
+//   random-chain    1.0833 (1.0781 at alignment 64; only seed 729 is above 1.05; the first
+//                   ordering alone: 1.5000)
+//   uniform-random  1.2517 (945 of 2000 cases above 1.05; sizes are all distinct, so only
+//                   the lifetime-first ordering differs from the first; it alone: 1.2861)
+TEST(PlannerPropertyTest, OtherFamiliesStayWithinTheirMeasuredRatio) {
+  struct Limit {
+    PlanFamily family;
+    double max_ratio;
+    size_t max_cases_above_five_percent;
+  };
+  for (const Limit& limit : {Limit{PlanFamily::RandomChain, 1.0834, 1},
+                             Limit{PlanFamily::UniformRandom, 1.2518, 945}}) {
+    for (uint64_t alignment : kAlignments) {
+      size_t above = 0;
+      for (const PlanCase& c : cases_of(limit.family)) {
+        const MemoryPlan plan = plan_and_verify(c, alignment);
+        EXPECT_GE(plan.arena_bytes, plan.lower_bound_bytes) << test::describe(c);
+        EXPECT_LE(plan.ratio(), limit.max_ratio) << test::describe(c) << " at alignment "
+                                                 << alignment;
+        if (plan.ratio() > 1.05) ++above;
+      }
+      EXPECT_LE(above, limit.max_cases_above_five_percent)
+          << test::plan_family_name(limit.family) << " at alignment " << alignment;
+    }
+  }
+}
+
+TEST(PlannerPropertyTest, BestOfIsNeverWorseThanAnyOrderingAlone) {
+  for (PlanFamily family : test::all_plan_families()) {
+    for (const PlanCase& c : cases_of(family, 500)) {
+      for (uint64_t alignment : kAlignments) {
+        const MemoryPlan best = plan_and_verify(c, alignment);
+        for (GreedyOrder order : greedy_orders()) {
+          const MemoryPlan one = plan_one_order_and_verify(c, alignment, order);
+          EXPECT_LE(best.arena_bytes, one.arena_bytes)
+              << test::describe(c) << " at alignment " << alignment << " vs "
+              << greedy_order_name(order);
+          EXPECT_EQ(best.lower_bound_bytes, one.lower_bound_bytes) << test::describe(c);
+        }
+      }
+    }
+  }
+}
+
 TEST(PlannerPropertyTest, GreedyMatchesTheReferenceOnEveryFamily) {
   for (PlanFamily family : test::all_plan_families()) {
     for (const PlanCase& c : cases_of(family, 150)) {
       for (uint64_t alignment : kAlignments) {
         const MemoryPlan plan = plan_and_verify(c, alignment);
-        EXPECT_EQ(plan.offsets, reference_greedy(c.tensors, alignment))
+        EXPECT_EQ(plan.offsets, reference_best_of(c.tensors, alignment))
             << test::describe(c) << " at alignment " << alignment;
+        for (GreedyOrder order : greedy_orders()) {
+          EXPECT_EQ(plan_one_order_and_verify(c, alignment, order).offsets,
+                    reference_greedy(c.tensors, alignment, order))
+              << test::describe(c) << " at alignment " << alignment << " ("
+              << greedy_order_name(order) << ")";
+        }
       }
     }
   }
@@ -168,7 +282,12 @@ TEST(PlannerPropertyTest, GreedyMatchesTheReferenceOnSmallCasesFullOfTies) {
       c.tensors.push_back({(rng() % 5) * 40, first, first + static_cast<int64_t>(rng() % 4)});
     }
     const MemoryPlan plan = plan_and_verify(c, 64);
-    ASSERT_EQ(plan.offsets, reference_greedy(c.tensors, 64)) << "case " << i;
+    ASSERT_EQ(plan.offsets, reference_best_of(c.tensors, 64)) << "case " << i;
+    for (GreedyOrder order : greedy_orders()) {
+      ASSERT_EQ(plan_one_order_and_verify(c, 64, order).offsets,
+                reference_greedy(c.tensors, 64, order))
+          << "case " << i << " (" << greedy_order_name(order) << ")";
+    }
   }
 }
 

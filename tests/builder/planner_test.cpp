@@ -2,6 +2,7 @@
 // path, and the verifier shown to fail on corrupted plans.
 #include "builder/planner.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -103,6 +104,89 @@ TEST(PlannerTest, TiesPlaceLongerLifetimeFirst) {
   // short ones go above it although they have lower and higher ids.
   MemoryPlan plan = plan_or_die({T(1, 0, 0), T(1, 0, 5), T(1, 5, 5)});
   EXPECT_EQ(plan.offsets, (std::vector<uint64_t>{kU, 0, kU}));
+}
+
+TEST(PlannerTest, BestOfOrderingsBeatsTheFirstOrderingOnAChainEndingLongLived) {
+  // A chain of equal sizes, each read by the next op; the last lives on to instruction 7.
+  // Longest lifetime first puts 3 at the bottom, then 0 (also at the bottom: not alive
+  // with 3), then 1 above 0, and 2 (alive with 1 and 3) in a third slot. Later last_use
+  // first goes 3, 2, 1, 0 and alternates two slots: the lower bound.
+  const std::vector<TensorLifetime> chain = {T(1, 0, 2), T(1, 1, 3), T(1, 3, 4), T(1, 4, 7)};
+  Result<MemoryPlan> first = plan_memory_greedy(chain, kU, GreedyOrder::SizeThenLongerLifetime);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  ASSERT_TRUE(verify_plan(chain, *first, kU).ok());
+  EXPECT_EQ(first->offsets, (std::vector<uint64_t>{0, kU, 2 * kU, 0}));
+  EXPECT_EQ(first->arena_bytes, 3 * kU);
+
+  MemoryPlan best = plan_or_die(chain);
+  EXPECT_EQ(best.offsets, (std::vector<uint64_t>{kU, 0, kU, 0}));
+  EXPECT_EQ(best.arena_bytes, 2 * kU);
+  EXPECT_EQ(best.lower_bound_bytes, 2 * kU);
+  Result<MemoryPlan> second = plan_memory_greedy(chain, kU, GreedyOrder::SizeThenLaterLastUse);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->offsets, best.offsets);
+}
+
+TEST(PlannerTest, BestOfOrderingsBeatsSizeFirstOnNestedLongLivedTensors) {
+  // U-Net-like: tensor 4 (2 units) lives across [1, 4] while the 3-unit tensors 0 and 2
+  // come and go before and after it. Size first puts 0 at the bottom, so 4 goes above it
+  // at 3 and the small tail stacks up to 6 units; lifetime first puts 4 at the bottom and
+  // 0 above it at 2, and reaches the lower bound of 5.
+  const std::vector<TensorLifetime> tensors = {T(3, 0, 1), T(1, 5, 6), T(3, 5, 7), T(1, 4, 5),
+                                               T(2, 1, 4)};
+  uint64_t size_first = ~uint64_t{0};
+  for (GreedyOrder order : {GreedyOrder::SizeThenLongerLifetime, GreedyOrder::SizeThenLaterLastUse}) {
+    Result<MemoryPlan> plan = plan_memory_greedy(tensors, kU, order);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    ASSERT_TRUE(verify_plan(tensors, *plan, kU).ok());
+    size_first = std::min(size_first, plan->arena_bytes);
+  }
+  MemoryPlan best = plan_or_die(tensors);
+  EXPECT_EQ(size_first, 6 * kU);
+  EXPECT_EQ(best.arena_bytes, 5 * kU);
+  EXPECT_EQ(best.lower_bound_bytes, 5 * kU);
+  EXPECT_EQ(best.offsets, plan_memory_greedy(tensors, kU, GreedyOrder::LongerLifetimeThenSize)->offsets);
+}
+
+TEST(PlannerTest, ListsTheOrderingsInTieBreakOrder) {
+  const std::vector<GreedyOrder> orders(greedy_orders().begin(), greedy_orders().end());
+  EXPECT_EQ(orders, (std::vector<GreedyOrder>{GreedyOrder::SizeThenLongerLifetime,
+                                              GreedyOrder::SizeThenLaterLastUse,
+                                              GreedyOrder::LongerLifetimeThenSize}));
+  EXPECT_EQ(greedy_order_name(GreedyOrder::SizeThenLongerLifetime), "size-then-longer-lifetime");
+  EXPECT_EQ(greedy_order_name(GreedyOrder::SizeThenLaterLastUse), "size-then-later-last-use");
+  EXPECT_EQ(greedy_order_name(GreedyOrder::LongerLifetimeThenSize), "longer-lifetime-then-size");
+}
+
+TEST(PlannerTest, BestOfKeepsTheEarliestOrderingOnATie) {
+  // The first two orderings both need 4 units (lower bound 3) with different plans; the
+  // third needs no less. The first ordering's plan is kept.
+  const std::vector<TensorLifetime> tensors = {T(2, 0, 2), T(1, 3, 5), T(1, 0, 3), T(2, 4, 4)};
+  Result<MemoryPlan> first = plan_memory_greedy(tensors, kU, GreedyOrder::SizeThenLongerLifetime);
+  Result<MemoryPlan> second = plan_memory_greedy(tensors, kU, GreedyOrder::SizeThenLaterLastUse);
+  Result<MemoryPlan> third = plan_memory_greedy(tensors, kU, GreedyOrder::LongerLifetimeThenSize);
+  ASSERT_TRUE(first.ok() && second.ok() && third.ok());
+  EXPECT_EQ(first->arena_bytes, 4 * kU);
+  EXPECT_EQ(second->arena_bytes, 4 * kU);
+  EXPECT_NE(first->offsets, second->offsets);
+  EXPECT_GE(third->arena_bytes, 4 * kU);
+  const MemoryPlan best = plan_or_die(tensors);
+  EXPECT_EQ(best.lower_bound_bytes, 3 * kU);
+  EXPECT_EQ(best.offsets, first->offsets);
+  EXPECT_EQ(best.arena_bytes, 4 * kU);
+}
+
+TEST(PlannerTest, SingleOrderingReportsTheLowerBoundAndTheSameErrors) {
+  const std::vector<TensorLifetime> tensors = {T(2, 0, 2), T(1, 3, 5), T(1, 0, 3), T(2, 4, 4)};
+  for (GreedyOrder order : greedy_orders()) {
+    Result<MemoryPlan> plan = plan_memory_greedy(tensors, kU, order);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->lower_bound_bytes, 3 * kU);
+    Result<MemoryPlan> bad = plan_memory_greedy(std::vector<TensorLifetime>{T(1, 4, 3)}, kU, order);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), ErrorCode::InvalidArgument);
+    EXPECT_FALSE(plan_memory_greedy(tensors, 48, order).ok());
+  }
 }
 
 TEST(PlannerTest, TiesOfSizeAndLifetimePlaceLowerIdFirst) {

@@ -300,7 +300,7 @@ constexpr std::array<PlanFamily, 6> kAll = {
 
 std::span<const PlanFamily> all_plan_families() { return kAll; }
 std::span<const PlanFamily> bounded_plan_families() {
-  return std::span<const PlanFamily>(kAll).first(3);
+  return std::span<const PlanFamily>(kAll).first(4);
 }
 
 std::string_view plan_family_name(PlanFamily family) {
