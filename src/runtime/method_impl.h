@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/kernel.h"
@@ -28,12 +29,13 @@ struct ValueSlot {
 class DelegateSlot {
  public:
   DelegateSlot(Backend* backend, BackendHandle handle) : backend_(backend), handle_(handle) {}
+  // A backend may use nullptr as a valid handle, so ownership is a flag, not the pointer.
   DelegateSlot(DelegateSlot&& o) noexcept
-      : backend_(o.backend_), handle_(std::exchange(o.handle_, nullptr)) {}
+      : backend_(o.backend_), handle_(o.handle_), owned_(std::exchange(o.owned_, false)) {}
   DelegateSlot& operator=(DelegateSlot&&) = delete;
   DelegateSlot(const DelegateSlot&) = delete;
   ~DelegateSlot() {
-    if (handle_ != nullptr) backend_->destroy(handle_);
+    if (owned_) backend_->destroy(handle_);
   }
   Backend* backend() const { return backend_; }
   BackendHandle handle() const { return handle_; }
@@ -41,6 +43,7 @@ class DelegateSlot {
  private:
   Backend* backend_;
   BackendHandle handle_;
+  bool owned_ = true;
 };
 
 enum class CopyKind { HostToHost, HostToDevice, DeviceToHost, DeviceToDevice };
