@@ -80,19 +80,22 @@ void BM_cblas_sgemm(benchmark::State& state) {
   }
 }
 
-// Prints as usual and keeps each benchmark's median (milliseconds) for the JSON line.
+// Prints as usual and keeps each benchmark's median (milliseconds) and coefficient of
+// variation (a fraction) over the repetitions for the JSON line.
 class MedianReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Aggregate && run.aggregate_name == "median" &&
-          !run.error_occurred) {
-        medians_ms[run.run_name.function_name] = run.GetAdjustedRealTime();
-      }
+      if (run.run_type != Run::RT_Aggregate || run.error_occurred) continue;
+      const std::string& name = run.run_name.function_name;
+      if (run.aggregate_name == "median") medians_ms[name] = run.GetAdjustedRealTime();
+      // A percentage statistic is stored unscaled in the accumulated time.
+      if (run.aggregate_name == "cv") cvs[name] = run.real_accumulated_time;
     }
     ConsoleReporter::ReportRuns(runs);
   }
   std::map<std::string, double> medians_ms;
+  std::map<std::string, double> cvs;
 };
 
 std::string run_command(const std::string& cmd) {
@@ -116,6 +119,14 @@ std::string cpu_model() {
     }
   }
   return "unknown";
+}
+
+// The 1-, 5- and 15-minute load averages: a shared machine's load explains a noisy run.
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return in ? one + " " + five + " " + fifteen : "unknown";
 }
 
 std::string utc_now() {
@@ -159,6 +170,7 @@ int main(int argc, char** argv) {
         ->Repetitions(kRepetitions)
         ->ReportAggregatesOnly(true);
   }
+  const std::string load_before = load_average();  // others' load, before ours adds to it
   MedianReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
@@ -186,13 +198,18 @@ int main(int argc, char** argv) {
         {"machine",
          {{"nproc", sysconf(_SC_NPROCESSORS_ONLN)},
           {"cpu", cpu_model()},
+          {"load_average_before", load_before},
           {"openblas_threads", openblas_get_num_threads()},
           {"openblas_config", openblas_get_config()}}},
         {"command", command},
         {"shape", {{"x", {kRows, kIn}}, {"weight", {kOut, kIn}}, {"bias", {kOut}}}},
         {"repetitions", kRepetitions},
-        {"planrt_linear", {{"median_ms", planrt_ms}, {"gflops", planrt_gflops}}},
-        {"cblas_sgemm", {{"median_ms", sgemm_ms}, {"gflops", sgemm_gflops}}},
+        {"planrt_linear",
+         {{"median_ms", planrt_ms},
+          {"gflops", planrt_gflops},
+          {"cv", reporter.cvs["planrt_linear"]}}},
+        {"cblas_sgemm",
+         {{"median_ms", sgemm_ms}, {"gflops", sgemm_gflops}, {"cv", reporter.cvs["cblas_sgemm"]}}},
         // Rate ratio: 1.0 means planrt's linear runs as fast as the bare sgemm.
         {"ratio_gflops_planrt_over_sgemm", planrt_gflops / sgemm_gflops},
     };
