@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -15,6 +16,12 @@
 #include "planrt/format/program_generated.h"
 
 namespace planrt::builder::btest {
+
+// tests/data: $PLANRT_TEST_DATA (set by ctest), else found from this file's path.
+inline std::string data_dir() {
+  if (const char* env = std::getenv("PLANRT_TEST_DATA")) return env;
+  return (std::filesystem::path(__FILE__).parent_path().parent_path() / "data").string();
+}
 
 inline Result<Model> model_from_json(const std::string& text, const std::string& base_dir = ".") {
   return parse_model_json(text, base_dir);
@@ -78,7 +85,7 @@ inline const fb::ValueT* find_value(const fb::MethodT& method, const std::string
 // The error's message contains `text`.
 #define EXPECT_ERROR_CONTAINS(expr, text)                                          \
   do {                                                                             \
-    auto planrt_r_ = (expr);                                                       \
+    const auto& planrt_r_ = (expr);                                                     \
     ::planrt::Status planrt_s_ = ::planrt::builder::btest::status_of(planrt_r_); \
     ASSERT_FALSE(planrt_s_.ok()) << "expected an error containing: " << (text);    \
     EXPECT_NE(planrt_s_.message().find(text), std::string::npos)                   \
