@@ -1,0 +1,105 @@
+// Symbolic shape arithmetic and per-op inference on the IR directly.
+#include <gtest/gtest.h>
+
+#include "builder/shape_inference.h"
+#include "builder/sym_shape.h"
+#include "builder_test_util.h"
+
+namespace planrt::builder::ir {
+namespace {
+
+const std::vector<DimDecl> kDims = {{"S", 1, 64}, {"T", 2, 8}};
+const Dim S = Dim::named(0), T = Dim::named(1);
+Dim c(int64_t v) { return Dim::fixed(v); }
+
+TensorType f32(SymShape s) { return {DType::F32, std::move(s)}; }
+
+Result<InferredNode> infer(std::string_view op, std::vector<TensorType> types, Attrs attrs = {}) {
+  std::vector<Operand> ops;
+  for (const TensorType& t : types) ops.push_back({"v", &t});
+  return infer_node(op, ops, attrs, kDims);  // the result holds no pointer into `types`
+}
+
+std::string out_shape(const Result<InferredNode>& r) {
+  return r.ok() ? shape_to_string(r->outputs[0].shape, kDims) : "error: " + r.status().message();
+}
+
+TEST(SymShape, BroadcastFollowsPyTorch) {
+  ASSERT_OK_AND_ASSIGN(SymShape s, broadcast_shapes({c(1), S, c(8)}, {c(4), c(1), c(1)}, kDims));
+  EXPECT_EQ(shape_to_string(s, kDims), "[4, S, 8]");
+  ASSERT_OK_AND_ASSIGN(SymShape r, broadcast_shapes({S}, {c(3), c(1)}, kDims));
+  EXPECT_EQ(shape_to_string(r, kDims), "[3, S]");
+  EXPECT_FALSE(broadcast_shapes({S}, {T}, kDims).ok());
+  EXPECT_FALSE(broadcast_shapes({S}, {c(5)}, kDims).ok());  // S may be 5, but need not be
+}
+
+TEST(SymShape, DivisionIsExpressibleOnlyAsAMultipleOfOneDim) {
+  ASSERT_OK_AND_ASSIGN(Monomial all, numel({c(2), S, c(8)}));
+  EXPECT_EQ(all.coeff, 16);
+  ASSERT_OK_AND_ASSIGN(Dim q, divide(all, Monomial{8, {}}));
+  EXPECT_EQ(q, Dim::named(0, 2));
+  ASSERT_OK_AND_ASSIGN(Dim one, divide(all, Monomial{16, {0}}));
+  EXPECT_EQ(one, c(1));
+  EXPECT_FALSE(divide(all, Monomial{3, {}}).ok());        // 16 not divisible by 3
+  EXPECT_FALSE(divide(all, Monomial{1, {1}}).ok());       // T does not divide
+  EXPECT_FALSE(divide(Monomial{1, {0, 1}}, Monomial{1, {}}).ok());  // S*T
+  EXPECT_FALSE(numel({c(int64_t{1} << 40), c(int64_t{1} << 40)}).ok());
+}
+
+TEST(SymShape, SizesWithinBounds) {
+  EXPECT_EQ(min_size(Dim::named(1, 3), kDims), 6);
+  EXPECT_EQ(max_size(Dim::named(1, 3), kDims), 24);
+  EXPECT_EQ(max_size(Dim::named(0, int64_t{1} << 62), kDims), INT64_MAX);  // saturates
+}
+
+TEST(ShapeInference, MatmulBroadcastsBatchDims) {
+  EXPECT_EQ(out_shape(infer("matmul", {f32({c(2), c(1), S, c(4)}), f32({c(3), c(4), T})})), "[2, 3, S, T]");
+  EXPECT_EQ(out_shape(infer("matmul", {f32({c(4)}), f32({c(4), c(5)})})), "[5]");
+  EXPECT_EQ(out_shape(infer("matmul", {f32({c(4)}), f32({c(4)})})), "[]");
+  EXPECT_EQ(out_shape(infer("matmul", {f32({S, c(4)}), f32({c(5), c(4)})})),
+            "error: shape mismatch: operand 0 'v' (f32 [S, 4]) and operand 1 'v' (f32 [5, 4]) cannot be "
+            "multiplied (inner dims [4] vs [5])");
+  EXPECT_EQ(out_shape(infer("matmul", {f32({c(2), S, c(4)}), f32({c(3), c(4), c(4)})})),
+            "error: batch dims: shapes [2] and [3] do not broadcast (dim 0 of the result: [2] vs [3])");
+}
+
+TEST(ShapeInference, ReshapeWithMultipliersAndNamedDims) {
+  ShapeSpec back{{-1, ""}, {0, "S"}, {8, ""}};
+  EXPECT_EQ(out_shape(infer("reshape", {f32({c(4), S, c(2), c(4)})}, {{"shape", back}})), "[4, S, 8]");
+  EXPECT_EQ(out_shape(infer("reshape", {f32({S, c(6)})}, {{"shape", std::vector<int64_t>{-1}}})), "[6*S]");
+  EXPECT_EQ(out_shape(infer("reshape", {f32({Dim::named(0, 6)})}, {{"shape", ShapeSpec{{0, "S"}, {-1, ""}}}})), "[S, 6]");
+  EXPECT_EQ(out_shape(infer("reshape", {f32({S, c(6)})}, {{"shape", std::vector<int64_t>{4, -1}}})).substr(0, 6), "error:");
+  EXPECT_EQ(out_shape(infer("reshape", {f32({S})}, {{"shape", std::vector<int64_t>{0}}})),
+            "error: attribute 'shape' entry 0 is 0 (sizes are >= 1, or -1)");
+}
+
+TEST(ShapeInference, ConcatAddsMultiplesOfOneDim) {
+  EXPECT_EQ(out_shape(infer("concat", {f32({Dim::named(0, 2), c(3)}), f32({S, c(3)})})), "[3*S, 3]");
+  EXPECT_EQ(out_shape(infer("concat", {f32({S, c(3)}), f32({S, c(3), c(1)})})).substr(0, 20), "error: rank mismatch");
+  EXPECT_EQ(out_shape(infer("concat", {f32({S, c(3)}), f32({S, c(4)})})).substr(0, 21), "error: shape mismatch");
+}
+
+TEST(ShapeInference, SdpaChecksEveryOperand) {
+  SymShape q{c(1), c(2), S, c(8)};
+  EXPECT_EQ(out_shape(infer("scaled_dot_product_attention", {f32(q), f32({c(1), c(2), T, c(8)}), f32({c(1), c(2), T, c(5)})})),
+            "[1, 2, S, 5]");
+  EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32({c(1), c(3), S, c(8)}), f32(q)})).find("differ in heads"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32({c(1), c(2), S, c(4)}), f32(q)})).find("differ in head dim"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32(q), f32({c(1), c(2), T, c(8)})})).find("differ in sequence length"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32(q), f32(q)}, {{"causal", int64_t{1}}})).find("'causal' must be true or false"),
+            std::string::npos);
+}
+
+TEST(ShapeInference, OpWithoutRuleIsReportedNotGuessed) {
+  EXPECT_FALSE(has_shape_rule("conv2d"));
+  auto r = infer("conv2d", {f32({S})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::NotSupported);
+  EXPECT_EQ(r.status().message(), "op 'conv2d' has no shape rule in the builder");
+}
+
+}  // namespace
+}  // namespace planrt::builder::ir
