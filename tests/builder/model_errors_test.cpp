@@ -235,6 +235,25 @@ TEST(ModelErrors, CompileSpecs) {
   EXPECT_ERROR_CONTAINS(parse_model_json(text), "value of \"a\" must be a string, number or boolean");
 }
 
+TEST(ModelErrors, MethodNamesAndSizeLimits) {
+  OneMethod m = nodes(R"({"op": "relu", "inputs": ["x"], "outputs": ["y"]})");
+  std::string text = m.json();
+  auto first = text.find("[{\"name\": \"forward\"");
+  auto method = text.substr(first + 1, text.rfind(']') - first - 1);
+  std::string twice = text.substr(0, first + 1) + method + ", " + method + "]}";
+  EXPECT_ERROR_CONTAINS(parse_model_json(twice), "method 'forward' is declared twice");
+  m.inputs = R"([{"name": "x", "dtype": "f32", "shape": [1, 1, 1, 1, 1, 1, 1, 1, 1]}])";
+  EXPECT_ERROR_CONTAINS(parse(m), "input 0 'x' has rank 9 (at most 8)");
+  m.inputs = R"([{"name": "x", "dtype": "f32", "shape": [4611686018427387904, 8]}])";
+  EXPECT_ERROR_CONTAINS(parse(m), "overflows 64-bit byte sizes");
+  m.inputs = R"([{"name": "x", "dtype": "f32", "shape": [8]}])";
+  m.nodes = R"({"op": "reshape", "inputs": ["x"], "outputs": ["y"], "attrs": {"shape": [1, 1, 1, 1, 1, 1, 1, 1, 8]}})";
+  EXPECT_ERROR_CONTAINS(parse(m), "node 0 (op reshape, output 'y'): output 'y' has rank 9 (at most 8)");
+  m = nodes(R"({"op": "relu", "inputs": ["x"], "outputs": ["y"]})");
+  m.inputs = R"([{"name": "", "dtype": "f32", "shape": [8]}])";
+  EXPECT_ERROR_CONTAINS(parse(m), "input 0 has an empty name");
+}
+
 TEST(ModelErrors, ReadingAMissingFileIsAnIoError) {
   auto r = read_model_json("/nonexistent/model.json");
   ASSERT_FALSE(r.ok());
