@@ -159,20 +159,22 @@ Result<InferredNode> softmax(Ctx& c) {
   return emit(c, c.type(0));
 }
 
-Result<InferredNode> norm(Ctx& c, bool has_bias) {
+Result<InferredNode> norm(Ctx& c, bool has_bias, double default_eps) {
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
   PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 1));
   PLANRT_RETURN_IF_ERROR(same_dtype(c));
   Dim features = c.shape(0).back();
   PLANRT_RETURN_IF_ERROR(is_vector_of(c, 1, features, "the normalized last dim"));
   if (has_bias) PLANRT_RETURN_IF_ERROR(is_vector_of(c, 2, features, "the normalized last dim"));
-  PLANRT_ASSIGN_OR_RETURN(double eps, attr_float(c, "eps", 1e-5));
+  PLANRT_ASSIGN_OR_RETURN(double eps, attr_float(c, "eps", default_eps));
   if (!(eps >= 0)) return bad(fmt::format("attribute 'eps' must be >= 0, got {}", eps));
   c.out.attrs["eps"] = eps;
   return emit(c, c.type(0));
 }
-Result<InferredNode> layer_norm(Ctx& c) { return norm(c, true); }
-Result<InferredNode> rms_norm(Ctx& c) { return norm(c, false); }
+// The defaults are the CPU kernels' (and PyTorch's for layer_norm); the program always
+// carries the value used.
+Result<InferredNode> layer_norm(Ctx& c) { return norm(c, true, 1e-5); }
+Result<InferredNode> rms_norm(Ctx& c) { return norm(c, false, 1e-6); }
 
 Result<InferredNode> linear(Ctx& c) {
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
@@ -395,6 +397,8 @@ Result<InferredNode> slice(Ctx& c) {
   PLANRT_ASSIGN_OR_RETURN(dim, normalize_dim(dim, x.size(), "attribute 'dim'"));
   PLANRT_ASSIGN_OR_RETURN(int64_t start, attr_int(c, "start", 0));
   PLANRT_ASSIGN_OR_RETURN(int64_t end, attr_int(c, "end", std::numeric_limits<int64_t>::max()));
+  PLANRT_ASSIGN_OR_RETURN(int64_t step, attr_int(c, "step", 1));
+  if (step != 1) return bad(fmt::format("attribute 'step' is {}; only step 1 is supported", step));
   Dim d = x[dim];
   if (d.is_static()) {
     // Python slice clamping, as torch.narrow-free indexing x[start:end] does.
@@ -458,7 +462,7 @@ const std::initializer_list<Rule>& rules() {
       {"scaled_dot_product_attention", {"causal", "scale"}, sdpa},
       {"embedding", {}, embedding},
       {"concat", {"dim"}, concat},
-      {"slice", {"dim", "start", "end"}, slice},
+      {"slice", {"dim", "start", "end", "step"}, slice},
   };
   return table;
 }

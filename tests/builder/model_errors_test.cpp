@@ -174,6 +174,10 @@ TEST(ModelErrors, BadAttributes) {
                         "names dim 'T', which the method does not declare");
   EXPECT_ERROR_CONTAINS(parse(nodes(R"({"op": "slice", "inputs": ["x"], "outputs": ["y"], "attrs": {"dim": 1, "start": 5, "end": 5}})")),
                         "slice [5:5] of dim 1 (size 8) of operand 0 'x' (f32 [S, 8]) is empty");
+  EXPECT_ERROR_CONTAINS(parse(nodes(R"({"op": "slice", "inputs": ["x"], "outputs": ["y"], "attrs": {"dim": 1, "step": 2}})")),
+                        "attribute 'step' is 2; only step 1 is supported");
+  EXPECT_ERROR_CONTAINS(parse(nodes(R"({"op": "layer_norm", "inputs": ["x"], "outputs": ["y"], "attrs": {"eps": -1}})")),
+                        "attribute 'eps' must be >= 0, got -1");
   EXPECT_ERROR_CONTAINS(parse(nodes(R"({"op": "relu", "inputs": ["x"], "outputs": ["y"], "attrs": {"k": {"a": 1}}})")),
                         "attribute 'k': unsupported attribute value of type object");
   EXPECT_ERROR_CONTAINS(parse(nodes(R"({"op": "scaled_dot_product_attention", "inputs": ["x", "x", "x"], "outputs": ["y"]})")),

@@ -209,6 +209,12 @@ TEST(OpRoundTrip, AttributesAreEmittedNormalized) {
     EXPECT_EQ(find_attr(*rt->producer, "eps")->type, fb::AttrType::Float);
     EXPECT_DOUBLE_EQ(find_attr(*rt->producer, "eps")->f, 1e-6);
   }
+  {
+    auto rt = get("rms_norm");  // no eps given: the default is written into the program
+    ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+    ASSERT_NE(find_attr(*rt->producer, "eps"), nullptr);
+    EXPECT_DOUBLE_EQ(find_attr(*rt->producer, "eps")->f, 1e-6);
+  }
 }
 
 TEST(OpRoundTrip, EmbeddingTakesItsDtypeFromTheTable) {
