@@ -174,6 +174,9 @@ TEST(Transformer, CudaPartitionIsOneDelegateWithCopiesAround) {
   ASSERT_EQ(m.planned_buffers.size(), 2u);
   EXPECT_EQ(m.planned_buffers[1]->device->type(), fb::DeviceType::CUDA);
   EXPECT_EQ(built.plans().size(), 2u);
+  ASSERT_OK_AND_ASSIGN(auto bytes, built.serialize());
+  ASSERT_OK_AND_ASSIGN(auto file, format::ProgramFile::from_bytes(std::move(bytes)));
+  EXPECT_EQ(file.program().methods()->Get(0)->segments()->size(), 1u);
 }
 
 TEST(Transformer, RejectsBadOptions) {
