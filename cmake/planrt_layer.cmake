@@ -7,6 +7,9 @@ function(planrt_layer name dir)
   if(PLANRT_HAVE_CUDA)
     file(GLOB_RECURSE cu_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${dir}/*.cu)
     list(APPEND srcs ${cu_srcs})
+  else()
+    # A cuda/ folder holds code that needs the CUDA toolkit: left out of a CPU-only build.
+    list(FILTER srcs EXCLUDE REGEX "/cuda/")
   endif()
   if(NOT srcs)
     set(srcs ${PROJECT_SOURCE_DIR}/cmake/empty.cpp)  # a layer not written yet
