@@ -1,5 +1,7 @@
 #include "planrt/runtime/program.h"
 
+#include "planrt/core/log.h"
+
 #include <algorithm>
 
 #include <fmt/ranges.h>
@@ -58,6 +60,8 @@ Result<std::shared_ptr<ArenaSet>> Program::State::acquire_shared_host(std::strin
   auto set = std::make_shared<ArenaSet>();
   set->memory = std::move(memory).value();
   shared_host_ = set;
+  PLANRT_LOG_DEBUG("allocated the shared host arenas ({} buffers) for host method '{}'",
+                   shared_sizes.size(), method_name);
   return set;
 }
 
@@ -75,6 +79,9 @@ Result<Program> Program::load(const std::string& path, const ProgramLoadOptions&
   format::ReadLimits limits;
   limits.max_planned_buffer_bytes = options.max_planned_buffer_bytes;
   PLANRT_ASSIGN_OR_RETURN(format::ProgramFile file, format::ProgramFile::open(path, limits));
+  PLANRT_LOG_INFO("loaded program '{}': {} method(s), {} bytes of constants (mapped)", path,
+                  file.program().methods() ? file.program().methods()->size() : 0,
+                  file.constants_bytes());
   return Program(std::make_shared<State>(std::move(file)));
 }
 
@@ -119,6 +126,9 @@ Result<Method> Program::load_method(std::string_view name, const LoadMethodOptio
   const fb::Method* m = find_method(state_->file.program(), name);
   if (m == nullptr) return method_not_found(state_->file.program(), name);
   PLANRT_ASSIGN_OR_RETURN(std::unique_ptr<Method::Impl> impl, load_method_impl(state_, *m, options));
+  PLANRT_LOG_DEBUG("loaded method '{}' ({} instructions, {} planned buffer(s))", name,
+                   m->instructions() ? m->instructions()->size() : 0,
+                   m->planned_buffers() ? m->planned_buffers()->size() : 0);
   return Method(std::move(impl));
 }
 

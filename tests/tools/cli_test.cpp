@@ -38,9 +38,12 @@ class CliTest : public testing::Test {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
 
-  CommandResult planrt(const std::string& args) const {
+  CommandResult planrt(const std::string& args) const { return planrt_env("", args); }
+
+  // `env` is prepended to the command line ("NAME=VALUE ..."), for the process alone.
+  CommandResult planrt_env(const std::string& env, const std::string& args) const {
     std::string out = path("stdout.txt"), err = path("stderr.txt");
-    std::string cmd = std::string(PLANRT_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
+    std::string cmd = env + " " + std::string(PLANRT_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
     int status = std::system(cmd.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -249,6 +252,80 @@ TEST_F(CliTest, ExternalWeightsAreWrittenBesideTheProgramAndRun) {
   r = planrt("run " + path("ext.prog") + " --random-inputs 1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("ext.safetensors"), std::string::npos) << r.err;
+}
+
+// A model whose output name tries to climb out of --output-dir.
+TEST_F(CliTest, OutputNamesCannotEscapeTheOutputDir) {
+  std::ofstream(path("escape.json")) << R"({
+    "format": "planrt-model/1",
+    "weights": {"random": {"seed": 1}},
+    "constants": {"w": {"dtype": "f32", "shape": [4, 4]}},
+    "methods": [{"name": "forward", "backend": "cpu",
+      "inputs": [{"name": "x", "dtype": "f32", "shape": [2, 4]}],
+      "outputs": ["../escaped"],
+      "nodes": [{"op": "linear", "inputs": ["x", "w"], "outputs": ["../escaped"]}]}]})";
+  CommandResult b = planrt("build " + path("escape.json") + " -o " + path("escape.prog"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  fs::create_directories(path("od"));
+  CommandResult r = planrt("run " + path("escape.prog") + " --random-inputs 0 --output-dir " + path("od"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot be used as a file name"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(path("escaped.npy")));
+}
+
+// A float32 .npy with the right shape but the wrong dtype for an i32 input, and the
+// reverse: an int32 .npy for the transformer's f32 input.
+TEST_F(CliTest, RunRejectsNpyOfWrongDtype) {
+  std::string prog = build_small_program();
+  std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (1, 4, 32), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+  npy += static_cast<char>(header.size() & 0xff);
+  npy += static_cast<char>(header.size() >> 8);
+  npy += header;
+  npy.append(4 * 4 * 32, '\0');
+  std::ofstream(path("ints.npy"), std::ios::binary) << npy;
+  CommandResult r = planrt("run " + prog + " --input x=" + path("ints.npy"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("i32"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, DimOutsideBoundsIsRefusedBeforeAllocatingInputs) {
+  std::string prog = build_small_program();
+  // 10^15 rows would be petabytes: refused by the bound, not by the allocator.
+  CommandResult r = planrt("run " + prog + " --random-inputs 0 --dim S=1000000000000000");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("outside the bounds [1, 16]"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, NothingOnStderrWhenItIsNotATerminal) {
+  // No progress bar and no log lines at the default level when stderr is a file.
+  CommandResult b = planrt("build --template transformer --layers 1 --d-model 32 --heads 4 "
+                           "--ffn 64 --max-seq 16 -o " + path("quiet.prog"));
+  ASSERT_EQ(b.exit_code, 0);
+  EXPECT_EQ(b.err, "");
+  CommandResult r = planrt("run " + path("quiet.prog") + " --random-inputs 0 --iterations 3");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(CliTest, PlanrtLogLevelComesFromTheEnvironment) {
+  std::string prog = build_small_program();
+  CommandResult info = planrt_env("PLANRT_LOG=info", "inspect " + prog);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.err.find("planrt [info] loaded program"), std::string::npos) << info.err;
+  CommandResult bogus = planrt_env("PLANRT_LOG=loud", "inspect " + prog);
+  ASSERT_EQ(bogus.exit_code, 0) << bogus.err;
+  EXPECT_NE(bogus.err.find("PLANRT_LOG='loud' is not one of"), std::string::npos) << bogus.err;
+}
+
+TEST_F(CliTest, ZeroIterationsIsAUsageErrorThatSaysWhy) {
+  std::string prog = build_small_program();
+  CommandResult r = planrt("run " + prog + " --random-inputs 0 --iterations 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not in range 1"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -46,6 +47,19 @@ Status write_npy_tensor(const std::string& path, const TensorView& view) {
   const auto* bytes = static_cast<const uint8_t*>(view.data);
   host.data.assign(bytes, bytes + view.nbytes());
   return format::write_npy(path, host);
+}
+
+// An output's file name under --output-dir. Names come from the program file, which is
+// untrusted: a name that is empty, "." or "..", or holds a path separator or NUL, must not
+// choose where the file goes.
+Result<std::string> output_file_name(const std::string& name) {
+  bool bad = name.empty() || name == "." || name == ".." ||
+             name.find_first_of(std::string_view("/\\\0", 3)) != std::string::npos;
+  if (bad) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "output name '{}' cannot be used as a file name under --output-dir", name);
+  }
+  return name + ".npy";
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -162,11 +176,17 @@ int run_run(const RunArgs& args) {
     }
   }
   for (const auto& [name, value] : dim_values) {
-    bool known = std::any_of(meta->dims.begin(), meta->dims.end(),
-                             [&](const DimSpec& d) { return d.name == name; });
-    if (!known) {
+    auto dim = std::find_if(meta->dims.begin(), meta->dims.end(),
+                            [&](const DimSpec& d) { return d.name == name; });
+    if (dim == meta->dims.end()) {
       return report_usage_error(fmt::format("--dim {}: method '{}' has no dim '{}'", name,
                                             meta->name, name));
+    }
+    // Checked here, before random inputs of that size are allocated.
+    if (value < dim->min || value > dim->max) {
+      return report_error(make_error(ErrorCode::OutOfRange,
+                                     "--dim {}={} is outside the bounds [{}, {}] of method '{}'",
+                                     name, value, dim->min, dim->max, meta->name));
     }
   }
 
@@ -230,6 +250,7 @@ int run_run(const RunArgs& args) {
     }
   }
   nlohmann::json outputs_json = nlohmann::json::array();
+  std::set<std::string> written;
   for (size_t i = 0; i < outputs->size(); ++i) {
     const TensorView& v = (*outputs)[i];
     const std::string& name = meta->outputs[i].name;
@@ -241,7 +262,14 @@ int run_run(const RunArgs& args) {
       o["mean"] = st.mean;
     }
     if (!args.output_dir.empty()) {
-      std::string path = (std::filesystem::path(args.output_dir) / (name + ".npy")).string();
+      Result<std::string> file_name = output_file_name(name);
+      if (!file_name.ok()) return report_error(file_name.status());
+      if (!written.insert(*file_name).second) {
+        return report_error(make_error(ErrorCode::InvalidArgument,
+                                       "two outputs are named '{}': --output-dir cannot hold both",
+                                       name));
+      }
+      std::string path = (std::filesystem::path(args.output_dir) / *file_name).string();
       Status s = write_npy_tensor(path, v);
       if (!s.ok()) return report_error(s);
       o["path"] = path;
@@ -316,6 +344,10 @@ int run_run(const RunArgs& args) {
   }
   fmt::print("  total   {:>12} (weights are mapped from the file, resident once read)\n",
              format_bytes(total));
+  if (shared) {
+    fmt::print("  the shared host arenas hold {} for all host methods of the program\n",
+               format_bytes(program->shared_host_arena_bytes()));
+  }
   return kExitOk;
 }
 

@@ -53,8 +53,10 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--input", run.inputs, "NAME=PATH.npy (repeatable)");
   run_cmd->add_option("--random-inputs", run.random_inputs_seed, "Fill inputs not given with random values from SEED");
   run_cmd->add_option("--dim", run.dims, "NAME=VALUE for a dynamic dim of random inputs (repeatable)");
-  run_cmd->add_option("--iterations", run.iterations, "Timed runs")->check(CLI::PositiveNumber);
-  run_cmd->add_option("--warmup", run.warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--iterations", run.iterations, "Timed runs")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40, "a positive count"));
+  run_cmd->add_option("--warmup", run.warmup, "Untimed runs first")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40, "a non-negative count"));
   run_cmd->add_option("--output-dir", run.output_dir, "Write each output as NAME.npy here");
   run_cmd->add_flag("--json", run.json, "Print one JSON object");
 
