@@ -169,6 +169,13 @@ Status bind_external_constants(Contents& out, const std::string& base_dir) {
           i, cname, dtype_name(*to_dtype(c.dtype())), rank, c.size_bytes(), path,
           dtype_name(t->dtype), t->shape.size(), t->data.size()));
     }
+    // Kernels read constants in place: an element split across its natural alignment is
+    // undefined behaviour, and safetensors data offsets are arbitrary.
+    if (reinterpret_cast<uintptr_t>(t->data.data()) % element_size(t->dtype) != 0) {
+      return invalid(fmt::format(
+          "constant {} '{}' in '{}' is not aligned to its {}-byte elements (it is read in place)",
+          i, cname, path, element_size(t->dtype)));
+    }
     out.constants.push_back(t->data);
     out.constants_bytes += c.size_bytes();
   }

@@ -223,6 +223,19 @@ TEST_F(ExternalConstants, RefusesAMissingTensor) {
             std::string::npos);
 }
 
+TEST_F(ExternalConstants, RefusesAConstantNotAlignedToItsElements) {
+  // A 2-byte tensor first puts the f32 constant at data offset 2: readable bytes, but not
+  // at a 4-byte boundary, and kernels read constants in place.
+  std::vector<uint8_t> pad(2), data(16);
+  std::vector<SafetensorsTensor> tensors = {{"a_pad", DType::F16, {1}, pad},
+                                            {"c", DType::F32, {4}, data}};
+  ASSERT_TRUE(write_safetensors(dir_.file("w.safetensors"), tensors).ok());
+  Status st = open_error();
+  EXPECT_EQ(st.code(), ErrorCode::InvalidProgram);
+  EXPECT_NE(st.message().find("not aligned to its 4-byte elements"), std::string::npos)
+      << st.message();
+}
+
 TEST_F(ExternalConstants, ReportsACorruptWeightsFile) {
   write_bytes(dir_.file("w.safetensors"), {1, 0, 0, 0, 0, 0, 0, 0, '{'});
   EXPECT_NE(open_error().message().find("not a JSON object"), std::string::npos);
