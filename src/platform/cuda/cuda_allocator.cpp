@@ -1,0 +1,114 @@
+#include "platform/cuda/cuda_allocator.h"
+
+#include <cuda_runtime.h>
+
+#include <mutex>
+
+#include "planrt/core/log.h"
+#include "planrt/platform/cuda.h"
+#include "platform/cuda/cuda_status.h"
+#include "platform/cuda/device_guard.h"
+
+namespace planrt::cuda {
+namespace {
+
+Status check_is_cuda(Device device, size_t nbytes, const char* what) {
+  if (device.type != DeviceType::CUDA) {
+    return make_error(ErrorCode::InvalidArgument, "the CUDA allocator cannot {} {} bytes on {}",
+                      what, nbytes, to_string(device));
+  }
+  return {};
+}
+
+Status copy(void* dst, const void* src, size_t nbytes, Device device, cudaMemcpyKind kind,
+            const char* direction) {
+  PLANRT_RETURN_IF_ERROR(check_is_cuda(device, nbytes, "copy"));
+  if (nbytes == 0) return {};
+  if (dst == nullptr || src == nullptr) {
+    return make_error(ErrorCode::InvalidArgument, "{} copy of {} bytes on {} with a null pointer",
+                      direction, nbytes, to_string(device));
+  }
+  auto guard = DeviceGuard::set(device.index);
+  if (!guard.ok()) return guard.status().with_context(fmt::format("{} copy", direction));
+  cudaError_t err = cudaMemcpy(dst, src, nbytes, kind);
+  if (err != cudaSuccess) {
+    return cuda_error(err, fmt::format("{} copy of {} bytes (cudaMemcpy)", direction, nbytes),
+                      device.index);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void*> CudaAllocator::allocate(size_t nbytes, Device device) {
+  PLANRT_RETURN_IF_ERROR(check_is_cuda(device, nbytes, "allocate"));
+  if (nbytes == 0) return static_cast<void*>(nullptr);
+  auto guard = DeviceGuard::set(device.index);
+  if (!guard.ok()) {
+    return guard.status().with_context(
+        fmt::format("cannot allocate {} bytes on {}", nbytes, to_string(device)));
+  }
+  void* p = nullptr;
+  cudaError_t err = cudaMalloc(&p, nbytes);
+  if (err != cudaSuccess) {
+    return cuda_error(err, fmt::format("allocating {} bytes (cudaMalloc)", nbytes), device.index);
+  }
+  return p;
+}
+
+void CudaAllocator::deallocate(void* ptr, size_t nbytes, Device device) {
+  if (ptr == nullptr) return;
+  auto guard = DeviceGuard::set(device.index);
+  if (!guard.ok()) {
+    PLANRT_LOG_ERROR("freeing {} bytes on {}: {}", nbytes, to_string(device),
+                     guard.status().to_string());
+    // cudaFree works on any device's pointer under unified addressing; try anyway.
+  }
+  cudaError_t err = cudaFree(ptr);
+  if (err != cudaSuccess) {
+    PLANRT_LOG_ERROR("{}", cuda_error(err, fmt::format("freeing {} bytes (cudaFree)", nbytes),
+                                      device.index)
+                               .to_string());
+  }
+}
+
+Status CudaAllocator::copy_host_to_device(void* dst, const void* src, size_t nbytes,
+                                          Device device) {
+  return copy(dst, src, nbytes, device, cudaMemcpyHostToDevice, "host-to-device");
+}
+
+Status CudaAllocator::copy_device_to_host(void* dst, const void* src, size_t nbytes,
+                                          Device device) {
+  return copy(dst, src, nbytes, device, cudaMemcpyDeviceToHost, "device-to-host");
+}
+
+Status CudaAllocator::copy_device_to_device(void* dst, const void* src, size_t nbytes,
+                                            Device device) {
+  return copy(dst, src, nbytes, device, cudaMemcpyDeviceToDevice, "device-to-device");
+}
+
+CudaAllocator& cuda_allocator() {
+  static CudaAllocator allocator;  // stateless; never destroyed before its users by design
+  return allocator;
+}
+
+}  // namespace planrt::cuda
+
+namespace planrt {
+
+Status register_cuda_allocator() {
+  // Serializes check-then-register so two threads calling at once both succeed.
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  DeviceAllocator* mine = &cuda::cuda_allocator();
+  DeviceAllocator* current = get_device_allocator(DeviceType::CUDA);
+  if (current == mine) return {};
+  if (current != nullptr) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "cannot register the CUDA allocator: another allocator is registered for "
+                      "cuda; unregister it first");
+  }
+  return register_device_allocator(DeviceType::CUDA, mine);
+}
+
+}  // namespace planrt

@@ -1,0 +1,33 @@
+// CudaAllocator: the DeviceAllocator for DeviceType::CUDA (private; users call
+// planrt::register_cuda_allocator() from planrt/platform/cuda.h).
+//
+// Planned arenas are long-lived, so they come from cudaMalloc on the buffer's device (under
+// a DeviceGuard, so the caller's current device is left as it was), not from the warm
+// pool, which serves stream-ordered per-call temporaries. Failures are returned with the
+// device and the byte count: OutOfMemory for cudaErrorMemoryAllocation (the error is
+// cleared, so the next allocation starts clean), InvalidArgument for a device that is not
+// CUDA or does not exist. It never aborts.
+// Copies are synchronous (cudaMemcpy): when they return the bytes have arrived.
+// deallocate() uses cudaFree, which waits for the device to be idle; arenas are freed when
+// a method is unloaded, not on a hot path. Thread safety: all methods may be called
+// concurrently; the object holds no state.
+#pragma once
+
+#include "planrt/platform/device_allocator.h"
+
+namespace planrt::cuda {
+
+class CudaAllocator final : public DeviceAllocator {
+ public:
+  DeviceType device_type() const override { return DeviceType::CUDA; }
+  Result<void*> allocate(size_t nbytes, Device device) override;
+  void deallocate(void* ptr, size_t nbytes, Device device) override;
+  Status copy_host_to_device(void* dst, const void* src, size_t nbytes, Device device) override;
+  Status copy_device_to_host(void* dst, const void* src, size_t nbytes, Device device) override;
+  Status copy_device_to_device(void* dst, const void* src, size_t nbytes, Device device) override;
+};
+
+// The process's instance (the one register_cuda_allocator() registers).
+CudaAllocator& cuda_allocator();
+
+}  // namespace planrt::cuda
