@@ -15,6 +15,12 @@ if(NOT PLANRT_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES "90-real;90-virtual")
     endif()
     enable_language(CUDA)
+    # .cu files are C++17: without this CMake derives CUDA20 from CMAKE_CXX_STANDARD, which
+    # CMake 3.25 cannot pass to nvcc ("requires the language dialect CUDA20").
+    if(NOT DEFINED CMAKE_CUDA_STANDARD)
+      set(CMAKE_CUDA_STANDARD 17)
+      set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    endif()
     find_package(CUDAToolkit REQUIRED)
     set(PLANRT_HAVE_CUDA ON)
   elseif(PLANRT_CUDA STREQUAL "ON")
