@@ -1,0 +1,121 @@
+// CublasHandle, StreamOrderedTempMemory, device_error_status and find_cuda_kernel.
+#include "kernels/cuda/cuda_kernel.h"
+
+#include <utility>
+
+#include "kernels/cuda/checks.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace planrt::kernels::cuda {
+namespace {
+
+cublasMath_t math_mode(bool allow_tf32) {
+  return allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+}
+
+struct Entry {
+  std::string_view name;
+  CudaKernelFn fn;
+};
+
+constexpr Entry kCudaKernels[] = {
+    {"linear", linear},
+    {"matmul", matmul},
+    {"add", add},
+    {"sub", sub},
+    {"mul", mul},
+    {"div", div},
+    {"layer_norm", layer_norm},
+    {"rms_norm", rms_norm},
+    {"softmax", softmax},
+    {"gelu", gelu},
+    {"relu", relu},
+    {"silu", silu},
+    {"reshape", reshape},
+    {"permute", permute},
+    {"transpose", transpose},
+    {"scaled_dot_product_attention", scaled_dot_product_attention},
+    {"embedding", embedding},
+    {"concat", concat},
+    {"slice", slice},
+};
+
+}  // namespace
+
+Result<void*> StreamOrderedTempMemory::allocate(size_t bytes, cudaStream_t stream) {
+  void* p = nullptr;
+  cudaError_t err = cudaMallocAsync(&p, bytes, stream);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // an allocation failure is not sticky; do not leave it behind
+    return make_error(err == cudaErrorMemoryAllocation ? ErrorCode::OutOfMemory
+                                                       : ErrorCode::Internal,
+                      "cudaMallocAsync of {} bytes of temporary memory failed: {}", bytes,
+                      cudaGetErrorString(err));
+  }
+  return p;
+}
+
+Status StreamOrderedTempMemory::deallocate(void* ptr, size_t, cudaStream_t stream) {
+  return cuda_status("temporary memory", "cudaFreeAsync", cudaFreeAsync(ptr, stream));
+}
+
+Result<CublasHandle> CublasHandle::create(const CublasOptions& options) {
+  cublasHandle_t h = nullptr;
+  PLANRT_RETURN_IF_ERROR(cublas_status("cuBLAS", "cublasCreate", cublasCreate(&h)));
+  CublasHandle handle(h);
+  PLANRT_RETURN_IF_ERROR(handle.set_allow_tf32(options.allow_tf32));
+  return handle;
+}
+
+CublasHandle::CublasHandle(CublasHandle&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)) {}
+
+CublasHandle& CublasHandle::operator=(CublasHandle&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != nullptr) (void)cublasDestroy(handle_);
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+CublasHandle::~CublasHandle() {
+  if (handle_ != nullptr) (void)cublasDestroy(handle_);
+}
+
+Status CublasHandle::set_allow_tf32(bool allow) {
+  if (handle_ == nullptr) {
+    return make_error(ErrorCode::InvalidArgument, "cuBLAS: the handle is empty");
+  }
+  return cublas_status("cuBLAS", "cublasSetMathMode", cublasSetMathMode(handle_, math_mode(allow)));
+}
+
+Result<bool> CublasHandle::allow_tf32() const {
+  if (handle_ == nullptr) {
+    return make_error(ErrorCode::InvalidArgument, "cuBLAS: the handle is empty");
+  }
+  cublasMath_t mode = CUBLAS_DEFAULT_MATH;
+  PLANRT_RETURN_IF_ERROR(cublas_status("cuBLAS", "cublasGetMathMode", cublasGetMathMode(handle_, &mode)));
+  // The low bits are the mode; flags such as DISALLOW_REDUCED_PRECISION_REDUCTION sit above.
+  return (static_cast<int>(mode) & 0xf) == static_cast<int>(CUBLAS_TF32_TENSOR_OP_MATH);
+}
+
+Status device_error_status(const CudaDeviceError& e) {
+  switch (static_cast<DeviceErrorKind>(e.kind)) {
+    case DeviceErrorKind::None:
+      return {};
+    case DeviceErrorKind::EmbeddingIdOutOfRange:
+      return make_error(ErrorCode::OutOfRange,
+                        "embedding: ids[{}] = {} is outside the table's {} rows", e.position,
+                        e.value, e.limit);
+  }
+  return make_error(ErrorCode::Internal, "unknown device error kind {}", e.kind);
+}
+
+Result<CudaKernelFn> find_cuda_kernel(std::string_view name) {
+  for (const Entry& e : kCudaKernels) {
+    if (e.name == name) return e.fn;
+  }
+  return make_error(ErrorCode::NotFound, "no CUDA kernel for op '{}'", name);
+}
+
+}  // namespace planrt::kernels::cuda

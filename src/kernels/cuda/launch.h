@@ -1,0 +1,74 @@
+// Launchers of the device code (*.cu), called by the host-side kernels after every operand
+// check. Plain types only, so that the .cu files need neither fmt nor the planrt headers.
+// Each enqueues on `stream`, never synchronizes, and returns the launch's error
+// (cudaGetLastError). Sizes are in elements unless named *_bytes; n == 0 launches nothing.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/device_error.h"
+
+namespace planrt::kernels::cuda::launch {
+
+inline constexpr int kMaxDims = 8;
+
+// Row-major walk of `size`; operand k reads at sum(index[d] * stride_k[d]).
+struct IndexMap {
+  int rank = 0;
+  int64_t size[kMaxDims] = {};
+  int64_t stride_a[kMaxDims] = {};
+  int64_t stride_b[kMaxDims] = {};
+};
+
+enum class BinaryOp : int { Add, Sub, Mul, Div };
+enum class UnaryOp : int { Relu, Silu, GeluErf, GeluTanh };
+
+// y[i] = op(a[i], b[i]).
+cudaError_t binary_same_shape(BinaryOp op, const float* a, const float* b, float* y, int64_t n,
+                              cudaStream_t stream);
+// y[i] = op(a[map_a(i)], b[map_b(i)]) over the n = prod(map.size) outputs.
+cudaError_t binary_broadcast(BinaryOp op, const float* a, const float* b, float* y, int64_t n,
+                             const IndexMap& map, cudaStream_t stream);
+cudaError_t unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
+
+// One block per row of n; w, b may be null.
+cudaError_t layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows,
+                       int64_t n, double eps, cudaStream_t stream);
+cudaError_t rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t n,
+                     double eps, cudaStream_t stream);
+// Softmax of each contiguous row of n (y may equal x). causal_period > 0: row r is query
+// i = r % causal_period and keys j > i are masked (weight 0), PyTorch's top-left is_causal.
+cudaError_t softmax_rows(const float* x, float* y, int64_t rows, int64_t n,
+                         int64_t causal_period, cudaStream_t stream);
+// Softmax along a middle dim: x is [outer, n, inner], each (o, i) line normalised.
+cudaError_t softmax_strided(const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
+                            cudaStream_t stream);
+
+// y[r, :] = row[:] for r < rows (the bias of linear before a beta = 1 GEMM).
+cudaError_t fill_rows(const float* row, float* y, int64_t rows, int64_t n, cudaStream_t stream);
+
+// Batched-GEMM pointer arrays for count products: a[i] = a + map_a(i), b[i] = b + map_b(i),
+// c[i] = c + i * c_stride (map strides already in elements of a and b).
+cudaError_t gemm_pointers(const float* a, const float* b, float* c, int64_t c_stride,
+                          int64_t count, const IndexMap& map, const float** a_ptrs,
+                          const float** b_ptrs, float** c_ptrs, cudaStream_t stream);
+
+// y[i] = x[map_a(i)] for n elements of elem_size bytes (1, 2, 4 or 8); stride_b unused.
+cudaError_t permute(const void* x, void* y, size_t elem_size, int64_t n, const IndexMap& map,
+                    cudaStream_t stream);
+// rows copies of row_bytes: dst + r * dst_pitch <- src + r * src_pitch (bytes).
+cudaError_t copy_rows(const void* src, int64_t src_pitch, void* dst, int64_t dst_pitch,
+                      int64_t rows, int64_t row_bytes, cudaStream_t stream);
+
+// Records the first id outside [0, table_rows) in *record (unless one is recorded).
+cudaError_t embedding_check(const void* ids, bool ids_i64, int64_t n, int64_t table_rows,
+                            CudaDeviceError* record, cudaStream_t stream);
+// out row i = table row ids[i]; a row of zeros for an id outside the table.
+cudaError_t embedding_gather(const void* ids, bool ids_i64, int64_t n, const void* table,
+                             int64_t table_rows, int64_t row_bytes, void* out,
+                             cudaStream_t stream);
+
+}  // namespace planrt::kernels::cuda::launch

@@ -1,0 +1,237 @@
+// Device code that moves elements without interpreting them (permute, row copies for
+// concat/slice, embedding rows), moved in the widest unit the sizes and addresses allow,
+// and the pointer arrays of broadcast batched GEMMs.
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "kernels/cuda/launch.h"
+
+namespace planrt::kernels::cuda::launch {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 1 << 20;
+
+int grid_for(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
+// The widest power-of-two unit (<= 16 bytes) dividing every value (addresses, pitches).
+size_t unit_for(uint64_t combined) {
+  for (size_t unit = 16; unit > 1; unit /= 2) {
+    if (combined % unit == 0) return unit;
+  }
+  return 1;
+}
+
+__device__ __forceinline__ int64_t map_offset(int64_t i, const IndexMap& map) {
+  int64_t offset = 0;
+  for (int d = map.rank - 1; d >= 0; --d) {
+    offset += (i % map.size[d]) * map.stride_a[d];
+    i /= map.size[d];
+  }
+  return offset;
+}
+
+template <typename T>
+__global__ void permute_kernel(const T* x, T* y, int64_t n, IndexMap map) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    y[i] = x[map_offset(i, map)];
+  }
+}
+
+// units_per_row units of T per row; pitches in units.
+template <typename T>
+__global__ void copy_rows_kernel(const T* src, int64_t src_pitch, T* dst, int64_t dst_pitch,
+                                 int64_t rows, int64_t units_per_row) {
+  const int64_t total = rows * units_per_row;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / units_per_row;
+    const int64_t u = i % units_per_row;
+    dst[r * dst_pitch + u] = src[r * src_pitch + u];
+  }
+}
+
+template <typename Id>
+__global__ void embedding_check_kernel(const Id* ids, int64_t n, int64_t table_rows,
+                                       CudaDeviceError* record) {
+  __shared__ unsigned long long first;
+  if (threadIdx.x == 0) first = ULLONG_MAX;
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const auto id = static_cast<int64_t>(ids[i]);
+    if (id < 0 || id >= table_rows) {
+      atomicMin(&first, static_cast<unsigned long long>(i));
+      break;  // later positions of this thread cannot be first
+    }
+  }
+  __syncthreads();
+  // One block, and calls on a stream run in order: the first error recorded stays.
+  if (threadIdx.x == 0 && first != ULLONG_MAX &&
+      record->kind == static_cast<int32_t>(DeviceErrorKind::None)) {
+    record->kind = static_cast<int32_t>(DeviceErrorKind::EmbeddingIdOutOfRange);
+    record->position = static_cast<int64_t>(first);
+    record->value = static_cast<int64_t>(ids[first]);
+    record->limit = table_rows;
+  }
+}
+
+template <typename Id, typename T>
+__global__ void embedding_gather_kernel(const Id* ids, int64_t n, const T* table,
+                                        int64_t table_rows, int64_t units_per_row, T* out) {
+  const int64_t total = n * units_per_row;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / units_per_row;
+    const int64_t u = i % units_per_row;
+    const auto id = static_cast<int64_t>(ids[r]);
+    // Never read outside the table: a bad id (reported by embedding_check) gives zeros.
+    out[i] = (id >= 0 && id < table_rows) ? table[id * units_per_row + u] : T{};
+  }
+}
+
+__global__ void gemm_pointers_kernel(const float* a, const float* b, float* c, int64_t c_stride,
+                                     int64_t count, IndexMap map, const float** a_ptrs,
+                                     const float** b_ptrs, float** c_ptrs) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t rest = i;
+    int64_t oa = 0;
+    int64_t ob = 0;
+    for (int d = map.rank - 1; d >= 0; --d) {
+      const int64_t idx = rest % map.size[d];
+      rest /= map.size[d];
+      oa += idx * map.stride_a[d];
+      ob += idx * map.stride_b[d];
+    }
+    a_ptrs[i] = a + oa;
+    b_ptrs[i] = b + ob;
+    c_ptrs[i] = c + i * c_stride;
+  }
+}
+
+template <typename T>
+cudaError_t launch_permute(const void* x, void* y, int64_t n, const IndexMap& map,
+                           cudaStream_t stream) {
+  permute_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x),
+                                                          static_cast<T*>(y), n, map);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_copy_rows(const void* src, int64_t src_pitch, void* dst, int64_t dst_pitch,
+                             int64_t rows, int64_t row_bytes, cudaStream_t stream) {
+  constexpr auto unit = static_cast<int64_t>(sizeof(T));
+  copy_rows_kernel<T><<<grid_for(rows * (row_bytes / unit)), kThreads, 0, stream>>>(
+      static_cast<const T*>(src), src_pitch / unit, static_cast<T*>(dst), dst_pitch / unit, rows,
+      row_bytes / unit);
+  return cudaGetLastError();
+}
+
+template <typename Id, typename T>
+cudaError_t launch_gather(const void* ids, int64_t n, const void* table, int64_t table_rows,
+                          int64_t row_bytes, void* out, cudaStream_t stream) {
+  constexpr auto unit = static_cast<int64_t>(sizeof(T));
+  const int64_t units = row_bytes / unit;
+  embedding_gather_kernel<Id, T><<<grid_for(n * units), kThreads, 0, stream>>>(
+      static_cast<const Id*>(ids), n, static_cast<const T*>(table), table_rows, units,
+      static_cast<T*>(out));
+  return cudaGetLastError();
+}
+
+template <typename Id>
+cudaError_t gather_by_unit(const void* ids, int64_t n, const void* table, int64_t table_rows,
+                           int64_t row_bytes, void* out, cudaStream_t stream) {
+  const size_t unit = unit_for(reinterpret_cast<uintptr_t>(table) |
+                               reinterpret_cast<uintptr_t>(out) |
+                               static_cast<uint64_t>(row_bytes));
+  switch (unit) {
+    case 16:
+      return launch_gather<Id, uint4>(ids, n, table, table_rows, row_bytes, out, stream);
+    case 8:
+      return launch_gather<Id, uint64_t>(ids, n, table, table_rows, row_bytes, out, stream);
+    case 4:
+      return launch_gather<Id, uint32_t>(ids, n, table, table_rows, row_bytes, out, stream);
+    case 2:
+      return launch_gather<Id, uint16_t>(ids, n, table, table_rows, row_bytes, out, stream);
+    default:
+      return launch_gather<Id, uint8_t>(ids, n, table, table_rows, row_bytes, out, stream);
+  }
+}
+
+}  // namespace
+
+cudaError_t gemm_pointers(const float* a, const float* b, float* c, int64_t c_stride,
+                          int64_t count, const IndexMap& map, const float** a_ptrs,
+                          const float** b_ptrs, float** c_ptrs, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  gemm_pointers_kernel<<<grid_for(count), kThreads, 0, stream>>>(a, b, c, c_stride, count, map,
+                                                                 a_ptrs, b_ptrs, c_ptrs);
+  return cudaGetLastError();
+}
+
+cudaError_t permute(const void* x, void* y, size_t elem_size, int64_t n, const IndexMap& map,
+                    cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (elem_size) {
+    case 1:
+      return launch_permute<uint8_t>(x, y, n, map, stream);
+    case 2:
+      return launch_permute<uint16_t>(x, y, n, map, stream);
+    case 4:
+      return launch_permute<uint32_t>(x, y, n, map, stream);
+    case 8:
+      return launch_permute<uint64_t>(x, y, n, map, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t copy_rows(const void* src, int64_t src_pitch, void* dst, int64_t dst_pitch,
+                      int64_t rows, int64_t row_bytes, cudaStream_t stream) {
+  if (rows == 0 || row_bytes == 0) return cudaSuccess;
+  const size_t unit = unit_for(
+      reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) |
+      static_cast<uint64_t>(src_pitch) | static_cast<uint64_t>(dst_pitch) |
+      static_cast<uint64_t>(row_bytes));
+  switch (unit) {
+    case 16:
+      return launch_copy_rows<uint4>(src, src_pitch, dst, dst_pitch, rows, row_bytes, stream);
+    case 8:
+      return launch_copy_rows<uint64_t>(src, src_pitch, dst, dst_pitch, rows, row_bytes, stream);
+    case 4:
+      return launch_copy_rows<uint32_t>(src, src_pitch, dst, dst_pitch, rows, row_bytes, stream);
+    case 2:
+      return launch_copy_rows<uint16_t>(src, src_pitch, dst, dst_pitch, rows, row_bytes, stream);
+    default:
+      return launch_copy_rows<uint8_t>(src, src_pitch, dst, dst_pitch, rows, row_bytes, stream);
+  }
+}
+
+cudaError_t embedding_check(const void* ids, bool ids_i64, int64_t n, int64_t table_rows,
+                            CudaDeviceError* record, cudaStream_t stream) {
+  if (n == 0 || record == nullptr) return cudaSuccess;
+  if (ids_i64) {
+    embedding_check_kernel<int64_t><<<1, 1024, 0, stream>>>(static_cast<const int64_t*>(ids), n,
+                                                            table_rows, record);
+  } else {
+    embedding_check_kernel<int32_t><<<1, 1024, 0, stream>>>(static_cast<const int32_t*>(ids), n,
+                                                            table_rows, record);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t embedding_gather(const void* ids, bool ids_i64, int64_t n, const void* table,
+                             int64_t table_rows, int64_t row_bytes, void* out,
+                             cudaStream_t stream) {
+  if (n == 0 || row_bytes == 0) return cudaSuccess;
+  if (ids_i64) return gather_by_unit<int64_t>(ids, n, table, table_rows, row_bytes, out, stream);
+  return gather_by_unit<int32_t>(ids, n, table, table_rows, row_bytes, out, stream);
+}
+
+}  // namespace planrt::kernels::cuda::launch

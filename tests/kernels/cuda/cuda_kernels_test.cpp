@@ -1,0 +1,355 @@
+// Every CUDA kernel against the CPU kernel on fresh random inputs (relative error below
+// 1e-5 in f32 with TF32 off; NaN never passes; bytes equal for data movement), the shared
+// operand checks, device-side id errors, and the TF32 option. GPU tests skip without a
+// visible GPU and fail instead with PLANRT_REQUIRE_GPU=1.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cuda/cuda_test_util.h"
+#include "support/gpu.h"
+
+namespace planrt::kernels::cuda {
+namespace {
+
+using testing::CudaRunner;
+using testing::ExpectAgree;
+using testing::HostTensor;
+using testing::IsError;
+using testing::kTolerance;
+
+OpAttrs attrs_of(std::initializer_list<std::pair<const char*, AttrValue>> values) {
+  OpAttrs a;
+  for (const auto& [k, v] : values) a.set(k, v);
+  return a;
+}
+
+HostTensor rnd(Shape s, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  return HostTensor::random(s, seed, lo, hi);
+}
+
+// No GPU needed: the op table and the CUDA registry stay in step.
+TEST(CudaKernels, EveryOpHasACudaKernel) {
+  for (const OpInfo& op : all_ops()) {
+    EXPECT_TRUE(find_cuda_kernel(op.name).ok()) << op.name;
+  }
+  EXPECT_TRUE(IsError(find_cuda_kernel("conv2d").status(), ErrorCode::NotFound, {"conv2d"}));
+}
+
+TEST(CudaKernels, DeviceErrorStatusNamesTheBadId) {
+  EXPECT_TRUE(device_error_status(CudaDeviceError{}).ok());
+  CudaDeviceError bad;
+  bad.kind = static_cast<int32_t>(DeviceErrorKind::EmbeddingIdOutOfRange);
+  bad.position = 3;
+  bad.value = 12;
+  bad.limit = 10;
+  EXPECT_TRUE(
+      IsError(device_error_status(bad), ErrorCode::OutOfRange, {"ids[3] = 12", "10 rows"}));
+}
+
+TEST(CudaKernels, BinaryOpsMatchTheCpuWithBroadcasting) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{4, 33, 65}, {4, 33, 65}}, {{2, 3, 4}, {3, 1}}, {{4}, {2, 1, 4}},
+      {{}, {3}},                  {{5, 1, 7}, {1, 6, 1}}, {{}, {}}};
+  uint32_t seed = 1;
+  for (std::string_view op : {"add", "sub", "mul", "div"}) {
+    for (const auto& [sa, sb] : cases) {
+      SCOPED_TRACE(std::string(op) + " " + sa.to_string() + " " + sb.to_string());
+      Result<Shape> shape = cpu::broadcast_shapes(op, sa, sb);
+      ASSERT_TRUE(shape.ok());
+      HostTensor a = rnd(sa, seed++);
+      // div: b away from zero, so that the comparison measures the kernel, not 1/0.
+      HostTensor b = op == "div" ? rnd(sb, seed++, 0.5f, 2.0f) : rnd(sb, seed++);
+      ExpectAgree(r, op, {}, {a, b}, DType::F32, *shape);
+    }
+  }
+}
+
+TEST(CudaKernels, ElementwiseMayWriteOverItsInput) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor a = rnd({1000}, 7);
+  HostTensor b = rnd({1000}, 8);
+  TensorView da = r.upload(a);
+  TensorView db = r.upload(b);
+  Result<CudaKernelFn> add = find_cuda_kernel("add");
+  ASSERT_TRUE(add.ok());
+  std::vector<TensorView> in{da, db};
+  std::vector<TensorView> out{da};
+  ASSERT_TRUE((*add)(r.ctx(), {}, in, out).ok());
+  ASSERT_TRUE(r.synchronize().ok());
+  HostTensor got = r.download(da);
+  HostTensor want(DType::F32, {1000});
+  for (int i = 0; i < 1000; ++i) want.f()[i] = a.f()[i] + b.f()[i];
+  EXPECT_LT(testing::relative_error(got, want), kTolerance);
+}
+
+TEST(CudaKernels, ActivationsMatchTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor x = rnd({3, 1031}, 11, -6.0f, 6.0f);
+  ExpectAgree(r, "relu", {}, {x}, DType::F32, x.shape());
+  ExpectAgree(r, "silu", {}, {x}, DType::F32, x.shape());
+  ExpectAgree(r, "gelu", {}, {x}, DType::F32, x.shape());
+  ExpectAgree(r, "gelu", attrs_of({{"approximate", std::string("tanh")}}), {x}, DType::F32,
+              x.shape());
+}
+
+TEST(CudaKernels, LinearMatchesTheCpuWithAndWithoutBias) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor x = rnd({2, 5, 64}, 21);
+  HostTensor w = rnd({48, 64}, 22);
+  HostTensor b = rnd({48}, 23);
+  ExpectAgree(r, "linear", {}, {x, w, b}, DType::F32, {2, 5, 48});
+  ExpectAgree(r, "linear", {}, {x, w}, DType::F32, {2, 5, 48});
+  ExpectAgree(r, "linear", {}, {x, w, HostTensor()}, DType::F32, {2, 5, 48});
+  ExpectAgree(r, "linear", {}, {rnd({64}, 24), w, b}, DType::F32, {48});
+  // in = 0: the output is the bias (a sum over nothing), as on the CPU.
+  ExpectAgree(r, "linear", {}, {rnd({3, 0}, 25), rnd({4, 0}, 26), rnd({4}, 27)}, DType::F32,
+              {3, 4});
+}
+
+TEST(CudaKernels, MatmulMatchesTheCpuForEveryBatchLayout) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  struct Case {
+    Shape a, b, out;
+  };
+  const std::vector<Case> cases = {
+      {{3, 4, 5}, {5, 6}, {3, 4, 6}},               // shared b: folded into one GEMM
+      {{2, 3, 4, 5}, {2, 3, 5, 6}, {2, 3, 4, 6}},   // equal batches: strided batched
+      {{4, 5}, {2, 5, 3}, {2, 4, 3}},               // a broadcast: stride 0
+      {{2, 1, 4, 5}, {3, 5, 6}, {2, 3, 4, 6}},      // mixed broadcast: pointer arrays
+      {{5}, {5}, {}},                               // dot product
+      {{5}, {2, 5, 3}, {2, 3}},                     // row vector
+      {{2, 4, 5}, {5}, {2, 4}},                     // column vector
+      {{2, 4, 0}, {2, 0, 3}, {2, 4, 3}},            // k = 0: zeros
+  };
+  uint32_t seed = 31;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.a.to_string() + " @ " + c.b.to_string());
+    ExpectAgree(r, "matmul", {}, {rnd(c.a, seed++), rnd(c.b, seed++)}, DType::F32, c.out);
+  }
+}
+
+TEST(CudaKernels, NormalizationsMatchTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  // 1000 is not a multiple of the block; the offset mean tests the two-pass variance.
+  HostTensor x = rnd({3, 7, 1000}, 41, 99.0f, 101.0f);
+  HostTensor w = rnd({1000}, 42);
+  HostTensor b = rnd({1000}, 43);
+  ExpectAgree(r, "layer_norm", {}, {x, w, b}, DType::F32, x.shape());
+  ExpectAgree(r, "layer_norm", attrs_of({{"eps", 1e-3}}), {x}, DType::F32, x.shape());
+  ExpectAgree(r, "layer_norm", {}, {rnd({5, 3}, 44), HostTensor(), rnd({3}, 45)}, DType::F32,
+              {5, 3});
+  ExpectAgree(r, "rms_norm", {}, {rnd({4, 4097}, 46), rnd({4097}, 47)}, DType::F32, {4, 4097});
+  ExpectAgree(r, "rms_norm", attrs_of({{"eps", 1e-2}}), {rnd({6, 16}, 48, -0.1f, 0.1f)},
+              DType::F32, {6, 16});
+}
+
+TEST(CudaKernels, SoftmaxMatchesTheCpuAlongAnyDim) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor x = rnd({3, 7, 300}, 51, -20.0f, 20.0f);
+  ExpectAgree(r, "softmax", {}, {x}, DType::F32, x.shape());
+  ExpectAgree(r, "softmax", attrs_of({{"dim", int64_t{1}}}), {x}, DType::F32, x.shape());
+  ExpectAgree(r, "softmax", attrs_of({{"dim", int64_t{0}}}), {x}, DType::F32, x.shape());
+  ExpectAgree(r, "softmax", {}, {rnd({}, 52)}, DType::F32, {});
+}
+
+TEST(CudaKernels, AttentionMatchesTheCpuCausalAndNot) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  struct Case {
+    int64_t sq, sk, d, dv;
+  };
+  uint32_t seed = 61;
+  for (const Case& c : {Case{5, 5, 16, 16}, Case{3, 7, 16, 8}, Case{7, 3, 8, 12},
+                        Case{1, 9, 32, 32}}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("Sq {} Sk {} D {} Dv {} causal {}", c.sq, c.sk, c.d, c.dv, causal));
+      HostTensor q = rnd({2, 3, c.sq, c.d}, seed++);
+      HostTensor k = rnd({2, 3, c.sk, c.d}, seed++);
+      HostTensor v = rnd({2, 3, c.sk, c.dv}, seed++);
+      ExpectAgree(r, "scaled_dot_product_attention", attrs_of({{"causal", causal}}), {q, k, v},
+                  DType::F32, {2, 3, c.sq, c.dv});
+      ExpectAgree(r, "scaled_dot_product_attention",
+                  attrs_of({{"causal", causal}, {"scale", 0.3}}), {q, k, v}, DType::F32,
+                  {2, 3, c.sq, c.dv});
+    }
+  }
+  // No keys: zeros, as on the CPU.
+  ExpectAgree(r, "scaled_dot_product_attention", {},
+              {rnd({1, 2, 3, 4}, 70), rnd({1, 2, 0, 4}, 71), rnd({1, 2, 0, 5}, 72)}, DType::F32,
+              {1, 2, 3, 5});
+}
+
+TEST(CudaKernels, EmbeddingGathersRowsForI32AndI64Ids) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor table = rnd({50, 24}, 81);
+  for (DType id_type : {DType::I32, DType::I64}) {
+    HostTensor ids = HostTensor::ids(id_type, {3, 7}, 82, 0, 50);
+    ExpectAgree(r, "embedding", {}, {ids, table}, DType::F32, {3, 7, 24});
+  }
+  // A table of another dtype with 6-byte rows: moved as bytes.
+  HostTensor f16 = HostTensor::random({10, 3}, 83, 0, 0, DType::F16);
+  ExpectAgree(r, "embedding", {}, {HostTensor::ids(DType::I64, {9}, 84, 0, 10), f16}, DType::F16,
+              {9, 3});
+  EXPECT_EQ(r.device_errors().kind, 0);
+}
+
+TEST(CudaKernels, EmbeddingRecordsTheFirstBadIdAndReadsNothingOutside) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor table = rnd({10, 4}, 91);
+  HostTensor ids = HostTensor::ids(DType::I32, {6}, 92, 0, 10);
+  static_cast<int32_t*>(ids.data())[2] = 12;
+  static_cast<int32_t*>(ids.data())[4] = -1;
+  testing::Comparison c = r.compare("embedding", {}, {ids, table}, DType::F32, {6, 4});
+  EXPECT_TRUE(IsError(c.cpu, ErrorCode::OutOfRange, {"ids[2] = 12"}));
+  EXPECT_TRUE(c.cuda.ok()) << c.cuda.to_string();
+  EXPECT_TRUE(IsError(device_error_status(r.device_errors()), ErrorCode::OutOfRange,
+                      {"ids[2] = 12", "10 rows"}));
+  for (int col = 0; col < 4; ++col) {
+    EXPECT_EQ(c.cuda_out.f()[2 * 4 + col], 0.0f);
+    EXPECT_EQ(c.cuda_out.f()[4 * 4 + col], 0.0f);
+    EXPECT_EQ(c.cuda_out.f()[0 * 4 + col],
+              table.f()[static_cast<int32_t*>(ids.data())[0] * 4 + col]);
+  }
+}
+
+TEST(CudaKernels, DataMovementMatchesTheCpuForEveryElementSize) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 101;
+  for (DType dt : {DType::F32, DType::F16, DType::I64, DType::I32, DType::BF16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    HostTensor x = HostTensor::random({2, 3, 5}, seed++, -1.0f, 1.0f, dt);
+    ExpectAgree(r, "reshape", {}, {x}, dt, {6, 5});
+    ExpectAgree(r, "permute", attrs_of({{"dims", std::vector<int64_t>{2, 0, 1}}}), {x}, dt,
+                {5, 2, 3});
+    ExpectAgree(r, "transpose", attrs_of({{"dim0", int64_t{0}}, {"dim1", int64_t{-1}}}), {x}, dt,
+                {5, 3, 2});
+    HostTensor y = HostTensor::random({2, 4, 5}, seed++, -1.0f, 1.0f, dt);
+    HostTensor z = HostTensor::random({2, 1, 5}, seed++, -1.0f, 1.0f, dt);
+    ExpectAgree(r, "concat", attrs_of({{"dim", int64_t{1}}}), {x, y, z}, dt, {2, 8, 5});
+    ExpectAgree(r, "concat", attrs_of({{"dim", int64_t{-1}}}), {x, x}, dt, {2, 3, 10});
+    ExpectAgree(r, "slice",
+                attrs_of({{"dim", int64_t{2}}, {"start", int64_t{-4}}, {"end", int64_t{4}}}),
+                {x}, dt, {2, 3, 3});
+    ExpectAgree(r, "slice", attrs_of({{"dim", int64_t{1}}, {"start", int64_t{1}}}), {x}, dt,
+                {2, 2, 5});
+  }
+}
+
+TEST(CudaKernels, BadOperandsAreRejectedBeforeAnythingRuns) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  Result<CudaKernelFn> add = find_cuda_kernel("add");
+  Result<CudaKernelFn> matmul = find_cuda_kernel("matmul");
+  ASSERT_TRUE(add.ok() && matmul.ok());
+  TensorView a = r.upload(rnd({2, 3}, 111));
+  TensorView b = r.upload(rnd({4}, 112));
+  TensorView out = r.device_output(DType::F32, {2, 3});
+  HostTensor before = r.download(out);
+  auto call = [&](CudaKernelFn fn, std::vector<TensorView> in, std::vector<TensorView> o) {
+    return fn(r.ctx(), {}, in, o);
+  };
+  EXPECT_TRUE(IsError(call(*add, {a, b}, {out}), ErrorCode::InvalidArgument,
+                      {"add", "do not broadcast"}));
+  EXPECT_TRUE(IsError(call(*matmul, {a, b}, {out}), ErrorCode::InvalidArgument,
+                      {"matmul", "inner dims differ"}));
+  EXPECT_TRUE(IsError(call(*add, {a}, {out}), ErrorCode::InvalidArgument, {"got 1 inputs"}));
+  HostTensor host = rnd({2, 3}, 113);
+  EXPECT_TRUE(IsError(call(*add, {a, host.view()}, {out}), ErrorCode::InvalidArgument,
+                      {"b is on cpu", "CUDA kernel"}));
+  TensorView half = r.upload(HostTensor::random({2, 3}, 114, 0, 0, DType::F16));
+  EXPECT_TRUE(IsError(call(*add, {a, half}, {out}), ErrorCode::NotSupported,
+                      {"f16", "the CUDA kernel supports f32"}));
+  TensorView wrong_out = r.device_output(DType::F32, {3, 2});
+  EXPECT_TRUE(IsError(call(*add, {a, a}, {wrong_out}), ErrorCode::InvalidArgument,
+                      {"output is f32 [3, 2], expected f32 [2, 3]"}));
+  TensorView strided = a;
+  strided.strides = Shape{1, 2};
+  EXPECT_TRUE(IsError(call(*add, {strided, a}, {out}), ErrorCode::InvalidArgument,
+                      {"the CUDA kernel needs contiguous"}));
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  TensorView elsewhere = a;
+  elsewhere.device = Device::cuda(device + 1);
+  EXPECT_TRUE(IsError(call(*add, {elsewhere, a}, {out}), ErrorCode::InvalidArgument,
+                      {"current device"}));
+  ASSERT_TRUE(r.synchronize().ok());
+  EXPECT_TRUE(testing::same_bytes(r.download(out), before)) << "a rejected call wrote its output";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(CudaKernels, GemmsWithoutAHandleOrScratchFailCleanly) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  TensorView x = r.upload(rnd({2, 4}, 121));
+  TensorView w = r.upload(rnd({3, 4}, 122));
+  TensorView out = r.device_output(DType::F32, {2, 3});
+  CudaKernelContext no_blas = r.ctx();
+  no_blas.cublas = nullptr;
+  Result<CudaKernelFn> linear = find_cuda_kernel("linear");
+  ASSERT_TRUE(linear.ok());
+  std::vector<TensorView> in{x, w};
+  std::vector<TensorView> o{out};
+  EXPECT_TRUE(IsError((*linear)(no_blas, {}, in, o), ErrorCode::InvalidArgument, {"cuBLAS"}));
+  CudaKernelContext no_temp = r.ctx();
+  no_temp.temp = nullptr;
+  Result<CudaKernelFn> sdpa = find_cuda_kernel("scaled_dot_product_attention");
+  ASSERT_TRUE(sdpa.ok());
+  TensorView q = r.upload(rnd({1, 2, 4}, 123));
+  TensorView attn = r.device_output(DType::F32, {1, 2, 4});
+  std::vector<TensorView> qkv{q, q, q};
+  std::vector<TensorView> ao{attn};
+  EXPECT_TRUE(IsError((*sdpa)(no_temp, {}, qkv, ao), ErrorCode::InvalidArgument,
+                      {"temporary memory"}));
+}
+
+TEST(CudaKernels, Tf32IsOffByDefaultAndAnOptionTurnsItOn) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<CublasHandle> plain = CublasHandle::create();
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  cublasMath_t mode = CUBLAS_TF32_TENSOR_OP_MATH;
+  ASSERT_EQ(cublasGetMathMode(plain->get(), &mode), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(mode, CUBLAS_DEFAULT_MATH);
+  Result<bool> plain_tf32 = plain->allow_tf32();
+  ASSERT_TRUE(plain_tf32.ok());
+  EXPECT_FALSE(*plain_tf32);
+
+  CudaRunner r(CublasOptions{.allow_tf32 = true});
+  ASSERT_EQ(cublasGetMathMode(r.ctx().cublas, &mode), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(mode, CUBLAS_TF32_TENSOR_OP_MATH);
+  Result<bool> tf32 = r.cublas().allow_tf32();
+  ASSERT_TRUE(tf32.ok());
+  EXPECT_TRUE(*tf32);
+  // A large GEMM with TF32 stays within 1e-2 of the f32 CPU result.
+  HostTensor x = rnd({512, 1024}, 131);
+  HostTensor w = rnd({768, 1024}, 132);
+  testing::Comparison c = r.compare("linear", {}, {x, w}, DType::F32, {512, 768});
+  ASSERT_TRUE(c.cpu.ok() && c.cuda.ok()) << c.cuda.to_string();
+  EXPECT_LT(c.error, 1e-2);
+
+  // Switching back gives full f32 again.
+  ASSERT_TRUE(r.cublas().set_allow_tf32(false).ok());
+  ASSERT_EQ(cublasGetMathMode(r.ctx().cublas, &mode), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(mode, CUBLAS_DEFAULT_MATH);
+  testing::Comparison full = r.compare("linear", {}, {x, w}, DType::F32, {512, 768});
+  EXPECT_LT(full.error, kTolerance);
+}
+
+}  // namespace
+}  // namespace planrt::kernels::cuda
