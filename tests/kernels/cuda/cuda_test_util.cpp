@@ -121,6 +121,11 @@ TensorView CudaRunner::upload(const HostTensor& t) {
   buffers_.emplace_back(t.nbytes());
   void* p = buffers_.back().get();
   EXPECT_EQ(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  // cudaMemcpy from pageable memory may return before its DMA lands, and kernels run on a
+  // non-blocking stream that does not wait for the legacy stream: without this, an
+  // output's NaN fill could land after a fast kernel (the no-keys attention memset) and
+  // fail the comparison — seen once on an H200.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   int device = 0;
   EXPECT_EQ(cudaGetDevice(&device), cudaSuccess);
   return TensorView::contiguous(p, t.dtype(), t.shape(), Device::cuda(device));
