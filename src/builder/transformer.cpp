@@ -45,10 +45,33 @@ Status check_options(const TransformerOptions& o) {
   return {};
 }
 
-Result<ir::Backend> partition_backend(std::string_view partition) {
-  if (partition == "cpu") return ir::Backend::Cpu;
-  if (partition == "cuda") return ir::Backend::Cuda;
-  return invalid(fmt::format("transformer: unknown partition '{}' (accepted: cpu, cuda)", partition));
+// How the template's nodes are split into segments (builder.h TransformerOptions::partition).
+enum class Segmenting { None, PerBlock, PerOp };
+
+struct Partition {
+  ir::Backend backend = ir::Backend::Cpu;
+  Segmenting segmenting = Segmenting::None;
+};
+
+Result<Partition> parse_partition(std::string_view partition) {
+  if (partition == "cpu") return Partition{ir::Backend::Cpu, Segmenting::None};
+  if (partition == "cuda") return Partition{ir::Backend::Cuda, Segmenting::None};
+  if (partition == "cuda-per-block") return Partition{ir::Backend::Cuda, Segmenting::PerBlock};
+  if (partition == "cuda-per-op") return Partition{ir::Backend::Cuda, Segmenting::PerOp};
+  return invalid(fmt::format("transformer: unknown partition '{}' (accepted: cpu, cuda, "
+                             "cuda-per-block, cuda-per-op)", partition));
+}
+
+// Names the segment of every node: "block{i}" for the nodes of block i, or "op{n}" for
+// node n. The partitioner makes one segment per name (src/builder/partition.h).
+void name_segments(ir::Method& method, Segmenting segmenting,
+                   const std::vector<size_t>& block_begin) {
+  if (segmenting == Segmenting::None) return;
+  for (size_t n = 0, block = 0; n < method.nodes.size(); ++n) {
+    while (block + 1 < block_begin.size() && block_begin[block + 1] <= n) ++block;
+    method.nodes[n].segment =
+        segmenting == Segmenting::PerOp ? fmt::format("op{}", n) : fmt::format("block{}", block);
+  }
 }
 
 // Appends nodes and declares their weights, naming values "blocks.{i}.<what>".
@@ -136,22 +159,25 @@ Result<RandomWeights> parse_random(std::string_view spec) {
 
 Result<Model> make_transformer(const TransformerOptions& o) {
   PLANRT_RETURN_IF_ERROR(check_options(o));
-  PLANRT_ASSIGN_OR_RETURN(ir::Backend backend, partition_backend(o.partition));
+  PLANRT_ASSIGN_OR_RETURN(Partition partition, parse_partition(o.partition));
   auto model = std::make_unique<ir::Model>();
   ir::Method& m = model->methods.emplace_back();
   m.name = "forward";
-  m.backend = backend;
+  m.backend = partition.backend;
   m.dims = {{"S", 1, o.max_seq}};
   m.inputs = {{"x", {DType::F32, {Dim::fixed(1), Dim::named(0), Dim::fixed(o.d_model)}}}};
   m.outputs = {"y"};
   GraphMaker g(*model, m);
   std::string x = "x";
+  std::vector<size_t> block_begin;  // the first node of each block
   for (int64_t i = 0; i < o.layers; ++i) {
+    block_begin.push_back(m.nodes.size());
     std::string y = i + 1 == o.layers ? "y" : fmt::format("blocks.{}.out", i);
     int64_t ffn = o.ffn_per_block.empty() ? o.ffn : o.ffn_per_block[i];
     add_block(g, o, i, ffn, x, y);
     x = y;
   }
+  name_segments(m, partition.segmenting, block_begin);
   PLANRT_RETURN_IF_ERROR(ir::check_model(*model).with_context("transformer"));
   if (o.weights.starts_with("random:")) {
     PLANRT_ASSIGN_OR_RETURN(RandomWeights spec, parse_random(o.weights));

@@ -93,7 +93,10 @@ struct TransformerOptions {
   // "random:SEED" (normal, std 0.02; layer-norm weights 1, biases 0) or a path to a
   // .safetensors file holding every weight by name.
   std::string weights = "random:0";
-  // "cpu": every node on the cpu backend; "cuda": one cuda segment for all nodes.
+  // "cpu": every node on the cpu backend; "cuda": one cuda segment for all nodes;
+  // "cuda-per-block": one cuda segment per block ("block0", "block1", ...); "cuda-per-op":
+  // one cuda segment per node ("op0", "op1", ...: a model of many delegates). Values
+  // crossing cuda segments are planned on cuda:0; only x and y are copied to/from the host.
   std::string partition = "cpu";
   WeightProgressFn progress;
 };
