@@ -206,7 +206,7 @@ TEST(Transformer, RejectsBadOptions) {
   EXPECT_ERROR_CONTAINS(make_transformer(o), "ffn_per_block[0] must be > 0");
   o = small(1);
   o.partition = "tpu";
-  EXPECT_ERROR_CONTAINS(make_transformer(o), "unknown partition 'tpu' (accepted: cpu, cuda)");
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "unknown partition 'tpu' (accepted: cpu, cuda, cuda-per-block, cuda-per-op)");
   o = small(1);
   o.weights = "random:abc";
   EXPECT_ERROR_CONTAINS(make_transformer(o), "expected random:SEED");

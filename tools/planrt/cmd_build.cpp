@@ -1,9 +1,11 @@
 // planrt build MODEL.json -o OUT.prog
 // planrt build --template transformer [--layers N] ... -o OUT.prog
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.h"
 #include "format_bytes.h"
@@ -63,9 +65,11 @@ int run_build(const BuildArgs& args) {
       return report_usage_error(fmt::format(
           "--ffn '{}' must be a positive integer or a comma-separated list of them", args.ffn));
     }
-    if (args.partition != "cpu" && args.partition != "cuda") {
-      return report_usage_error(
-          fmt::format("--partition '{}' is not one of: cpu, cuda", args.partition));
+    constexpr std::string_view kPartitions[] = {"cpu", "cuda", "cuda-per-block", "cuda-per-op"};
+    if (std::find(std::begin(kPartitions), std::end(kPartitions), args.partition) ==
+        std::end(kPartitions)) {
+      return report_usage_error(fmt::format("--partition '{}' is not one of: {}", args.partition,
+                                            fmt::join(kPartitions, ", ")));
     }
     if (args.weights.starts_with("random:") && !is_seed(args.weights.substr(7))) {
       return report_usage_error(fmt::format(

@@ -34,7 +34,7 @@ int run_cli(int argc, char** argv) {
   build_cmd->add_option("--ffn", build.ffn, "Template: MLP width, or one per block as a comma-separated list");
   build_cmd->add_option("--max-seq", build.max_seq, "Template: maximum sequence length (dim S)")->check(CLI::PositiveNumber);
   build_cmd->add_option("--weights", build.weights, "Template: random:SEED or PATH.safetensors");
-  build_cmd->add_option("--partition", build.partition, "Template: cpu (one cpu segment) or cuda");
+  build_cmd->add_option("--partition", build.partition, "Template: cpu, cuda (one cuda segment), cuda-per-block or cuda-per-op");
   build_cmd->add_flag("--no-reuse", build.no_reuse, "Plan without reusing memory (debugging)");
   build_cmd->add_flag("--external-weights", build.external_weights,
                       "Write weights to OUT.safetensors beside the program instead of inside it");
