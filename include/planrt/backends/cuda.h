@@ -1,0 +1,65 @@
+// The `cuda` backend (DESIGN §5, §7): runs a method's delegate segments (a nested Graph of
+// Kernel instructions, docs/program-format.md) with planrt's CUDA kernels. Available only in
+// builds with CUDA (PLANRT_HAVE_CUDA is defined); nothing here includes a CUDA header.
+//
+//   planrt::register_cuda_backend();             // once, before loading a program
+//   Program p = *Program::load("model.prog");
+//   Method m = *p.load_method("forward_cuda");    // segments with backend "cuda" init here
+//
+// What a segment does:
+// - init: resolves every op of the graph to its CUDA kernel (NotFound naming op, node and
+//   segment), parses attributes once, uploads the constants (weights) the graph reads to the
+//   segment's device, acquires the device's warm pool (§5), creates a cuBLAS handle (TF32
+//   off unless the compile spec or load option "allow_tf32" is "true") and a stream.
+//   Weights are uploaded once per (device, program constant) and shared by every segment
+//   and method that reads them, in all programs alive in the process; they are freed when
+//   the last segment using them is destroyed (so when the program's last method goes).
+//   The cache is keyed by the constant's host bytes (address and size) in the program's
+//   mapping, which stays valid as long as any method of that program exists.
+// - execute: binds the named dims from the operands, allocates the graph's Temporary
+//   values (and its scratch, when the graph plans one) from the warm pool on the stream
+//   just before their first use and frees them stream-ordered after their last, and
+//   enqueues every kernel in order.
+//   Streams: with a caller stream, everything is enqueued on it and nothing synchronizes
+//   (the caller orders its own copies). With a null stream (what the runtime passes today)
+//   the segment runs on a stream it owns, which first waits for the legacy default stream
+//   (where the runtime's synchronous host-to-device copies run: a pageable cudaMemcpy may
+//   return before its DMA lands) and is synchronized before execute returns, so the
+//   runtime's device-to-host copy right after reads finished outputs. That synchronize is
+//   also where a data-dependent kernel error (an embedding id out of range) is read back
+//   and returned as the CPU kernel's OutOfRange; with a caller stream such an error gives
+//   rows of zeros and is not reported.
+// - destroy: releases the stream, cuBLAS handle, pool handle and the weight references.
+//
+// Options (compile specs of the program/segment, then load-time options for "cuda", a
+// later key wins): "allow_tf32" = "true" | "false" (default false). Other keys are ignored.
+//
+// Errors are Status values naming the segment, and for a kernel the step, op and node;
+// nothing aborts or throws. Thread safety: register_cuda_backend and cuda_backend_stats may
+// be called from any thread; segments follow the runtime's rule (one execute per handle at
+// a time, distinct handles concurrently).
+#pragma once
+
+#include <cstdint>
+
+#include "planrt/core/result.h"
+
+namespace planrt {
+
+// Registers planrt's CUDA allocator (register_cuda_allocator, planrt/platform/cuda.h) and
+// the backend under the name "cuda". Idempotent: a second call is ok. InvalidArgument when
+// another backend is already registered as "cuda" (or another allocator for CUDA). Works
+// on a machine without a GPU: loading a CUDA method then fails with an error naming the
+// device, and host methods are unaffected.
+Status register_cuda_backend();
+
+// Counters of the process's `cuda` backend (for tests and memory reports).
+struct CudaBackendStats {
+  int64_t live_segments = 0;          // initialized and not yet destroyed handles
+  int64_t weight_uploads = 0;         // constants uploaded to a device, since process start
+  int64_t resident_weights = 0;       // constants on devices now (all devices)
+  uint64_t resident_weight_bytes = 0; // their bytes
+};
+CudaBackendStats cuda_backend_stats();
+
+}  // namespace planrt

@@ -1,0 +1,594 @@
+// The `cuda` backend: see include/planrt/backends/cuda.h for the behaviour and contract.
+#include "planrt/backends/cuda.h"
+
+#include <cuda_runtime.h>
+#include <flatbuffers/flatbuffers.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/cuda/cuda_kernel.h"
+#include "kernels/kernel.h"
+#include "planrt/core/log.h"
+#include "planrt/format/program_generated.h"
+#include "planrt/platform/cuda.h"
+#include "planrt/runtime/backend.h"
+#include "platform/cuda/cuda_allocator.h"
+#include "platform/cuda/cuda_status.h"
+#include "platform/cuda/device_guard.h"
+#include "platform/cuda/pool.h"
+#include "platform/cuda/stream.h"
+#include "runtime/fb_convert.h"
+#include "runtime/op_attrs.h"
+
+namespace planrt {
+namespace {
+
+using kernels::cuda::CudaDeviceError;
+using kernels::cuda::CudaKernelContext;
+using kernels::cuda::CudaKernelFn;
+using runtime_detail::str;
+
+constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+
+std::atomic<int64_t> g_live_segments{0};
+
+// ---------------------------------------------------------------- weight cache
+
+// One constant resident on one device, shared by every segment reading it.
+struct WeightKey {
+  int device;
+  const uint8_t* host;
+  size_t nbytes;
+  friend bool operator<(const WeightKey& a, const WeightKey& b) {
+    return std::tie(a.device, a.host, a.nbytes) < std::tie(b.device, b.host, b.nbytes);
+  }
+};
+
+struct WeightEntry {
+  void* device_ptr = nullptr;
+  int64_t refs = 0;
+};
+
+class WeightCache {
+ public:
+  // The device copy of `host` (nbytes > 0), uploading it on first use; one more reference.
+  Result<void*> acquire(int device, std::span<const uint8_t> host, std::string_view name) {
+    std::lock_guard lock(mu_);
+    WeightKey key{device, host.data(), host.size()};
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      ++it->second.refs;
+      return it->second.device_ptr;
+    }
+    cuda::CudaAllocator& alloc = cuda::cuda_allocator();
+    Device d = Device::cuda(device);
+    Result<void*> p = alloc.allocate(host.size(), d);
+    if (!p.ok()) {
+      return p.status().with_context(fmt::format("uploading constant '{}' ({} bytes)", name, host.size()));
+    }
+    Status s = alloc.copy_host_to_device(*p, host.data(), host.size(), d);
+    if (!s.ok()) {
+      alloc.deallocate(*p, host.size(), d);
+      return s.with_context(fmt::format("uploading constant '{}' ({} bytes)", name, host.size()));
+    }
+    entries_[key] = WeightEntry{*p, 1};
+    ++uploads_;
+    resident_bytes_ += host.size();
+    return *p;
+  }
+
+  void release(int device, const uint8_t* host, size_t nbytes) {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(WeightKey{device, host, nbytes});
+    if (it == entries_.end()) return;
+    if (--it->second.refs > 0) return;
+    // cudaFree waits for the device, so work still reading the weight finishes first.
+    cuda::cuda_allocator().deallocate(it->second.device_ptr, nbytes, Device::cuda(device));
+    resident_bytes_ -= nbytes;
+    entries_.erase(it);
+  }
+
+  void stats(CudaBackendStats& out) {
+    std::lock_guard lock(mu_);
+    out.weight_uploads = uploads_;
+    out.resident_weights = static_cast<int64_t>(entries_.size());
+    out.resident_weight_bytes = resident_bytes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<WeightKey, WeightEntry> entries_;
+  int64_t uploads_ = 0;
+  uint64_t resident_bytes_ = 0;
+};
+
+WeightCache& weight_cache() {
+  static WeightCache* cache = new WeightCache();  // never destroyed: handles may outlive statics
+  return *cache;
+}
+
+// ---------------------------------------------------------------- per-segment state
+
+// The kernels' per-call scratch, served by the warm pool.
+class PoolTempMemory final : public kernels::cuda::CudaTempMemory {
+ public:
+  explicit PoolTempMemory(cuda::PoolHandle* pool) : pool_(pool) {}
+  Result<void*> allocate(size_t bytes, cudaStream_t stream) override {
+    return pool_->allocate(bytes, stream);
+  }
+  Status deallocate(void* ptr, size_t, cudaStream_t stream) override {
+    return pool_->deallocate(ptr, stream);
+  }
+
+ private:
+  cuda::PoolHandle* pool_;
+};
+
+struct GraphValue {
+  std::string name;
+  fb::ValueKind kind = fb::ValueKind::Temporary;
+  DType dtype = DType::F32;
+  std::vector<DimRef> shape;
+  uint64_t offset = 0;           // Planned: into the per-call scratch
+  uint32_t constant = 0;         // Constant: the program's constant index
+  bool operand = false;          // a graph input or output: memory comes from the caller
+  // Constant: the device copy and the cache key.
+  void* weight = nullptr;
+  const uint8_t* weight_host = nullptr;
+  size_t weight_bytes = 0;
+};
+
+struct GraphStep {
+  std::string op;
+  std::string node;
+  CudaKernelFn fn = nullptr;
+  kernels::OpAttrs attrs;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  std::vector<uint32_t> allocate_before;  // Temporaries first used by this step
+  std::vector<uint32_t> free_after;       // Temporaries last used by this step
+};
+
+struct Segment {
+  std::string name;
+  int device = 0;
+  std::vector<DimSpec> dims;
+  std::vector<GraphValue> values;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  std::vector<GraphStep> steps;
+  uint64_t scratch_bytes = 0;
+  bool has_planned = false;
+
+  cuda::PoolHandle pool;
+  std::unique_ptr<PoolTempMemory> temp;
+  kernels::cuda::CublasHandle cublas;
+  cuda::Stream stream;          // used when the caller gives none
+  cuda::Event legacy_done;      // the legacy default stream's work, waited for on `stream`
+  CudaDeviceError* device_errors = nullptr;  // device memory (cudaMalloc)
+
+  // Per-call state, reused (execute never runs twice at once on one handle).
+  std::vector<int64_t> bound;
+  std::vector<TensorView> views;
+  std::vector<TensorView> in, out;
+
+  std::string step_name(size_t k) const {
+    const GraphStep& s = steps[k];
+    return fmt::format("segment '{}' step {} (op '{}', node '{}')", name, k, s.op, s.node);
+  }
+
+  ~Segment() {
+    if (!stream.empty()) {
+      Status s = stream.synchronize();
+      if (!s.ok()) PLANRT_LOG_ERROR("segment '{}': {}", name, s.to_string());
+    }
+    if (device_errors != nullptr) {
+      cuda::cuda_allocator().deallocate(device_errors, sizeof(CudaDeviceError), Device::cuda(device));
+    }
+    for (const GraphValue& v : values) {
+      if (v.weight != nullptr) weight_cache().release(device, v.weight_host, v.weight_bytes);
+    }
+  }
+};
+
+Result<bool> parse_bool(std::string_view key, std::string_view value) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  return make_error(ErrorCode::InvalidArgument, "option '{}' must be \"true\" or \"false\", not \"{}\"",
+                    key, value);
+}
+
+Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendInitContext& ctx) {
+  flatbuffers::Verifier verifier(blob.data(), blob.size());
+  if (blob.empty() || !verifier.VerifyBuffer<fb::Graph>(nullptr)) {
+    return make_error(ErrorCode::InvalidProgram, "segment '{}': the blob is not a Graph", seg.name);
+  }
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(blob.data());
+  seg.scratch_bytes = graph->scratch_bytes();
+  size_t n = runtime_detail::size_of(graph->values());
+  auto check_id = [&](uint32_t id, std::string_view what, bool optional) -> Status {
+    if (optional && id == kNoValue) return {};
+    if (id >= n) {
+      return make_error(ErrorCode::InvalidProgram, "segment '{}': {} is value {}, but the graph has {}",
+                        seg.name, what, id, n);
+    }
+    return {};
+  };
+  if (graph->values() != nullptr) {
+    for (const fb::Value* v : *graph->values()) {
+      GraphValue gv;
+      gv.name = std::string(str(v->name()));
+      gv.kind = v->kind();
+      gv.dtype = runtime_detail::to_dtype(v->dtype());
+      gv.shape = runtime_detail::to_dim_refs(v->shape());
+      gv.offset = v->offset();
+      gv.constant = v->constant();
+      for (const DimRef& r : gv.shape) {
+        if (!r.is_static() && static_cast<size_t>(r.dim) >= seg.dims.size()) {
+          return make_error(ErrorCode::InvalidProgram,
+                            "segment '{}': value '{}' refers to dim {}, but the method has {}",
+                            seg.name, gv.name, r.dim, seg.dims.size());
+        }
+      }
+      if (gv.kind == fb::ValueKind::Constant && v->constant() >= ctx.num_constants) {
+        return make_error(ErrorCode::InvalidProgram,
+                          "segment '{}': value '{}' is constant {}, but the program has {}",
+                          seg.name, gv.name, v->constant(), ctx.num_constants);
+      }
+      if (gv.kind == fb::ValueKind::Planned) seg.has_planned = true;
+      seg.values.push_back(std::move(gv));
+    }
+  }
+  if (graph->inputs() != nullptr) seg.inputs.assign(graph->inputs()->begin(), graph->inputs()->end());
+  if (graph->outputs() != nullptr) seg.outputs.assign(graph->outputs()->begin(), graph->outputs()->end());
+  for (uint32_t id : seg.inputs) PLANRT_RETURN_IF_ERROR(check_id(id, "a graph input", false));
+  for (uint32_t id : seg.outputs) PLANRT_RETURN_IF_ERROR(check_id(id, "a graph output", false));
+  for (uint32_t id : seg.inputs) seg.values[id].operand = true;
+  for (uint32_t id : seg.outputs) seg.values[id].operand = true;
+  if (graph->instructions() != nullptr) {
+    size_t k = 0;
+    for (const fb::Instruction* ins : *graph->instructions()) {
+      GraphStep step;
+      step.op = std::string(str(ins->op()));
+      step.node = std::string(str(ins->node()));
+      std::string where =
+          fmt::format("segment '{}' step {} (op '{}', node '{}')", seg.name, k, step.op, step.node);
+      if (ins->kind() != fb::InstructionKind::Kernel) {
+        return make_error(ErrorCode::InvalidProgram, "{}: only Kernel instructions may appear in a "
+                          "cuda segment", where);
+      }
+      Result<CudaKernelFn> fn = kernels::cuda::find_cuda_kernel(step.op);
+      const kernels::OpInfo* info = kernels::find_op(step.op);
+      if (!fn.ok() || info == nullptr) {
+        return make_error(ErrorCode::NotFound, "{}: unknown op '{}' (no CUDA kernel)", where, step.op);
+      }
+      step.fn = *fn;
+      Result<kernels::OpAttrs> attrs = runtime_detail::parse_op_attrs(*ins);
+      if (!attrs.ok()) return attrs.status().with_context(where);
+      step.attrs = std::move(attrs).value();
+      if (ins->inputs() != nullptr) step.inputs.assign(ins->inputs()->begin(), ins->inputs()->end());
+      if (ins->outputs() != nullptr) step.outputs.assign(ins->outputs()->begin(), ins->outputs()->end());
+      auto n_in = static_cast<int>(step.inputs.size());
+      auto n_out = static_cast<int>(step.outputs.size());
+      if (n_in < info->min_inputs || (info->max_inputs >= 0 && n_in > info->max_inputs) ||
+          n_out != info->num_outputs) {
+        return make_error(ErrorCode::InvalidProgram,
+                          "{}: {} inputs and {} outputs; op '{}' takes {}..{} inputs and {} outputs",
+                          where, n_in, n_out, step.op, info->min_inputs, info->max_inputs,
+                          info->num_outputs);
+      }
+      for (uint32_t id : step.inputs) PLANRT_RETURN_IF_ERROR(check_id(id, where + " input", true));
+      for (uint32_t id : step.outputs) {
+        PLANRT_RETURN_IF_ERROR(check_id(id, where + " output", false));
+        if (seg.values[id].kind == fb::ValueKind::Constant) {
+          return make_error(ErrorCode::InvalidProgram, "{} writes constant '{}'", where,
+                            seg.values[id].name);
+        }
+      }
+      seg.steps.push_back(std::move(step));
+      ++k;
+    }
+  }
+  // Lifetimes of the Temporaries: allocated before the first step touching them, freed
+  // after the last (stream-ordered, so the pool reuses the block for later ones).
+  std::vector<int64_t> first(n, -1), last(n, -1);
+  for (size_t k = 0; k < seg.steps.size(); ++k) {
+    for (const auto* ids : {&seg.steps[k].inputs, &seg.steps[k].outputs}) {
+      for (uint32_t id : *ids) {
+        if (id == kNoValue) continue;
+        if (first[id] < 0) first[id] = static_cast<int64_t>(k);
+        last[id] = static_cast<int64_t>(k);
+      }
+    }
+  }
+  for (size_t id = 0; id < n; ++id) {
+    const GraphValue& v = seg.values[id];
+    if (v.operand || v.kind != fb::ValueKind::Temporary || first[id] < 0) continue;
+    seg.steps[static_cast<size_t>(first[id])].allocate_before.push_back(static_cast<uint32_t>(id));
+    seg.steps[static_cast<size_t>(last[id])].free_after.push_back(static_cast<uint32_t>(id));
+  }
+  return {};
+}
+
+// Device resources: weights, pool, cuBLAS, stream, error record. `seg.device` is current.
+Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32) {
+  std::string where = fmt::format("segment '{}' on cuda:{}", seg.name, seg.device);
+  PLANRT_ASSIGN_OR_RETURN(seg.pool, cuda::PoolHandle::acquire(seg.device));
+  seg.temp = std::make_unique<PoolTempMemory>(&seg.pool);
+  Result<kernels::cuda::CublasHandle> cublas =
+      kernels::cuda::CublasHandle::create(kernels::cuda::CublasOptions{allow_tf32});
+  if (!cublas.ok()) return cublas.status().with_context(where);
+  seg.cublas = std::move(cublas).value();
+  PLANRT_ASSIGN_OR_RETURN(seg.stream, cuda::Stream::create(seg.device));
+  PLANRT_ASSIGN_OR_RETURN(seg.legacy_done, cuda::Event::create(seg.device));
+  PLANRT_ASSIGN_OR_RETURN(void* err, cuda::cuda_allocator().allocate(sizeof(CudaDeviceError),
+                                                                     Device::cuda(seg.device)));
+  seg.device_errors = static_cast<CudaDeviceError*>(err);
+  PLANRT_CUDA_RETURN_IF_ERROR(cudaMemset(seg.device_errors, 0, sizeof(CudaDeviceError)),
+                              where + ": clearing the error record", seg.device);
+  // Weights this graph reads: once per device and program constant (the cache).
+  for (GraphValue& v : seg.values) {
+    if (v.kind != fb::ValueKind::Constant) continue;
+    Result<ConstantRef> c = ctx.constant(v.constant);
+    if (!c.ok()) return c.status().with_context(fmt::format("{}: value '{}'", where, v.name));
+    Result<Shape> shape = concrete_shape(v.shape, {}, seg.dims);
+    if (!shape.ok() || c->dtype != v.dtype || !(*shape == c->shape) ||
+        c->data.size() != static_cast<size_t>(c->shape.numel()) * element_size(c->dtype)) {
+      return make_error(ErrorCode::InvalidProgram,
+                        "{}: value '{}' ({} {}) does not match constant {} '{}' ({} {}, {} bytes)",
+                        where, v.name, dtype_name(v.dtype), shape_string(v.shape, seg.dims),
+                        v.constant, c->name, dtype_name(c->dtype), c->shape.to_string(),
+                        c->data.size());
+    }
+    if (c->data.empty()) continue;
+    Result<void*> p = weight_cache().acquire(seg.device, c->data, c->name);
+    if (!p.ok()) return p.status().with_context(where);
+    v.weight = *p;
+    v.weight_host = c->data.data();
+    v.weight_bytes = c->data.size();
+  }
+  return {};
+}
+
+class CudaBackend final : public Backend {
+ public:
+  Result<BackendHandle> init(std::span<const uint8_t> blob,
+                             std::span<const BackendOption> compile_specs,
+                             const BackendInitContext& context) override;
+  Status execute(BackendHandle handle, std::span<const TensorView> inputs,
+                 std::span<const TensorView> outputs, void* stream) override;
+  void destroy(BackendHandle handle) override;
+};
+
+Result<BackendHandle> CudaBackend::init(std::span<const uint8_t> blob,
+                                        std::span<const BackendOption> compile_specs,
+                                        const BackendInitContext& context) {
+  auto seg = std::make_unique<Segment>();
+  seg->name = std::string(context.segment_name);
+  if (context.device.type != DeviceType::CUDA) {
+    return make_error(ErrorCode::InvalidArgument, "segment '{}': the cuda backend runs on CUDA "
+                      "devices, not {}", seg->name, to_string(context.device));
+  }
+  seg->device = context.device.index;
+  seg->dims.assign(context.dims.begin(), context.dims.end());
+  bool allow_tf32 = false;
+  for (const auto& list : {compile_specs, context.options}) {
+    for (const BackendOption& o : list) {
+      if (o.key != "allow_tf32") continue;
+      Result<bool> b = parse_bool(o.key, o.value);
+      if (!b.ok()) return b.status().with_context(fmt::format("segment '{}'", seg->name));
+      allow_tf32 = *b;
+    }
+  }
+  // Everything that needs no device first: a bad graph or an unknown op is reported the
+  // same with or without a GPU.
+  PLANRT_RETURN_IF_ERROR(parse_graph(*seg, blob, context));
+
+  std::string where = fmt::format("segment '{}' on cuda:{}", seg->name, seg->device);
+  Status dev = cuda::check_cuda_device(seg->device);
+  if (!dev.ok()) return dev.with_context(where);
+  Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(seg->device);
+  if (!guard.ok()) return guard.status().with_context(where);
+  // From here the Segment's destructor gives back whatever was taken.
+  Status s = init_device(*seg, context, allow_tf32);
+  if (!s.ok()) return s.with_context(where);
+  seg->bound.assign(seg->dims.size(), -1);
+  seg->views.resize(seg->values.size());
+  ++g_live_segments;
+  return static_cast<BackendHandle>(seg.release());
+}
+
+// Frees what `live` holds, stream-ordered; the first error wins over none.
+Status free_all(Segment& seg, std::vector<std::pair<uint32_t, void*>>& live, cudaStream_t stream) {
+  Status first;
+  for (auto& [id, p] : live) {
+    if (p == nullptr) continue;
+    Status s = seg.pool.deallocate(p, stream);
+    if (!s.ok() && first.ok()) first = s;
+    p = nullptr;
+  }
+  live.clear();
+  return first;
+}
+
+Status check_operands(const Segment& seg, std::span<const TensorView> views,
+                      const std::vector<uint32_t>& ids, std::string_view what,
+                      std::span<int64_t> bound) {
+  for (size_t i = 0; i < views.size(); ++i) {
+    const TensorView& t = views[i];
+    const GraphValue& v = seg.values[ids[i]];
+    std::string name = fmt::format("segment '{}' {} {} '{}'", seg.name, what, i, v.name);
+    if (t.nbytes() != 0 && (t.device != Device::cuda(seg.device) || !t.is_contiguous())) {
+      return make_error(ErrorCode::InvalidArgument, "{} must be contiguous memory on cuda:{} (got {})",
+                        name, seg.device, to_string(t.device));
+    }
+    if (t.dtype != v.dtype) {
+      return make_error(ErrorCode::InvalidArgument, "{} is {}, expected {}", name,
+                        dtype_name(t.dtype), dtype_name(v.dtype));
+    }
+    PLANRT_RETURN_IF_ERROR(bind_dims(v.shape, t.sizes, seg.dims, name, bound));
+  }
+  return {};
+}
+
+Status run(Segment& seg, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+           cudaStream_t stream, std::vector<std::pair<uint32_t, void*>>& live) {
+  std::fill(seg.bound.begin(), seg.bound.end(), -1);
+  PLANRT_RETURN_IF_ERROR(check_operands(seg, inputs, seg.inputs, "input", seg.bound));
+  PLANRT_RETURN_IF_ERROR(check_operands(seg, outputs, seg.outputs, "output", seg.bound));
+  Device device = Device::cuda(seg.device);
+  // Shapes of every value; operands and constants get their memory now, Temporaries when
+  // their first step comes.
+  for (size_t id = 0; id < seg.values.size(); ++id) {
+    const GraphValue& v = seg.values[id];
+    Result<Shape> shape = concrete_shape(v.shape, seg.bound, seg.dims);
+    if (!shape.ok()) {
+      return shape.status().with_context(fmt::format("segment '{}': value '{}'", seg.name, v.name));
+    }
+    void* data = v.kind == fb::ValueKind::Constant ? v.weight : nullptr;
+    seg.views[id] = TensorView::contiguous(data, v.dtype, *shape, device);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) seg.views[seg.inputs[i]].data = inputs[i].data;
+  for (size_t i = 0; i < outputs.size(); ++i) seg.views[seg.outputs[i]].data = outputs[i].data;
+  if (seg.has_planned && seg.scratch_bytes != 0) {
+    Result<void*> scratch = seg.pool.allocate(seg.scratch_bytes, stream);
+    if (!scratch.ok()) {
+      return scratch.status().with_context(fmt::format("segment '{}': scratch", seg.name));
+    }
+    live.emplace_back(kNoValue, *scratch);
+    for (size_t id = 0; id < seg.values.size(); ++id) {
+      const GraphValue& v = seg.values[id];
+      if (v.kind == fb::ValueKind::Planned && !v.operand) {
+        seg.views[id].data = static_cast<uint8_t*>(*scratch) + v.offset;
+      }
+    }
+  }
+  CudaKernelContext ctx;
+  ctx.stream = stream;
+  ctx.cublas = seg.cublas.get();
+  ctx.temp = seg.temp.get();
+  ctx.device_errors = seg.device_errors;
+  for (size_t k = 0; k < seg.steps.size(); ++k) {
+    const GraphStep& s = seg.steps[k];
+    for (uint32_t id : s.allocate_before) {
+      size_t nbytes = seg.views[id].nbytes();
+      if (nbytes == 0) continue;
+      Result<void*> p = seg.pool.allocate(nbytes, stream);
+      if (!p.ok()) {
+        return p.status().with_context(
+            fmt::format("{}: temporary '{}'", seg.step_name(k), seg.values[id].name));
+      }
+      live.emplace_back(id, *p);
+      seg.views[id].data = *p;
+    }
+    seg.in.clear();
+    seg.out.clear();
+    for (uint32_t id : s.inputs) seg.in.push_back(id == kNoValue ? TensorView::none() : seg.views[id]);
+    for (uint32_t id : s.outputs) seg.out.push_back(seg.views[id]);
+    Status st = s.fn(ctx, s.attrs, seg.in, seg.out);
+    if (!st.ok()) return st.with_context(seg.step_name(k));
+    for (uint32_t id : s.free_after) {
+      for (auto& [lid, p] : live) {
+        if (lid != id || p == nullptr) continue;
+        Status fs = seg.pool.deallocate(p, stream);
+        p = nullptr;
+        if (!fs.ok()) {
+          return fs.with_context(
+              fmt::format("{}: freeing temporary '{}'", seg.step_name(k), seg.values[id].name));
+        }
+      }
+    }
+  }
+  return {};
+}
+
+Status CudaBackend::execute(BackendHandle handle, std::span<const TensorView> inputs,
+                            std::span<const TensorView> outputs, void* stream) {
+  auto* seg = static_cast<Segment*>(handle);
+  if (seg == nullptr) return make_error(ErrorCode::InvalidArgument, "cuda backend: null handle");
+  if (inputs.size() != seg->inputs.size() || outputs.size() != seg->outputs.size()) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "segment '{}' takes {} inputs and {} outputs, got {} and {}", seg->name,
+                      seg->inputs.size(), seg->outputs.size(), inputs.size(), outputs.size());
+  }
+  Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(seg->device);
+  if (!guard.ok()) return guard.status().with_context(fmt::format("segment '{}'", seg->name));
+  bool own = stream == nullptr;
+  cudaStream_t s = own ? seg->stream.get() : static_cast<cudaStream_t>(stream);
+  std::string where = fmt::format("segment '{}'", seg->name);
+  if (own) {
+    // The runtime's host-to-device copies are cudaMemcpy on the legacy default stream; a
+    // pageable one may return before its DMA lands, and our stream is non-blocking.
+    Status r = seg->legacy_done.record(cudaStreamLegacy);
+    if (r.ok()) r = seg->legacy_done.wait_on(s);
+    if (!r.ok()) return r.with_context(where + ": waiting for the default stream");
+  }
+  std::vector<std::pair<uint32_t, void*>> live;
+  live.reserve(seg->values.size() + 1);
+  Status status = run(*seg, inputs, outputs, s, live);
+  Status freed = free_all(*seg, live, s);
+  if (status.ok() && !freed.ok()) status = freed.with_context(where + ": freeing temporaries");
+  if (!own) return status;
+  // The runtime copies outputs to the host right after (cudaMemcpy on the legacy stream,
+  // which does not wait for a non-blocking stream): finish here. This is also where a
+  // data-dependent kernel error becomes visible.
+  CudaDeviceError record;
+  cudaError_t err = cudaMemcpyAsync(&record, seg->device_errors, sizeof(record),
+                                    cudaMemcpyDeviceToHost, s);
+  Status synced = seg->stream.synchronize();
+  if (!status.ok()) return status;
+  if (!synced.ok()) return synced.with_context(where);
+  if (err != cudaSuccess) {
+    return cuda::cuda_error(err, where + ": reading the kernels' error record", seg->device);
+  }
+  if (record.kind != 0) {
+    (void)cudaMemset(seg->device_errors, 0, sizeof(CudaDeviceError));
+    return kernels::cuda::device_error_status(record).with_context(where);
+  }
+  return {};
+}
+
+void CudaBackend::destroy(BackendHandle handle) {
+  if (handle == nullptr) return;
+  auto* seg = static_cast<Segment*>(handle);
+  Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(seg->device);
+  if (!guard.ok()) PLANRT_LOG_ERROR("segment '{}': {}", seg->name, guard.status().to_string());
+  delete seg;
+  --g_live_segments;
+}
+
+CudaBackend& the_backend() {
+  static CudaBackend* backend = new CudaBackend();  // never destroyed: Methods may outlive statics
+  return *backend;
+}
+
+}  // namespace
+
+Status register_cuda_backend() {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  PLANRT_RETURN_IF_ERROR(register_cuda_allocator());
+  Backend* current = get_backend("cuda");
+  if (current == &the_backend()) return {};
+  if (current != nullptr) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "cannot register the cuda backend: another backend is registered as "
+                      "\"cuda\"; unregister it first");
+  }
+  return register_backend("cuda", &the_backend());
+}
+
+CudaBackendStats cuda_backend_stats() {
+  CudaBackendStats s;
+  s.live_segments = g_live_segments.load();
+  weight_cache().stats(s);
+  return s;
+}
+
+}  // namespace planrt

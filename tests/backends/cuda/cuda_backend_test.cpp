@@ -1,0 +1,345 @@
+// The `cuda` backend on a GPU (issue 3, item 4): programs from the builder run their cuda
+// segments with the CUDA kernels and match the CPU methods; the reference's device-placement
+// test; weights uploaded once per device and shared; temporaries from the warm pool.
+// Every test skips without a GPU (and fails instead with PLANRT_REQUIRE_GPU=1).
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planrt/backends/cuda.h"
+#include "planrt/builder/builder.h"
+#include "planrt/platform/cuda.h"
+#include "planrt/runtime/backend.h"
+#include "planrt/runtime/program.h"
+#include "support/gpu.h"
+
+namespace planrt {
+namespace {
+
+std::string data_path(const std::string& name) {
+  const char* env = std::getenv("PLANRT_TEST_DATA");
+  std::filesystem::path data =
+      env != nullptr ? std::filesystem::path(env)
+                     : std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "data";
+  return (data / "models" / name).string();
+}
+
+Result<Program> load_model(Result<builder::Model> model) {
+  if (!model.ok()) return model.status();
+  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(*model));
+  PLANRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, built.serialize());
+  return Program::load_bytes(std::move(bytes));
+}
+
+Result<Program> two_methods() { return load_model(builder::read_model_json(data_path("two_methods.json"))); }
+
+builder::TransformerOptions small_transformer(const std::string& partition) {
+  builder::TransformerOptions o;
+  o.layers = 2;
+  o.d_model = 128;
+  o.heads = 4;
+  o.ffn = 256;
+  o.max_seq = 64;
+  o.weights = "random:7";
+  o.partition = partition;
+  return o;
+}
+
+std::vector<float> make_input(int64_t n, float phase) {
+  std::vector<float> x(static_cast<size_t>(n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i) + phase);
+  return x;
+}
+
+Result<std::vector<float>> run(Method& m, std::vector<float>& x, Shape shape) {
+  TensorView in = TensorView::contiguous(x.data(), DType::F32, shape);
+  PLANRT_ASSIGN_OR_RETURN(std::vector<Tensor> out, m.execute({&in, 1}));
+  if (out.size() != 1) return make_error(ErrorCode::Internal, "{} outputs", out.size());
+  auto v = out[0].values<float>();
+  return std::vector<float>(v.begin(), v.end());
+}
+
+// ||out - ref|| / ||ref||; NaN never passes (the comparison with a NaN is false).
+double relative_error(const std::vector<float>& out, const std::vector<float>& ref) {
+  if (out.size() != ref.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    double d = static_cast<double>(out[i]) - ref[i];
+    num += d * d;
+    den += static_cast<double>(ref[i]) * ref[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// Bytes in use on the current device (cudaMemGetInfo: total - free).
+int64_t device_used() {
+  size_t free_b = 0, total_b = 0;
+  EXPECT_EQ(cudaMemGetInfo(&free_b, &total_b), cudaSuccess);
+  return static_cast<int64_t>(total_b) - static_cast<int64_t>(free_b);
+}
+
+constexpr int64_t kMiB = 1 << 20;
+
+class CudaBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing_support::visible_gpu_count() < 1) return;
+    ASSERT_TRUE(register_cuda_backend().ok());
+    ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // the context exists before any measurement
+  }
+  // Loads and runs the cuda path once so lazily loaded kernel modules and cuBLAS state do
+  // not count in later memory figures.
+  void warm_up() {
+    Result<Program> p = two_methods();
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    Result<Method> m = p->load_method("forward_cuda");
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    std::vector<float> x = make_input(3 * 64, 0.f);
+    ASSERT_TRUE(run(*m, x, {1, 3, 64}).ok());
+    Result<Program> t = load_model(builder::make_transformer(small_transformer("cuda")));
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    Result<Method> f = t->load_method("forward");
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    std::vector<float> y = make_input(4 * 128, 0.f);
+    ASSERT_TRUE(run(*f, y, {1, 4, 128}).ok());
+  }
+};
+
+TEST_F(CudaBackendTest, RegisterIsIdempotentAndRegistersTheAllocator) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  ASSERT_TRUE(register_cuda_backend().ok());
+  EXPECT_NE(get_backend("cuda"), nullptr);
+  EXPECT_NE(get_device_allocator(DeviceType::CUDA), nullptr);
+  EXPECT_TRUE(register_cuda_allocator().ok());
+}
+
+TEST_F(CudaBackendTest, TwoMethodsCudaMatchesCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> p = two_methods();
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  Result<Method> host = p->load_method("forward");
+  Result<Method> dev = p->load_method("forward_cuda");
+  ASSERT_TRUE(host.ok()) << host.status().to_string();
+  ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+  for (int64_t s : {1, 5, 256, 17}) {
+    std::vector<float> x = make_input(s * 64, static_cast<float>(s));
+    Result<std::vector<float>> want = run(*host, x, {1, s, 64});
+    Result<std::vector<float>> got = run(*dev, x, {1, s, 64});
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_LT(relative_error(*got, *want), 1e-5) << "S=" << s;
+  }
+}
+
+TEST_F(CudaBackendTest, TransformerPartitionCudaMatchesCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> cpu = load_model(builder::make_transformer(small_transformer("cpu")));
+  Result<Program> gpu = load_model(builder::make_transformer(small_transformer("cuda")));
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
+  Result<Method> a = cpu->load_method("forward");
+  Result<Method> b = gpu->load_method("forward");
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  for (int64_t s : {1, 16, 64}) {
+    std::vector<float> x = make_input(s * 128, 0.5f);
+    Result<std::vector<float>> want = run(*a, x, {1, s, 128});
+    Result<std::vector<float>> got = run(*b, x, {1, s, 128});
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_LT(relative_error(*got, *want), 1e-5) << "S=" << s;
+  }
+}
+
+TEST_F(CudaBackendTest, AllowTf32OptionIsParsed) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> p = two_methods();
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  LoadMethodOptions bad;
+  bad.backend_options["cuda"] = {BackendOption{"allow_tf32", "maybe"}};
+  Result<Method> refused = p->load_method("forward_cuda", bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(refused.status().message().find("allow_tf32"), std::string::npos) << refused.status().message();
+
+  LoadMethodOptions tf32;
+  tf32.backend_options["cuda"] = {BackendOption{"allow_tf32", "true"}};
+  Result<Method> host = p->load_method("forward");
+  Result<Method> dev = p->load_method("forward_cuda", tf32);
+  ASSERT_TRUE(host.ok() && dev.ok()) << dev.status().to_string();
+  std::vector<float> x = make_input(8 * 64, 1.f);
+  Result<std::vector<float>> want = run(*host, x, {1, 8, 64});
+  Result<std::vector<float>> got = run(*dev, x, {1, 8, 64});
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_LT(relative_error(*got, *want), 1e-2);
+}
+
+// The reference's device-placement test (issue 3).
+TEST_F(CudaBackendTest, DevicePlacementOfTheTwoMethodProgram) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  warm_up();
+  int64_t before = device_used();
+  std::vector<float> want_cuda;
+  {
+    Result<Program> p = two_methods();
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    Result<MethodMeta> meta = p->method_meta("forward_cuda");
+    ASSERT_TRUE(meta.ok());
+    auto planned = static_cast<int64_t>(meta->planned_bytes_on(Device::cuda(0)));
+    ASSERT_GT(planned, 0);
+    EXPECT_EQ(device_used(), before) << "Program::load takes no device memory";
+
+    Result<Method> host = p->load_method("forward");
+    ASSERT_TRUE(host.ok()) << host.status().to_string();
+    EXPECT_EQ(device_used(), before) << "loading the host method takes no device memory";
+
+    int64_t before_cuda = device_used();
+    Result<Method> dev = p->load_method("forward_cuda");
+    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+    EXPECT_GE(device_used() - before_cuda, planned * 9 / 10)
+        << "the CUDA method's planned device bytes (" << planned << ") are allocated at load";
+
+    const int64_t s = 7;
+    std::vector<float> x = make_input(s * 64, 0.25f);
+    Result<std::vector<float>> want = run(*host, x, {1, s, 64});
+    Result<std::vector<float>> got = run(*dev, x, {1, s, 64});
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_LT(relative_error(*got, *want), 1e-5);
+    want_cuda = *got;
+
+    // The host method in between (other inputs) leaves the CUDA method's results unchanged.
+    std::vector<float> other = make_input(200 * 64, 3.f);
+    ASSERT_TRUE(run(*host, other, {1, 200, 64}).ok());
+    Result<std::vector<float>> again = run(*dev, x, {1, s, 64});
+    ASSERT_TRUE(again.ok()) << again.status().to_string();
+    EXPECT_EQ(*again, want_cuda);
+    Result<std::vector<float>> host_again = run(*host, x, {1, s, 64});
+    ASSERT_TRUE(host_again.ok());
+    EXPECT_EQ(*host_again, *want);
+  }
+  // Releasing the program (and its methods) gives the memory back.
+  EXPECT_LE(device_used() - before, 2 * kMiB);
+  Result<CudaPoolStats> stats = cuda_pool_stats(Device::cuda(0));
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->users, 0);
+  EXPECT_EQ(stats->reserved_bytes, 0u);
+}
+
+// One big weight read by two CUDA methods (and twice by a method loaded twice): uploaded
+// once, resident while any reader lives, freed with the last.
+constexpr const char* kSharedWeights = R"({
+  "format": "planrt-model/1",
+  "weights": {"random": {"seed": 3, "std": 0.02}},
+  "constants": {
+    "w": {"dtype": "f32", "shape": [4096, 4096]},
+    "b": {"dtype": "f32", "shape": [4096], "init": "zeros"}
+  },
+  "methods": [
+    {"name": "a", "backend": "cuda", "dims": {"S": {"min": 1, "max": 8}},
+     "inputs": [{"name": "x", "dtype": "f32", "shape": [1, "S", 4096]}], "outputs": ["y"],
+     "nodes": [{"op": "linear", "inputs": ["x", "w", "b"], "outputs": ["y"]}]},
+    {"name": "b", "backend": "cuda", "dims": {"S": {"min": 1, "max": 8}},
+     "inputs": [{"name": "x", "dtype": "f32", "shape": [1, "S", 4096]}], "outputs": ["y"],
+     "nodes": [{"op": "linear", "inputs": ["x", "w", "b"], "outputs": ["h"]},
+               {"op": "relu", "inputs": ["h"], "outputs": ["y"]}]},
+    {"name": "c", "backend": "cpu", "dims": {"S": {"min": 1, "max": 8}},
+     "inputs": [{"name": "x", "dtype": "f32", "shape": [1, "S", 4096]}], "outputs": ["y"],
+     "nodes": [{"op": "linear", "inputs": ["x", "w", "b"], "outputs": ["h"]},
+               {"op": "relu", "inputs": ["h"], "outputs": ["y"]}]}
+  ]
+})";
+
+TEST_F(CudaBackendTest, WeightsAreUploadedOncePerDeviceAndShared) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  warm_up();
+  const int64_t weight_bytes = 4096 * 4096 * 4 + 4096 * 4;
+  CudaBackendStats s0 = cuda_backend_stats();
+  int64_t before = device_used();
+  {
+    Result<Program> p = load_model(builder::parse_model_json(kSharedWeights));
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    Result<Method> a = p->load_method("a");
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    int64_t after_a = device_used();
+    EXPECT_GE(after_a - before, weight_bytes);
+    CudaBackendStats s1 = cuda_backend_stats();
+    EXPECT_EQ(s1.weight_uploads - s0.weight_uploads, 2);
+    EXPECT_EQ(s1.resident_weight_bytes - s0.resident_weight_bytes, static_cast<uint64_t>(weight_bytes));
+
+    Result<Method> b = p->load_method("b");
+    Result<Method> a2 = p->load_method("a");
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    ASSERT_TRUE(a2.ok()) << a2.status().to_string();
+    EXPECT_LT(device_used() - after_a, weight_bytes / 4) << "the weights were uploaded again";
+    CudaBackendStats s2 = cuda_backend_stats();
+    EXPECT_EQ(s2.weight_uploads, s1.weight_uploads);
+    EXPECT_EQ(s2.live_segments - s0.live_segments, 3);
+
+    Result<Method> c = p->load_method("c");
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    std::vector<float> x = make_input(3 * 4096, 0.1f);
+    Result<std::vector<float>> want = run(*c, x, {1, 3, 4096});
+    Result<std::vector<float>> got = run(*b, x, {1, 3, 4096});
+    ASSERT_TRUE(want.ok() && got.ok()) << got.status().to_string();
+    EXPECT_LT(relative_error(*got, *want), 1e-5);
+
+    // Dropping two of three readers keeps the weights.
+    *a = std::move(*c);
+    *b = std::move(*a2);
+    EXPECT_EQ(cuda_backend_stats().resident_weight_bytes - s0.resident_weight_bytes,
+              static_cast<uint64_t>(weight_bytes));
+  }
+  CudaBackendStats s3 = cuda_backend_stats();
+  EXPECT_EQ(s3.resident_weight_bytes, s0.resident_weight_bytes);
+  EXPECT_EQ(s3.live_segments, s0.live_segments);
+  EXPECT_LE(device_used() - before, 2 * kMiB);
+}
+
+TEST_F(CudaBackendTest, TemporariesComeFromTheWarmPoolAndAreFreedEachCall) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> p = load_model(builder::make_transformer(small_transformer("cuda")));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  Result<Method> m = p->load_method("forward");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  Result<CudaPoolStats> s0 = cuda_pool_stats(Device::cuda(0));
+  ASSERT_TRUE(s0.ok());
+  EXPECT_TRUE(s0->pool_created);
+  EXPECT_TRUE(s0->private_pool);
+  EXPECT_GE(s0->users, 1);
+  std::vector<float> x = make_input(32 * 128, 0.f);
+  ASSERT_TRUE(run(*m, x, {1, 32, 128}).ok());
+  Result<CudaPoolStats> s1 = cuda_pool_stats(Device::cuda(0));
+  ASSERT_TRUE(s1.ok());
+  EXPECT_GT(s1->allocations, s0->allocations);
+  EXPECT_EQ(s1->allocations - s0->allocations, s1->frees - s0->frees);
+  EXPECT_EQ(s1->used_bytes, s0->used_bytes);
+  EXPECT_GT(s1->used_high_bytes, 0u);
+  // Warm: the second call reserves nothing new.
+  ASSERT_TRUE(run(*m, x, {1, 32, 128}).ok());
+  Result<CudaPoolStats> s2 = cuda_pool_stats(Device::cuda(0));
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ(s2->reserved_bytes, s1->reserved_bytes);
+}
+
+TEST_F(CudaBackendTest, InputOutOfBoundsIsAnErrorAndTheMethodKeepsWorking) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> p = two_methods();
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  Result<Method> dev = p->load_method("forward_cuda");
+  ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+  std::vector<float> big = make_input(300 * 64, 0.f);
+  EXPECT_FALSE(run(*dev, big, {1, 300, 64}).ok());
+  std::vector<float> x = make_input(4 * 64, 0.f);
+  EXPECT_TRUE(run(*dev, x, {1, 4, 64}).ok());
+}
+
+}  // namespace
+}  // namespace planrt
