@@ -16,9 +16,15 @@ planrt="$build_dir/tools/planrt"
 out=${PLANRT_DEMO_DIR:-out/demo}
 mkdir -p "$out"
 
-# The CUDA backend arrives with the CUDA issue; until then the demo runs on the CPU.
+# On the GPU when the build has CUDA and a GPU is visible, on the CPU otherwise.
 partition=cpu
-echo "== demo: device cpu (partition $partition)"
+device="cpu (no GPU visible, or built without CUDA)"
+if grep -q "PLANRT_HAVE_CUDA_CACHED:INTERNAL=ON" "$build_dir/CMakeCache.txt" 2>/dev/null &&
+   command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  partition=cuda
+  device="GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+fi
+echo "== demo: running on $device (partition $partition)"
 
 echo "== planrt build --template transformer --layers 2 --d-model 512 --heads 8 --ffn 2048 --max-seq 2048"
 "$planrt" build --template transformer --layers 2 --d-model 512 --heads 8 --ffn 2048 \

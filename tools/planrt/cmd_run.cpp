@@ -18,6 +18,9 @@
 #include "format_bytes.h"
 #include "format/npy.h"
 #include "planrt/runtime/program.h"
+#ifdef PLANRT_HAVE_CUDA
+#include "planrt/backends/cuda.h"
+#endif
 #include "progress.h"
 #include "random_inputs.h"
 
@@ -160,6 +163,11 @@ int run_run(const RunArgs& args) {
     dim_values[kv->first] = value;
   }
 
+#ifdef PLANRT_HAVE_CUDA
+  // CUDA methods need the cuda backend and allocator; on a machine without a GPU this
+  // still registers, and loading a CUDA method then says the device is missing.
+  if (Status s = register_cuda_backend(); !s.ok()) return report_error(s);
+#endif
   Result<Program> program = Program::load(args.program);
   if (!program.ok()) return report_error(program.status());
   Result<std::string> method_name = pick_method(*program, args.method);
