@@ -30,6 +30,11 @@ function(planrt_test name dir)
   target_compile_options(${name} PRIVATE ${PLANRT_WARNINGS})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_link_libraries(${name} PRIVATE ${ARGN} planrt_test_support GTest::gtest GTest::gtest_main)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-                       PROPERTIES ENVIRONMENT "PLANRT_TEST_DATA=${PROJECT_SOURCE_DIR}/tests/data")
+  set(props ENVIRONMENT "PLANRT_TEST_DATA=${PROJECT_SOURCE_DIR}/tests/data")
+  if(name MATCHES "cuda")
+    # GPU tests read device-wide memory figures (cudaMemGetInfo): no other test process
+    # may allocate on the GPU beside them (two failed that way under ctest -j6).
+    list(APPEND props RUN_SERIAL TRUE)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()
