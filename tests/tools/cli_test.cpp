@@ -311,6 +311,22 @@ TEST_F(CliTest, NothingOnStderrWhenItIsNotATerminal) {
   EXPECT_EQ(r.err, "");
 }
 
+// On a terminal, work that takes more than a second draws a progress bar. `script` gives
+// the CLI a pseudo-terminal; 24 blocks of d512 random weights (300 MB) take seconds.
+TEST_F(CliTest, ProgressBarIsDrawnOnATerminalForLongWork) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "util-linux 'script' is not installed (needed for a pseudo-terminal)";
+  }
+  std::string inner = std::string(PLANRT_CLI_PATH) +
+                      " build --template transformer --layers 24 --max-seq 16 -o " +
+                      path("big.prog");
+  std::string cmd = "script -qec '" + inner + "' /dev/null > " + path("tty.txt") + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(path("tty.txt"));
+  std::string tty = slurp(path("tty.txt"));
+  EXPECT_NE(tty.find("generating weights ["), std::string::npos) << tty;
+  EXPECT_NE(tty.find("100%"), std::string::npos) << tty;
+}
+
 TEST_F(CliTest, PlanrtLogLevelComesFromTheEnvironment) {
   std::string prog = build_small_program();
   CommandResult info = planrt_env("PLANRT_LOG=info", "inspect " + prog);
