@@ -5,12 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-./scripts/deps.sh
-
+# PLANRT_SKIP_BUILD=1 uses the CLI already in PLANRT_BUILD_DIR (a build carried to a GPU
+# machine that cannot install packages).
 build_dir=${PLANRT_BUILD_DIR:-build/release}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLANRT_BUILD_TESTS=OFF \
-  -DPLANRT_CUDA="${PLANRT_CUDA:-AUTO}"
-cmake --build "$build_dir" -j "$(nproc)" --target planrt_cli
+if [ "${PLANRT_SKIP_BUILD:-0}" != "1" ]; then
+  ./scripts/deps.sh
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLANRT_BUILD_TESTS=OFF \
+    -DPLANRT_CUDA="${PLANRT_CUDA:-AUTO}"
+  cmake --build "$build_dir" -j "$(nproc)" --target planrt_cli
+fi
 
 planrt="$build_dir/tools/planrt"
 out=${PLANRT_DEMO_DIR:-out/demo}
@@ -19,7 +22,7 @@ mkdir -p "$out"
 # On the GPU when the build has CUDA and a GPU is visible, on the CPU otherwise.
 partition=cpu
 device="cpu (no GPU visible, or built without CUDA)"
-if grep -q "PLANRT_HAVE_CUDA_CACHED:INTERNAL=ON" "$build_dir/CMakeCache.txt" 2>/dev/null &&
+if "$planrt" --version | grep -q "with CUDA" &&
    command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   partition=cuda
   device="GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"

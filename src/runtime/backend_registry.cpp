@@ -18,6 +18,8 @@ Registry& registry() {
 
 }  // namespace
 
+Status Backend::finish(BackendHandle) { return {}; }
+
 Status Backend::set_option(std::string_view key, std::string_view) {
   return make_error(ErrorCode::NotSupported, "this backend has no option '{}'", key);
 }

@@ -46,6 +46,32 @@ class DelegateSlot {
   bool owned_ = true;
 };
 
+// One stream of the method on one device (DeviceAllocator::create_stream), destroyed with
+// the method after its queued work has finished.
+class MethodStream {
+ public:
+  MethodStream(Device device, DeviceAllocator* allocator, void* handle)
+      : device_(device), allocator_(allocator), handle_(handle) {}
+  MethodStream(MethodStream&& o) noexcept
+      : pending(o.pending), device_(o.device_), allocator_(o.allocator_),
+        handle_(std::exchange(o.handle_, nullptr)) {}
+  MethodStream& operator=(MethodStream&&) = delete;
+  MethodStream(const MethodStream&) = delete;
+  ~MethodStream();
+
+  Device device() const { return device_; }
+  DeviceAllocator* allocator() const { return allocator_; }
+  void* handle() const { return handle_; }
+  Status synchronize() const { return allocator_->synchronize(handle_, device_); }
+
+  bool pending = false;  // work was enqueued since the last synchronize
+
+ private:
+  Device device_;
+  DeviceAllocator* allocator_;
+  void* handle_;
+};
+
 enum class CopyKind { HostToHost, HostToDevice, DeviceToHost, DeviceToDevice };
 
 struct Step {
@@ -60,10 +86,16 @@ struct Step {
   // Delegate: index into Method::Impl::delegates
   size_t delegate = 0;
   std::string segment_name;
+  Device segment_device;
   // Copy
   CopyKind copy = CopyKind::HostToHost;
   DeviceAllocator* copy_allocator = nullptr;
   Device copy_device;
+  // The method stream this step's device work goes on (index into Method::Impl::streams);
+  // -1: host work, which first waits for every stream with pending work.
+  int stream = -1;
+  // A copy between two devices also waits for the source device's stream (-1: none).
+  int wait_stream = -1;
   // Operand views, refilled on each run (no allocation on the hot path).
   std::vector<TensorView> in_views;
   std::vector<TensorView> out_views;
@@ -82,6 +114,12 @@ struct Method::Impl {
   // After `arenas`, so handles are destroyed while the memory they saw still exists.
   std::vector<DelegateSlot> delegates;
 
+  // Streams, one per non-host device the method's copies and segments use. Declared after
+  // the delegates and arenas so they are destroyed first, each waiting for its queued work.
+  std::vector<MethodStream> streams;
+  std::vector<bool> delegate_ran;  // per delegate, during a run
+  MethodRunStats stats;
+
   // State of the last run.
   std::vector<int64_t> bound;  // per named dim, -1 unbound
   std::vector<Shape> shapes;   // per value
@@ -90,6 +128,10 @@ struct Method::Impl {
   // The error prefix of step `index`.
   std::string where(size_t index) const;
   TensorView view_of(uint32_t id) const;
+  std::string delegate_segment_name(size_t delegate) const;
+  // Waits for every stream with pending work (counted in stats).
+  Status synchronize_pending();
+  Status synchronize(MethodStream& stream);
   // Runs with the arena lock held.
   Status run_locked(std::span<const TensorView> inputs);
   Status copy_out_locked(std::span<const TensorView> dst) const;

@@ -43,7 +43,10 @@ class Loader {
     // backend is reported before any arena exists.
     PLANRT_RETURN_IF_ERROR(place_arenas());
     PLANRT_RETURN_IF_ERROR(resolve_copy_allocators());
+    PLANRT_RETURN_IF_ERROR(create_streams());
     PLANRT_RETURN_IF_ERROR(init_delegates());
+    impl_.delegate_ran.assign(impl_.delegates.size(), false);
+    impl_.stats.streams = static_cast<int64_t>(impl_.streams.size());
     bind_value_memory();
     impl_.bound.assign(impl_.meta.dims.size(), -1);
     impl_.shapes.assign(impl_.values.size(), Shape());
@@ -270,6 +273,47 @@ class Loader {
     return {};
   }
 
+  // The method stream of `device` (created on first use); -1 for the host, and for a device
+  // whose allocator has no streams (its work is synchronous).
+  Result<int> stream_for(Device device) {
+    if (device.is_cpu()) return -1;
+    for (size_t i = 0; i < impl_.streams.size(); ++i) {
+      if (impl_.streams[i].device() == device) return static_cast<int>(i);
+    }
+    if (std::find(synchronous_.begin(), synchronous_.end(), device) != synchronous_.end()) return -1;
+    DeviceAllocator* allocator = get_device_allocator(device.type);
+    if (allocator == nullptr) return -1;  // nothing on it allocates: the backend reports it
+    Result<void*> handle = allocator->create_stream(device);
+    if (!handle.ok()) {
+      return handle.status().with_context(
+          fmt::format("method '{}': creating its stream on {}", name_, to_string(device)));
+    }
+    if (*handle == nullptr) {
+      synchronous_.push_back(device);
+      return -1;
+    }
+    impl_.streams.emplace_back(device, allocator, *handle);
+    return static_cast<int>(impl_.streams.size() - 1);
+  }
+
+  // Device work goes on the method's stream of its device: copies on the device they
+  // touch (a device-to-device copy on the destination's, after the source's), segments on
+  // their own.
+  Status create_streams() {
+    for (Step& step : impl_.steps) {
+      if (step.kind == fb::InstructionKind::Copy && step.copy != CopyKind::HostToHost) {
+        PLANRT_ASSIGN_OR_RETURN(step.stream, stream_for(step.copy_device));
+        Device src = impl_.values[step.inputs[0]].device;
+        if (step.copy == CopyKind::DeviceToDevice && src != step.copy_device) {
+          PLANRT_ASSIGN_OR_RETURN(step.wait_stream, stream_for(src));
+        }
+      } else if (step.kind == fb::InstructionKind::Delegate) {
+        PLANRT_ASSIGN_OR_RETURN(step.stream, stream_for(step.segment_device));
+      }
+    }
+    return {};
+  }
+
   Status load_delegate(size_t k, const fb::Instruction& ins, Step& step) {
     size_t num_segments = size_of(method_.segments());
     if (ins.segment() < 0 || static_cast<size_t>(ins.segment()) >= num_segments) {
@@ -281,6 +325,7 @@ class Loader {
     const fb::Segment& seg = *method_.segments()->Get(seg_index);
     Device device = to_device(seg.device());
     step.segment_name = std::string(str(seg.name()));
+    step.segment_device = device;
     for (const std::vector<uint32_t>* ids : {&step.inputs, &step.outputs}) {
       for (uint32_t id : *ids) {
         PLANRT_RETURN_IF_ERROR(check_operand(k, ins, id, ids == &step.outputs, false));
@@ -440,6 +485,7 @@ class Loader {
   const std::string& name_;
   std::map<uint32_t, size_t> segment_to_delegate_;
   std::vector<Pending> pending_;
+  std::vector<Device> synchronous_;  // devices whose allocator has no streams
 };
 
 }  // namespace

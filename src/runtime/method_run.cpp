@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "method_impl.h"
+#include "planrt/core/log.h"
 
 namespace planrt {
 
@@ -21,6 +22,13 @@ std::string Method::Impl::where(size_t index) const {
   }
 }
 
+std::string Method::Impl::delegate_segment_name(size_t delegate) const {
+  for (const Step& s : steps) {
+    if (s.kind == fb::InstructionKind::Delegate && s.delegate == delegate) return s.segment_name;
+  }
+  return "?";
+}
+
 TensorView Method::Impl::view_of(uint32_t id) const {
   if (id == format::kNoValue) return TensorView::none();
   const ValueSlot& v = values[id];
@@ -29,31 +37,70 @@ TensorView Method::Impl::view_of(uint32_t id) const {
 
 namespace {
 
-Status run_copy(const Step& step, const TensorView& src, const TensorView& dst) {
+// Device copies go on the step's stream (null for a synchronous device).
+Status run_copy(const Step& step, const TensorView& src, const TensorView& dst, void* stream) {
   if (!(src.sizes == dst.sizes)) {
     return make_error(ErrorCode::Internal, "copy from {} to {}", src.sizes.to_string(),
                       dst.sizes.to_string());
   }
   size_t n = src.nbytes();
   if (n == 0) return {};
+  DeviceAllocator* a = step.copy_allocator;
   switch (step.copy) {
     case CopyKind::HostToHost:
       std::memcpy(dst.data, src.data, n);
       return {};
     case CopyKind::HostToDevice:
-      return step.copy_allocator->copy_host_to_device(dst.data, src.data, n, step.copy_device);
+      return a->copy_host_to_device_async(dst.data, src.data, n, step.copy_device, stream);
     case CopyKind::DeviceToHost:
-      return step.copy_allocator->copy_device_to_host(dst.data, src.data, n, step.copy_device);
+      return a->copy_device_to_host_async(dst.data, src.data, n, step.copy_device, stream);
     case CopyKind::DeviceToDevice:
-      return step.copy_allocator->copy_device_to_device(dst.data, src.data, n, step.copy_device);
+      return a->copy_device_to_device_async(dst.data, src.data, n, step.copy_device, stream);
   }
   return make_error(ErrorCode::Internal, "unknown copy kind");
 }
 
 }  // namespace
 
+MethodStream::~MethodStream() {
+  if (handle_ == nullptr) return;
+  Status s = allocator_->synchronize(handle_, device_);
+  if (!s.ok()) PLANRT_LOG_ERROR("method stream on {}: {}", to_string(device_), s.to_string());
+  allocator_->destroy_stream(handle_, device_);
+}
+
+Status Method::Impl::synchronize(MethodStream& stream) {
+  if (!stream.pending) return {};
+  stream.pending = false;
+  ++stats.synchronizations;
+  ++stats.last_run_synchronizations;
+  Status s = stream.synchronize();
+  if (!s.ok()) {
+    return s.with_context(fmt::format("method '{}': waiting for its stream on {}", meta.name,
+                                      to_string(stream.device())));
+  }
+  return {};
+}
+
+Status Method::Impl::synchronize_pending() {
+  Status first;
+  for (MethodStream& stream : streams) {
+    Status s = synchronize(stream);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
 Status Method::Impl::run_locked(std::span<const TensorView> args) {
   has_run = false;
+  stats.last_run_synchronizations = 0;
+  // Whatever happens below, no queued work of this run outlives it: the next run (or the
+  // caller) may reuse the memory it touches.
+  struct Drain {
+    Method::Impl& impl;
+    ~Drain() { (void)impl.synchronize_pending(); }
+  } drain{*this};
+  std::fill(delegate_ran.begin(), delegate_ran.end(), false);
   if (args.size() != inputs.size()) {
     return make_error(ErrorCode::InvalidArgument, "method '{}' takes {} inputs, got {}", meta.name,
                       inputs.size(), args.size());
@@ -93,22 +140,49 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
     Step& s = steps[k];
     for (size_t i = 0; i < s.inputs.size(); ++i) s.in_views[i] = view_of(s.inputs[i]);
     for (size_t i = 0; i < s.outputs.size(); ++i) s.out_views[i] = view_of(s.outputs[i]);
+    // Host work reads what device work wrote: wait for it first. A copy between devices
+    // waits for the source device's stream.
     Status status;
+    if (s.stream < 0) {
+      status = synchronize_pending();
+    } else if (s.wait_stream >= 0) {
+      status = synchronize(streams[static_cast<size_t>(s.wait_stream)]);
+    }
+    if (!status.ok()) return status.with_context(where(k));
+    void* stream = nullptr;
+    if (s.stream >= 0) {
+      MethodStream& ms = streams[static_cast<size_t>(s.stream)];
+      stream = ms.handle();
+      ms.pending = true;
+    }
     switch (s.kind) {
       case fb::InstructionKind::Kernel:
         status = s.fn(s.attrs, s.in_views, s.out_views);
         break;
       case fb::InstructionKind::Copy:
-        status = run_copy(s, s.in_views[0], s.out_views[0]);
+        status = run_copy(s, s.in_views[0], s.out_views[0], stream);
         break;
       default: {
         const DelegateSlot& d = delegates[s.delegate];
-        status = d.backend()->execute(d.handle(), s.in_views, s.out_views, nullptr);
+        delegate_ran[s.delegate] = true;
+        status = d.backend()->execute(d.handle(), s.in_views, s.out_views, stream);
         break;
       }
     }
     if (!status.ok()) return status.with_context(where(k));
   }
+  // The end of a run: the host may read every output now, and segments report what only
+  // finished work reveals.
+  PLANRT_RETURN_IF_ERROR(synchronize_pending());
+  for (size_t i = 0; i < delegates.size(); ++i) {
+    if (!delegate_ran[i]) continue;
+    Status status = delegates[i].backend()->finish(delegates[i].handle());
+    if (!status.ok()) {
+      return status.with_context(fmt::format("method '{}': segment '{}'", meta.name,
+                                             delegate_segment_name(i)));
+    }
+  }
+  ++stats.runs;
   has_run = true;
   return {};
 }
@@ -176,6 +250,11 @@ Result<std::vector<TensorView>> Method::outputs() const {
   std::vector<TensorView> views;
   for (uint32_t id : impl_->outputs) views.push_back(impl_->view_of(id));
   return views;
+}
+
+MethodRunStats Method::run_stats() const {
+  std::lock_guard lock(impl_->arenas->run_mu);
+  return impl_->stats;
 }
 
 Status Method::copy_outputs_into(std::span<const TensorView> dst) const {

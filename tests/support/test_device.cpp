@@ -1,6 +1,8 @@
 #include "support/test_device.h"
 
 #include <cstring>
+#include <memory>
+#include <utility>
 
 #include "kernels/kernel.h"
 #include "planrt/format/program_generated.h"
@@ -12,7 +14,27 @@ namespace planrt::testing {
 
 // ---------------------------------------------------------------- TestDeviceAllocator
 
+void TestStream::enqueue(std::function<void()> work) {
+  std::lock_guard lock(mu_);
+  queue_.push_back(std::move(work));
+}
+
+void TestStream::drain() {
+  std::vector<std::function<void()>> work;
+  {
+    std::lock_guard lock(mu_);
+    work.swap(queue_);
+  }
+  for (auto& w : work) w();
+}
+
+size_t TestStream::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
 TestDeviceAllocator::~TestDeviceAllocator() {
+  for (TestStream* s : streams_) delete s;
   // Leaked device memory is a test failure elsewhere (counts); free it so ASan stays quiet.
   for (auto& [ptr, info] : live_) host_allocator().deallocate(const_cast<uint8_t*>(ptr), info.first, Device::cpu());
 }
@@ -79,13 +101,17 @@ Status TestDeviceAllocator::check_range(const void* p, size_t nbytes, Device dev
   return {};
 }
 
+void TestDeviceAllocator::count_copy(int64_t AllocatorCounts::*counter, size_t nbytes) {
+  std::lock_guard lock(mu_);
+  ++(counts_.*counter);
+  counts_.bytes_copied += static_cast<int64_t>(nbytes);
+}
+
 Status TestDeviceAllocator::copy_host_to_device(void* dst, const void* src, size_t nbytes,
                                                 Device device) {
   PLANRT_RETURN_IF_ERROR(check_range(dst, nbytes, device, "host-to-device destination"));
   std::memcpy(dst, src, nbytes);
-  std::lock_guard lock(mu_);
-  ++counts_.copies_h2d;
-  counts_.bytes_copied += static_cast<int64_t>(nbytes);
+  count_copy(&AllocatorCounts::copies_h2d, nbytes);
   return {};
 }
 
@@ -93,9 +119,7 @@ Status TestDeviceAllocator::copy_device_to_host(void* dst, const void* src, size
                                                 Device device) {
   PLANRT_RETURN_IF_ERROR(check_range(src, nbytes, device, "device-to-host source"));
   std::memcpy(dst, src, nbytes);
-  std::lock_guard lock(mu_);
-  ++counts_.copies_d2h;
-  counts_.bytes_copied += static_cast<int64_t>(nbytes);
+  count_copy(&AllocatorCounts::copies_d2h, nbytes);
   return {};
 }
 
@@ -104,9 +128,93 @@ Status TestDeviceAllocator::copy_device_to_device(void* dst, const void* src, si
   PLANRT_RETURN_IF_ERROR(check_range(src, nbytes, device, "device-to-device source"));
   PLANRT_RETURN_IF_ERROR(check_range(dst, nbytes, device, "device-to-device destination"));
   std::memmove(dst, src, nbytes);
+  count_copy(&AllocatorCounts::copies_d2d, nbytes);
+  return {};
+}
+
+Result<void*> TestDeviceAllocator::create_stream(Device device) {
+  if (device.type != type_) {
+    return make_error(ErrorCode::InvalidArgument, "test allocator: a stream on {}", to_string(device));
+  }
+  if (fail_next_stream_.exchange(false)) {
+    return make_error(ErrorCode::Internal, "test allocator: stream creation told to fail");
+  }
+  if (!use_streams_) return static_cast<void*>(nullptr);
+  auto* stream = new TestStream(device);
   std::lock_guard lock(mu_);
-  ++counts_.copies_d2d;
-  counts_.bytes_copied += static_cast<int64_t>(nbytes);
+  streams_.insert(stream);
+  ++counts_.streams_created;
+  return static_cast<void*>(stream);
+}
+
+TestStream* TestDeviceAllocator::live_stream(void* stream) {
+  std::lock_guard lock(mu_);
+  auto* s = static_cast<TestStream*>(stream);
+  if (streams_.count(s) == 0) {
+    ++counts_.bad_stream_uses;
+    return nullptr;
+  }
+  return s;
+}
+
+void TestDeviceAllocator::destroy_stream(void* stream, Device) {
+  if (stream == nullptr) return;
+  TestStream* s = live_stream(stream);
+  if (s == nullptr) return;
+  s->drain();  // queued work finishes, as on a real device
+  std::lock_guard lock(mu_);
+  streams_.erase(s);
+  ++counts_.streams_destroyed;
+  delete s;
+}
+
+Status TestDeviceAllocator::synchronize(void* stream, Device device) {
+  if (stream == nullptr) return {};
+  TestStream* s = live_stream(stream);
+  if (s == nullptr || s->device() != device) {
+    return make_error(ErrorCode::InvalidArgument, "test allocator: synchronize on a stream it "
+                      "does not own on {}", to_string(device));
+  }
+  s->drain();
+  std::lock_guard lock(mu_);
+  ++counts_.synchronizations;
+  return {};
+}
+
+Status TestDeviceAllocator::copy_host_to_device_async(void* dst, const void* src, size_t nbytes,
+                                                      Device device, void* stream) {
+  if (stream == nullptr) return copy_host_to_device(dst, src, nbytes, device);
+  TestStream* s = live_stream(stream);
+  if (s == nullptr) return make_error(ErrorCode::InvalidArgument, "test allocator: unknown stream");
+  PLANRT_RETURN_IF_ERROR(check_range(dst, nbytes, device, "host-to-device destination"));
+  // The source may be overwritten once the call returns: stage it now, land it later.
+  auto staged = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(src),
+                                                       static_cast<const uint8_t*>(src) + nbytes);
+  s->enqueue([dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
+  count_copy(&AllocatorCounts::copies_h2d, nbytes);
+  return {};
+}
+
+Status TestDeviceAllocator::copy_device_to_host_async(void* dst, const void* src, size_t nbytes,
+                                                      Device device, void* stream) {
+  if (stream == nullptr) return copy_device_to_host(dst, src, nbytes, device);
+  TestStream* s = live_stream(stream);
+  if (s == nullptr) return make_error(ErrorCode::InvalidArgument, "test allocator: unknown stream");
+  PLANRT_RETURN_IF_ERROR(check_range(src, nbytes, device, "device-to-host source"));
+  s->enqueue([dst, src, nbytes] { std::memcpy(dst, src, nbytes); });
+  count_copy(&AllocatorCounts::copies_d2h, nbytes);
+  return {};
+}
+
+Status TestDeviceAllocator::copy_device_to_device_async(void* dst, const void* src, size_t nbytes,
+                                                        Device device, void* stream) {
+  if (stream == nullptr) return copy_device_to_device(dst, src, nbytes, device);
+  TestStream* s = live_stream(stream);
+  if (s == nullptr) return make_error(ErrorCode::InvalidArgument, "test allocator: unknown stream");
+  PLANRT_RETURN_IF_ERROR(check_range(src, nbytes, device, "device-to-device source"));
+  PLANRT_RETURN_IF_ERROR(check_range(dst, nbytes, device, "device-to-device destination"));
+  s->enqueue([dst, src, nbytes] { std::memmove(dst, src, nbytes); });
+  count_copy(&AllocatorCounts::copies_d2d, nbytes);
   return {};
 }
 
@@ -157,7 +265,29 @@ struct GraphHandle {
   std::vector<uint32_t> outputs;
   std::vector<GraphStep> steps;
   uint64_t scratch_bytes = 0;
+  Status deferred;  // the first error of work run from a stream, for finish()
 };
+
+// One call's memory and views, kept alive until its kernels have run.
+struct PreparedCall {
+  DeviceBuffer scratch;
+  std::vector<DeviceBuffer> temporaries;
+  std::vector<TensorView> views;
+};
+
+Status run_steps(const GraphHandle& g, const PreparedCall& call) {
+  std::vector<TensorView> in, out;
+  for (size_t k = 0; k < g.steps.size(); ++k) {
+    const GraphStep& s = g.steps[k];
+    in.clear();
+    out.clear();
+    for (uint32_t id : s.inputs) in.push_back(id == 0xFFFFFFFFu ? TensorView::none() : call.views[id]);
+    for (uint32_t id : s.outputs) out.push_back(call.views[id]);
+    Status st = s.fn(s.attrs, in, out);
+    if (!st.ok()) return st.with_context(fmt::format("segment '{}' step {} ('{}')", g.name, k, s.op));
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -213,11 +343,12 @@ Result<BackendHandle> TestDeviceBackend::init(std::span<const uint8_t> blob,
 }
 
 Status TestDeviceBackend::execute(BackendHandle h, std::span<const TensorView> inputs,
-                                  std::span<const TensorView> outputs, void*) {
+                                  std::span<const TensorView> outputs, void* stream) {
   auto* g = static_cast<GraphHandle*>(h);
   {
     std::lock_guard lock(mu_);
     ++counts_.executes;
+    if (stream != nullptr) ++counts_.executes_on_stream;
   }
   if (inputs.size() != g->inputs.size() || outputs.size() != g->outputs.size()) {
     return make_error(ErrorCode::InvalidArgument, "segment '{}' takes {} inputs and {} outputs, got {} and {}",
@@ -247,10 +378,10 @@ Status TestDeviceBackend::execute(BackendHandle h, std::span<const TensorView> i
                                      "segment output", bound));
     data[g->outputs[i]] = static_cast<uint8_t*>(outputs[i].data);
   }
-  PLANRT_ASSIGN_OR_RETURN(DeviceBuffer scratch,
+  auto call = std::make_shared<PreparedCall>();
+  PLANRT_ASSIGN_OR_RETURN(call->scratch,
                           DeviceBuffer::allocate(host_allocator(), g->scratch_bytes, Device::cpu()));
-  std::vector<DeviceBuffer> temporaries;
-  std::vector<TensorView> views(g->values.size());
+  call->views.resize(g->values.size());
   for (size_t id = 0; id < g->values.size(); ++id) {
     const GraphValue& v = g->values[id];
     PLANRT_ASSIGN_OR_RETURN(Shape shape, concrete_shape(v.shape, bound, g->dims));
@@ -258,31 +389,34 @@ Status TestDeviceBackend::execute(BackendHandle h, std::span<const TensorView> i
       if (v.kind == fb::ValueKind::Constant) {
         data[id] = const_cast<uint8_t*>(v.constant);
       } else if (v.kind == fb::ValueKind::Planned) {
-        data[id] = scratch.empty() ? nullptr : static_cast<uint8_t*>(scratch.data()) + v.offset;
+        data[id] = call->scratch.empty() ? nullptr
+                                         : static_cast<uint8_t*>(call->scratch.data()) + v.offset;
       } else {
         size_t nbytes = static_cast<size_t>(shape.numel()) * element_size(v.dtype);
         PLANRT_ASSIGN_OR_RETURN(DeviceBuffer t,
                                 DeviceBuffer::allocate(host_allocator(), nbytes, Device::cpu()));
         data[id] = static_cast<uint8_t*>(t.data());
-        temporaries.push_back(std::move(t));
+        call->temporaries.push_back(std::move(t));
       }
     }
     // The memory is host memory whatever device it stands for: the CPU kernels may read it.
-    views[id] = TensorView::contiguous(data[id], v.dtype, shape, Device::cpu());
+    call->views[id] = TensorView::contiguous(data[id], v.dtype, shape, Device::cpu());
   }
-  std::vector<TensorView> in, out;
-  for (size_t k = 0; k < g->steps.size(); ++k) {
-    const GraphStep& s = g->steps[k];
-    in.clear();
-    out.clear();
-    for (uint32_t id : s.inputs) in.push_back(id == 0xFFFFFFFFu ? TensorView::none() : views[id]);
-    for (uint32_t id : s.outputs) out.push_back(views[id]);
-    Status st = s.fn(s.attrs, in, out);
-    if (!st.ok()) {
-      return st.with_context(fmt::format("segment '{}' step {} ('{}')", g->name, k, s.op));
-    }
-  }
+  if (stream == nullptr) return run_steps(*g, *call);
+  static_cast<TestStream*>(stream)->enqueue([g, call] {
+    Status st = run_steps(*g, *call);
+    if (!st.ok() && g->deferred.ok()) g->deferred = st;
+  });
   return {};
+}
+
+Status TestDeviceBackend::finish(BackendHandle h) {
+  auto* g = static_cast<GraphHandle*>(h);
+  {
+    std::lock_guard lock(mu_);
+    ++counts_.finishes;
+  }
+  return std::exchange(g->deferred, Status());
 }
 
 void TestDeviceBackend::destroy(BackendHandle h) {

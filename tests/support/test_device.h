@@ -4,6 +4,11 @@
 // drive the whole device path of the runtime (device arenas, Copy instructions, Delegate
 // calls) and let tests check what was allocated and freed.
 //
+// Streams: the allocator hands out TestStreams, queues whose work runs only when the stream
+// is synchronized (or destroyed). Asynchronous copies and the backend's execute on a
+// stream are deferred that way, so a runtime that reads device results without waiting
+// for them reads stale memory and the tests see wrong numbers.
+//
 // Ownership: the Scoped* guards register on construction and unregister on destruction;
 // declare them before any Program/Method that uses them so they outlive it. Not
 // thread-safe beyond the counters being atomic.
@@ -11,9 +16,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "planrt/platform/device_allocator.h"
 #include "planrt/runtime/backend.h"
@@ -31,6 +39,26 @@ struct AllocatorCounts {
   int64_t copies_d2h = 0;
   int64_t copies_d2d = 0;
   int64_t bytes_copied = 0;
+  int64_t streams_created = 0;
+  int64_t streams_destroyed = 0;
+  int64_t synchronizations = 0;   // synchronize() calls on a stream
+  int64_t bad_stream_uses = 0;    // a stream this allocator did not create, or destroyed
+};
+
+// A device stream on the host: work runs in order, when the stream is drained.
+class TestStream {
+ public:
+  explicit TestStream(Device device) : device_(device) {}
+  Device device() const { return device_; }
+  void enqueue(std::function<void()> work);
+  // Runs everything queued so far, in order.
+  void drain();
+  size_t queued() const;
+
+ private:
+  Device device_;
+  mutable std::mutex mu_;
+  std::vector<std::function<void()>> queue_;
 };
 
 class TestDeviceAllocator final : public DeviceAllocator {
@@ -44,6 +72,20 @@ class TestDeviceAllocator final : public DeviceAllocator {
   Status copy_host_to_device(void* dst, const void* src, size_t nbytes, Device device) override;
   Status copy_device_to_host(void* dst, const void* src, size_t nbytes, Device device) override;
   Status copy_device_to_device(void* dst, const void* src, size_t nbytes, Device device) override;
+  Result<void*> create_stream(Device device) override;
+  void destroy_stream(void* stream, Device device) override;
+  Status synchronize(void* stream, Device device) override;
+  Status copy_host_to_device_async(void* dst, const void* src, size_t nbytes, Device device,
+                                   void* stream) override;
+  Status copy_device_to_host_async(void* dst, const void* src, size_t nbytes, Device device,
+                                   void* stream) override;
+  Status copy_device_to_device_async(void* dst, const void* src, size_t nbytes, Device device,
+                                     void* stream) override;
+
+  // Off: create_stream() returns nullptr, as for a synchronous device (on by default).
+  void use_streams(bool on) { use_streams_ = on; }
+  // The next create_stream() fails with Internal.
+  void fail_next_stream() { fail_next_stream_ = true; }
 
   // The n-th allocate() call from now (1-based) fails with OutOfMemory; 0: none fails.
   void fail_nth_allocation(int64_t n);
@@ -53,6 +95,9 @@ class TestDeviceAllocator final : public DeviceAllocator {
 
  private:
   Status check_range(const void* p, size_t nbytes, Device device, const char* what) const;
+  // The live TestStream behind `stream`; nullptr (and counted) when it is not one.
+  TestStream* live_stream(void* stream);
+  void count_copy(int64_t AllocatorCounts::*counter, size_t nbytes);
 
   DeviceType type_;
   mutable std::mutex mu_;
@@ -60,6 +105,9 @@ class TestDeviceAllocator final : public DeviceAllocator {
   AllocatorCounts counts_;
   int64_t calls_ = 0;
   int64_t fail_at_ = 0;
+  std::atomic<bool> use_streams_{true};
+  std::atomic<bool> fail_next_stream_{false};
+  std::set<TestStream*> streams_;
 };
 
 // Registers a TestDeviceAllocator for its type while in scope.
@@ -82,11 +130,14 @@ class ScopedTestAllocator {
 struct BackendCounts {
   int64_t inits = 0;
   int64_t executes = 0;
+  int64_t executes_on_stream = 0;  // deferred to a TestStream
+  int64_t finishes = 0;
   int64_t destroys = 0;
 };
 
 // Runs a segment's Graph blob (program.fbs) with the CPU kernels. Temporary values and
-// the graph's scratch are allocated from the host per call. When given an allocator, every
+// the graph's scratch are allocated from the host per call. With a stream (a TestStream) the
+// kernels run when the stream is drained and their errors come back from finish(). When given an allocator, every
 // operand it receives must lie in memory that allocator handed out: that is how the tests
 // prove device-planned values really live in device memory.
 class TestDeviceBackend final : public Backend {
@@ -100,6 +151,7 @@ class TestDeviceBackend final : public Backend {
   Status execute(BackendHandle handle, std::span<const TensorView> inputs,
                  std::span<const TensorView> outputs, void* stream) override;
   void destroy(BackendHandle handle) override;
+  Status finish(BackendHandle handle) override;
 
   // Operands must lie in memory `device_memory` handed out (nullptr: no check).
   void check_device_memory(const TestDeviceAllocator* device_memory) { device_memory_ = device_memory; }

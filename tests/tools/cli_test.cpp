@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/gpu.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -80,6 +82,16 @@ TEST_F(CliTest, HelpExitsZero) {
   CommandResult r = planrt("--help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("inspect"), std::string::npos);
+}
+
+TEST_F(CliTest, VersionSaysWhetherTheBuildHasCuda) {
+  CommandResult r = planrt("--version");
+  EXPECT_EQ(r.exit_code, 0);
+#ifdef PLANRT_HAVE_CUDA
+  EXPECT_NE(r.out.find("with CUDA"), std::string::npos) << r.out;
+#else
+  EXPECT_NE(r.out.find("CPU only"), std::string::npos) << r.out;
+#endif
 }
 
 TEST_F(CliTest, MissingProgramIsARuntimeError) {
@@ -211,6 +223,60 @@ TEST_F(CliTest, RunRejectsMalformedInputFlag) {
   CommandResult r = planrt("run " + prog + " --input no-equals-sign");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+}
+
+TEST_F(CliTest, RunRejectsMalformedBackendOptions) {
+  std::string prog = build_small_program();
+  for (const char* bad : {"cuda", "cuda=1", ".allow_tf32=true", "cuda.=true", "cuda.allow_tf32="}) {
+    CommandResult r = planrt("run " + prog + " --random-inputs 1 --backend-option " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("BACKEND.KEY=VALUE"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(CliTest, HostProgramRunsWithoutStreamsOrWaits) {
+  std::string prog = build_small_program();
+  // An option for a backend the program does not use is accepted and changes nothing.
+  CommandResult r = planrt("run " + prog + " --random-inputs 1 --dim S=4 --json "
+                           "--backend-option engine.use_shared_activation_scratch=true");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["streams"], 0);
+  EXPECT_EQ(j["synchronizations_per_run"], 0);
+}
+
+// On the GPU: a cuda-per-op program (many delegates) runs on one stream, the host waits
+// once per run, and the report carries the device's own figures and the pool's.
+TEST_F(CliTest, CudaRunReportsStreamsWaitsPoolAndDeviceMemory) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  std::string prog = build_small_program("--partition cuda-per-op");
+  for (const char* pool : {"true", "false"}) {
+    CommandResult r = planrt("run " + prog + " --random-inputs 1 --dim S=8 --iterations 3 --json "
+                             "--backend-option cuda.use_private_pool=" + std::string(pool));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["streams"], 1);
+    EXPECT_EQ(j["synchronizations_per_run"], 1);
+    const nlohmann::json* cuda = nullptr;
+    for (const nlohmann::json& d : j["memory"]["devices"]) {
+      if (d["device"] == "cuda:0") cuda = &d;
+    }
+    ASSERT_NE(cuda, nullptr) << r.out;
+    EXPECT_GT((*cuda)["device_used_after_load_bytes"].get<uint64_t>(), 0u);
+    EXPECT_GT((*cuda)["device_total_bytes"].get<uint64_t>(), 0u);
+    ASSERT_TRUE(cuda->contains("pool")) << r.out;
+    EXPECT_EQ((*cuda)["pool"]["private"], std::string(pool) == "true");
+    EXPECT_GT((*cuda)["pool"]["allocations"].get<int64_t>(), 0);
+    EXPECT_GT((*cuda)["pool"]["used_high_bytes"].get<uint64_t>(), 0u);
+  }
+}
+
+TEST_F(CliTest, BadCudaOptionValueIsARuntimeErrorNamingTheKey) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  std::string prog = build_small_program("--partition cuda");
+  CommandResult r = planrt("run " + prog + " --random-inputs 1 --backend-option cuda.use_private_pool=maybe");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("use_private_pool"), std::string::npos) << r.err;
 }
 
 TEST_F(CliTest, BuildRejectsUnknownTemplateAndBadJson) {

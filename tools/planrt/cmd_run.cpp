@@ -1,6 +1,6 @@
 // planrt run FILE.prog [--method NAME] [--input NAME=PATH.npy ...] [--random-inputs SEED]
 //                      [--dim NAME=VALUE ...] [--iterations N] [--warmup N]
-//                      [--output-dir DIR] [--json]
+//                      [--output-dir DIR] [--backend-option BACKEND.KEY=VALUE ...] [--json]
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -20,6 +20,7 @@
 #include "planrt/runtime/program.h"
 #ifdef PLANRT_HAVE_CUDA
 #include "planrt/backends/cuda.h"
+#include "planrt/platform/cuda.h"
 #endif
 #include "progress.h"
 #include "random_inputs.h"
@@ -115,12 +116,62 @@ Result<std::string> pick_method(const Program& program, const std::string& reque
                     fmt::join(names, ", "));
 }
 
+// What the device itself says (cudaMemGetInfo) and the warm pool's figures; CUDA only.
+struct DeviceFigures {
+  bool known = false;
+  uint64_t used_before_load = 0, used_after_load = 0, used_after_run = 0, total = 0;
+  bool pool_known = false;
+  uint64_t pool_reserved = 0, pool_reserved_high = 0, pool_used = 0, pool_used_high = 0;
+  int64_t pool_allocations = 0;
+  bool private_pool = true;
+};
+
 struct DeviceMemory {
   Device device;
   std::vector<std::pair<uint32_t, uint64_t>> arenas;  // buffer index, bytes
   uint64_t planned_bytes = 0;
   uint64_t weights_bytes = 0;
+  DeviceFigures figures;
 };
+
+// "BACKEND.KEY=VALUE" into the load options; false when malformed.
+bool add_backend_option(const std::string& spec, BackendOptions& options) {
+  auto kv = split_assignment(spec);
+  if (!kv) return false;
+  size_t dot = kv->first.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == kv->first.size()) return false;
+  options[kv->first.substr(0, dot)].push_back({kv->first.substr(dot + 1), kv->second});
+  return true;
+}
+
+#ifdef PLANRT_HAVE_CUDA
+// Device-used bytes of every CUDA device in `memory`; `field` selects the figure to fill.
+void read_device_used(std::vector<DeviceMemory>& memory, uint64_t DeviceFigures::*field) {
+  for (DeviceMemory& d : memory) {
+    if (d.device.type != DeviceType::CUDA) continue;
+    Result<CudaDeviceMemory> m = cuda_device_memory(d.device);
+    if (!m.ok()) continue;  // no GPU: loading already said so
+    d.figures.known = true;
+    d.figures.total = m->total_bytes;
+    d.figures.*field = m->used_bytes();
+  }
+}
+
+void read_pool_stats(std::vector<DeviceMemory>& memory) {
+  for (DeviceMemory& d : memory) {
+    if (d.device.type != DeviceType::CUDA) continue;
+    Result<CudaPoolStats> p = cuda_pool_stats(d.device);
+    if (!p.ok() || !p->pool_created) continue;
+    d.figures.pool_known = true;
+    d.figures.pool_reserved = p->reserved_bytes;
+    d.figures.pool_reserved_high = p->reserved_high_bytes;
+    d.figures.pool_used = p->used_bytes;
+    d.figures.pool_used_high = p->used_high_bytes;
+    d.figures.pool_allocations = p->allocations;
+    d.figures.private_pool = p->private_pool;
+  }
+}
+#endif
 
 std::vector<DeviceMemory> memory_report(const MethodMeta& meta) {
   std::map<Device, DeviceMemory> by_device;
@@ -161,6 +212,13 @@ int run_run(const RunArgs& args) {
     }
     if (!kv) return report_usage_error(fmt::format("--dim '{}' must be NAME=INTEGER", spec));
     dim_values[kv->first] = value;
+  }
+  LoadMethodOptions load_options;
+  for (const std::string& spec : args.backend_options) {
+    if (!add_backend_option(spec, load_options.backend_options)) {
+      return report_usage_error(
+          fmt::format("--backend-option '{}' must be BACKEND.KEY=VALUE (e.g. cuda.allow_tf32=true)", spec));
+    }
   }
 
 #ifdef PLANRT_HAVE_CUDA
@@ -226,10 +284,17 @@ int run_run(const RunArgs& args) {
   std::vector<TensorView> views;
   for (const Tensor& t : inputs) views.push_back(t.view());
 
+  std::vector<DeviceMemory> memory = memory_report(*meta);
+#ifdef PLANRT_HAVE_CUDA
+  read_device_used(memory, &DeviceFigures::used_before_load);
+#endif
   Clock::time_point load_start = Clock::now();
-  Result<Method> method = program->load_method(*method_name);
+  Result<Method> method = program->load_method(*method_name, load_options);
   if (!method.ok()) return report_error(method.status());
   double load_ms = ms_since(load_start);
+#ifdef PLANRT_HAVE_CUDA
+  read_device_used(memory, &DeviceFigures::used_after_load);
+#endif
 
   for (int64_t i = 0; i < args.warmup; ++i) {
     Status s = method->run(views);
@@ -248,6 +313,11 @@ int run_run(const RunArgs& args) {
   }
   Result<std::vector<TensorView>> outputs = method->outputs();
   if (!outputs.ok()) return report_error(outputs.status());
+#ifdef PLANRT_HAVE_CUDA
+  read_device_used(memory, &DeviceFigures::used_after_run);
+  read_pool_stats(memory);
+#endif
+  MethodRunStats run_stats = method->run_stats();
 
   if (!args.output_dir.empty()) {
     std::error_code ec;
@@ -286,7 +356,6 @@ int run_run(const RunArgs& args) {
   }
 
   double median = percentile(times, 0.5), p90 = percentile(times, 0.9);
-  std::vector<DeviceMemory> memory = memory_report(*meta);
   bool shared = method->shares_memory_arenas();
 
   if (args.json) {
@@ -297,11 +366,27 @@ int run_run(const RunArgs& args) {
         arenas.push_back({{"index", index}, {"size_bytes", bytes},
                           {"shared", d.device.is_cpu() && shared}});
       }
-      devices.push_back({{"device", to_string(d.device)},
-                         {"planned_bytes", d.planned_bytes},
-                         {"weights_bytes", d.weights_bytes},
-                         {"total_bytes", d.planned_bytes + d.weights_bytes},
-                         {"arenas", arenas}});
+      nlohmann::json dj = {{"device", to_string(d.device)},
+                           {"planned_bytes", d.planned_bytes},
+                           {"weights_bytes", d.weights_bytes},
+                           {"total_bytes", d.planned_bytes + d.weights_bytes},
+                           {"arenas", arenas}};
+      const DeviceFigures& f = d.figures;
+      if (f.known) {
+        dj["device_total_bytes"] = f.total;
+        dj["device_used_before_load_bytes"] = f.used_before_load;
+        dj["device_used_after_load_bytes"] = f.used_after_load;
+        dj["device_used_after_run_bytes"] = f.used_after_run;
+      }
+      if (f.pool_known) {
+        dj["pool"] = {{"private", f.private_pool},
+                      {"reserved_bytes", f.pool_reserved},
+                      {"reserved_high_bytes", f.pool_reserved_high},
+                      {"used_bytes", f.pool_used},
+                      {"used_high_bytes", f.pool_used_high},
+                      {"allocations", f.pool_allocations}};
+      }
+      devices.push_back(std::move(dj));
     }
     nlohmann::json j = {
         {"program", args.program},
@@ -311,6 +396,8 @@ int run_run(const RunArgs& args) {
         {"load_ms", load_ms},
         {"latency_ms",
          {{"median", median}, {"p90", p90}, {"iterations", args.iterations}, {"warmup", args.warmup}}},
+        {"streams", run_stats.streams},
+        {"synchronizations_per_run", run_stats.last_run_synchronizations},
         {"memory",
          {{"devices", devices},
           {"shared_host_arenas", shared},
@@ -338,6 +425,10 @@ int run_run(const RunArgs& args) {
   }
   fmt::print("latency over {} iterations ({} warm-up): median {:.3f} ms, p90 {:.3f} ms\n",
              args.iterations, args.warmup, median, p90);
+  if (run_stats.streams > 0) {
+    fmt::print("device work on {} stream(s); the host waited {} time(s) per run\n", run_stats.streams,
+               run_stats.last_run_synchronizations);
+  }
   fmt::print("memory\n");
   uint64_t total = 0;
   for (const DeviceMemory& d : memory) {
@@ -347,6 +438,23 @@ int run_run(const RunArgs& args) {
       fmt::print("          arena #{:<3} {:>12}  {}\n", index, format_bytes(bytes),
                  d.device.is_cpu() && shared ? "shared with the program's other host methods"
                                              : "own");
+    }
+    const DeviceFigures& f = d.figures;
+    if (f.pool_known) {
+      fmt::print("          {} pool: reserved {} (high {}), in use {} (high {}), {} allocations\n",
+                 f.private_pool ? "warm" : "default", format_bytes(f.pool_reserved),
+                 format_bytes(f.pool_reserved_high), format_bytes(f.pool_used),
+                 format_bytes(f.pool_used_high), f.pool_allocations);
+    }
+    if (f.known) {
+      auto delta = [](uint64_t a, uint64_t b) {
+        return a >= b ? "+" + format_bytes(a - b) : "-" + format_bytes(b - a);
+      };
+      fmt::print("          device used (cudaMemGetInfo, all processes): {} before load, {} after "
+                 "load ({}), {} after the runs ({})\n",
+                 format_bytes(f.used_before_load), format_bytes(f.used_after_load),
+                 delta(f.used_after_load, f.used_before_load), format_bytes(f.used_after_run),
+                 delta(f.used_after_run, f.used_before_load));
     }
     total += d.weights_bytes + d.planned_bytes;
   }

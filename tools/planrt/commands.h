@@ -53,6 +53,7 @@ struct RunArgs {
   int64_t iterations = 1;
   int64_t warmup = 0;
   std::string output_dir;
+  std::vector<std::string> backend_options;  // BACKEND.KEY=VALUE
   bool json = false;
 };
 int run_run(const RunArgs& args);

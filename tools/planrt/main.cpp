@@ -22,7 +22,12 @@ namespace {
 int run_cli(int argc, char** argv) {
   CLI::App app{"planrt: build, inspect and run memory-planned inference programs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "planrt 0.1.0");
+#ifdef PLANRT_HAVE_CUDA
+  // scripts/demo.sh reads "with CUDA" to decide whether a visible GPU can be used.
+  app.set_version_flag("--version", "planrt 0.1.0 (with CUDA)");
+#else
+  app.set_version_flag("--version", "planrt 0.1.0 (CPU only)");
+#endif
 
   BuildArgs build;
   CLI::App* build_cmd = app.add_subcommand("build", "Build a program from a model JSON or a template");
@@ -58,6 +63,9 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--warmup", run.warmup, "Untimed runs first")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40, "a non-negative count"));
   run_cmd->add_option("--output-dir", run.output_dir, "Write each output as NAME.npy here");
+  run_cmd->add_option("--backend-option", run.backend_options,
+                      "BACKEND.KEY=VALUE load-time option for a backend (repeatable), e.g. "
+                      "cuda.use_private_pool=false");
   run_cmd->add_flag("--json", run.json, "Print one JSON object");
 
   try {

@@ -20,19 +20,25 @@
 //   values (and its scratch, when the graph plans one) from the warm pool on the stream
 //   just before their first use and frees them stream-ordered after their last, and
 //   enqueues every kernel in order.
-//   Streams: with a caller stream, everything is enqueued on it and nothing synchronizes
-//   (the caller orders its own copies). With a null stream (what the runtime passes today)
-//   the segment runs on a stream it owns, which first waits for the legacy default stream
-//   (where the runtime's synchronous host-to-device copies run: a pageable cudaMemcpy may
-//   return before its DMA lands) and is synchronized before execute returns, so the
-//   runtime's device-to-host copy right after reads finished outputs. That synchronize is
-//   also where a data-dependent kernel error (an embedding id out of range) is read back
-//   and returned as the CPU kernel's OutOfRange; with a caller stream such an error gives
-//   rows of zeros and is not reported.
+//   Streams: the runtime passes the method's stream on the segment's device; everything is
+//   enqueued there and nothing synchronizes (the runtime synchronizes once, where the host
+//   must read). The kernels' data-dependent errors (an embedding id out of range) land in a
+//   device record that is copied back in stream order and reported by finish() after the
+//   runtime's synchronization, as the CPU kernel's OutOfRange. Called directly with a null
+//   stream, the segment runs on a stream it owns, which first waits for the legacy default
+//   stream (where a caller's cudaMemcpy runs), and synchronizes and finishes before
+//   returning.
 // - destroy: releases the stream, cuBLAS handle, pool handle and the weight references.
 //
 // Options (compile specs of the program/segment, then load-time options for "cuda", a
-// later key wins): "allow_tf32" = "true" | "false" (default false). Other keys are ignored.
+// later key wins; a bad value is InvalidArgument naming the key):
+//   "allow_tf32"             "true" | "false" (default false): cuBLAS TF32 math
+//   "use_private_pool"       "true" | "false" (default true): false draws the temporaries
+//                            from the device's default pool instead (for A/B measurements)
+//   "pool_release_threshold" bytes or "max" (default max): what the private pool keeps
+//                            across synchronizations
+// Pool options are fixed per device while it has live segments: loading a segment with
+// other pool options then fails (InvalidArgument). Other keys are ignored.
 //
 // Errors are Status values naming the segment, and for a kernel the step, op and node;
 // nothing aborts or throws. Thread safety: register_cuda_backend and cuda_backend_stats may

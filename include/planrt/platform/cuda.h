@@ -42,4 +42,15 @@ struct CudaPoolStats {
 // CUDA or does not exist, NotSupported without a GPU.
 Result<CudaPoolStats> cuda_pool_stats(Device device);
 
+// The device's own memory figures (cudaMemGetInfo): what every process and context on the
+// device holds, not only planrt. Errors: InvalidArgument for a device that is not CUDA or
+// does not exist, NotSupported without a GPU.
+struct CudaDeviceMemory {
+  Device device = Device::cuda(0);
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+  uint64_t used_bytes() const { return total_bytes - free_bytes; }
+};
+Result<CudaDeviceMemory> cuda_device_memory(Device device);
+
 }  // namespace planrt

@@ -8,6 +8,15 @@
 // - deallocate() takes back exactly what allocate() gave, with the same nbytes and device.
 // - The copy functions are synchronous: when they return, the bytes have arrived. Host
 //   pointers are ordinary process memory; device pointers come from this allocator.
+// - Streams (optional): an allocator for a device that runs work asynchronously hands the
+//   runtime queues. create_stream() returns an opaque handle (nullptr: the device has no
+//   queues and everything on it is synchronous, the default); work enqueued on one stream
+//   runs in order. The *_async copies are ordered on `stream` and may return before the
+//   bytes arrive, with two guarantees the runtime relies on: the host source of a
+//   host-to-device copy may be overwritten as soon as the call returns, and host memory
+//   written by a device-to-host copy may be read only after synchronize(stream). With a null
+//   stream the *_async copies are the synchronous ones (the defaults do exactly that).
+//   destroy_stream() lets queued work finish and never throws.
 // - An allocator is owned by whoever registers it. It must outlive its registration and
 //   every buffer it handed out (DeviceBuffer keeps a raw pointer to it).
 //
@@ -39,6 +48,18 @@ class DeviceAllocator {
   virtual Status copy_device_to_host(void* dst, const void* src, size_t nbytes, Device device) = 0;
   virtual Status copy_device_to_device(void* dst, const void* src, size_t nbytes,
                                        Device device) = 0;
+
+  // Streams (see above). The defaults describe a synchronous device.
+  virtual Result<void*> create_stream(Device device);
+  virtual void destroy_stream(void* stream, Device device);
+  // Blocks until the work queued on `stream` has finished; a null stream returns at once.
+  virtual Status synchronize(void* stream, Device device);
+  virtual Status copy_host_to_device_async(void* dst, const void* src, size_t nbytes,
+                                           Device device, void* stream);
+  virtual Status copy_device_to_host_async(void* dst, const void* src, size_t nbytes,
+                                           Device device, void* stream);
+  virtual Status copy_device_to_device_async(void* dst, const void* src, size_t nbytes,
+                                             Device device, void* stream);
 };
 
 // Errors: InvalidArgument for a null allocator or one whose device_type() differs from

@@ -5,8 +5,14 @@
 // runtime calls destroy() exactly once on the handle it returned, when the Method is
 // destroyed or a later step of load_method fails. execute() gets the segment's inputs and
 // outputs in the order of the segment graph, as views of memory planned on the segment's
-// device; output views already have their concrete shapes. `stream` is the stream the call
-// runs on (nullptr for now: the runtime does not create streams yet).
+// device; output views already have their concrete shapes. `stream` is the method's
+// stream on the segment's device, made by that device's allocator (DeviceAllocator::
+// create_stream; nullptr for a device without streams, such as the CPU): the segment
+// enqueues its work there and need not wait for it, because the runtime orders its copies
+// on the same stream and synchronizes it before the host reads anything. Once per run in
+// which a segment ran, after that synchronization, the runtime calls finish() on its handle
+// to collect errors only finished work can reveal. A backend called directly with a null
+// stream for a device that has streams chooses its own and finishes before returning.
 //
 // Ownership: the registry does not own backends. A registered backend must stay alive
 // until it is unregistered and every Method that initialized a segment with it is gone.
@@ -75,6 +81,9 @@ class Backend {
   virtual Status execute(BackendHandle handle, std::span<const TensorView> inputs,
                          std::span<const TensorView> outputs, void* stream) = 0;
   virtual void destroy(BackendHandle handle) = 0;
+  // After the stream of this run's execute calls was synchronized (see above); the default
+  // has nothing to report.
+  virtual Status finish(BackendHandle handle);
 
   // Process-wide options; the default backend has none.
   virtual Status set_option(std::string_view key, std::string_view value);

@@ -14,6 +14,10 @@
 // Ownership: move-only. A Method keeps its Program's file (mapping, constants) alive, so it
 // may outlive the Program object it came from. Registered allocators and backends it used
 // must outlive it.
+// Streams (DESIGN §7): a method with device work gets one stream per device from that
+// device's allocator at load; its copies and delegate segments are enqueued there in program
+// order and the host waits only where it must: before a host step that follows device work,
+// and once at the end of a run. run_stats() counts those waits.
 // Thread safety: calls that run the method (execute, run) take the lock of its arenas, so
 // calls on one Method, or on host methods sharing arenas, are serialized rather than racing;
 // methods with their own arenas run in parallel. Anything read after run() (outputs(),
@@ -44,6 +48,13 @@ struct LoadMethodOptions {
   bool share_memory_arenas = true;
 };
 
+struct MethodRunStats {
+  int64_t runs = 0;                  // completed runs
+  int64_t synchronizations = 0;      // stream synchronizations, all runs
+  int64_t last_run_synchronizations = 0;
+  int64_t streams = 0;               // streams the method owns
+};
+
 class Method {
  public:
   Method(Method&&) noexcept;
@@ -66,6 +77,9 @@ class Method {
   Result<std::vector<TensorView>> outputs() const;
   // Copies the last run's outputs into `dst` (contiguous host views of matching dtype/shape).
   Status copy_outputs_into(std::span<const TensorView> dst) const;
+
+  // Counters of this method's runs (see Streams above).
+  MethodRunStats run_stats() const;
 
   struct Impl;
 

@@ -5,6 +5,8 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include <atomic>
+#include <charconv>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -197,6 +199,9 @@ struct Segment {
   cuda::Stream stream;          // used when the caller gives none
   cuda::Event legacy_done;      // the legacy default stream's work, waited for on `stream`
   CudaDeviceError* device_errors = nullptr;  // device memory (cudaMalloc)
+  // Pinned host copy of the record, written stream-ordered at the end of every execute and
+  // read by finish() once the runtime has synchronized the stream.
+  CudaDeviceError* host_errors = nullptr;
 
   // Per-call state, reused (execute never runs twice at once on one handle).
   std::vector<int64_t> bound;
@@ -216,6 +221,13 @@ struct Segment {
     if (device_errors != nullptr) {
       cuda::cuda_allocator().deallocate(device_errors, sizeof(CudaDeviceError), Device::cuda(device));
     }
+    if (host_errors != nullptr) {
+      cudaError_t err = cudaFreeHost(host_errors);
+      if (err != cudaSuccess) {
+        PLANRT_LOG_ERROR("segment '{}': {}", name,
+                         cuda::cuda_error(err, "cudaFreeHost of the error record", device).to_string());
+      }
+    }
     for (const GraphValue& v : values) {
       if (v.weight != nullptr) weight_cache().release(device, v.weight_host, v.weight_bytes);
     }
@@ -227,6 +239,41 @@ Result<bool> parse_bool(std::string_view key, std::string_view value) {
   if (value == "false" || value == "0") return false;
   return make_error(ErrorCode::InvalidArgument, "option '{}' must be \"true\" or \"false\", not \"{}\"",
                     key, value);
+}
+
+Result<uint64_t> parse_bytes(std::string_view key, std::string_view value) {
+  uint64_t n = 0;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (value == "max") return std::numeric_limits<uint64_t>::max();
+  if (ec != std::errc() || ptr != value.data() + value.size() || value.empty()) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "option '{}' must be a byte count or \"max\", not \"{}\"", key, value);
+  }
+  return n;
+}
+
+struct SegmentOptions {
+  bool allow_tf32 = false;
+  cuda::PoolOptions pool;
+};
+
+// Compile specs, then load-time options: a later key wins. Unknown keys are ignored (they
+// may be meant for another version of this backend).
+Result<SegmentOptions> parse_options(std::span<const BackendOption> compile_specs,
+                                     std::span<const BackendOption> load_options) {
+  SegmentOptions out;
+  for (const auto& list : {compile_specs, load_options}) {
+    for (const BackendOption& o : list) {
+      if (o.key == "allow_tf32") {
+        PLANRT_ASSIGN_OR_RETURN(out.allow_tf32, parse_bool(o.key, o.value));
+      } else if (o.key == "use_private_pool") {
+        PLANRT_ASSIGN_OR_RETURN(out.pool.use_private_pool, parse_bool(o.key, o.value));
+      } else if (o.key == "pool_release_threshold") {
+        PLANRT_ASSIGN_OR_RETURN(out.pool.release_threshold, parse_bytes(o.key, o.value));
+      }
+    }
+  }
+  return out;
 }
 
 Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendInitContext& ctx) {
@@ -342,9 +389,10 @@ Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendIni
 }
 
 // Device resources: weights, pool, cuBLAS, stream, error record. `seg.device` is current.
-Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32) {
+Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
+                   const cuda::PoolOptions& pool_options) {
   std::string where = fmt::format("segment '{}' on cuda:{}", seg.name, seg.device);
-  PLANRT_ASSIGN_OR_RETURN(seg.pool, cuda::PoolHandle::acquire(seg.device));
+  PLANRT_ASSIGN_OR_RETURN(seg.pool, cuda::PoolHandle::acquire(seg.device, pool_options));
   seg.temp = std::make_unique<PoolTempMemory>(&seg.pool);
   Result<std::shared_ptr<SharedCublas>> cublas = shared_cublas(seg.device, allow_tf32);
   if (!cublas.ok()) return cublas.status().with_context(where);
@@ -356,6 +404,11 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32)
   seg.device_errors = static_cast<CudaDeviceError*>(err);
   PLANRT_CUDA_RETURN_IF_ERROR(cudaMemset(seg.device_errors, 0, sizeof(CudaDeviceError)),
                               where + ": clearing the error record", seg.device);
+  void* host_record = nullptr;
+  PLANRT_CUDA_RETURN_IF_ERROR(cudaMallocHost(&host_record, sizeof(CudaDeviceError)),
+                              where + ": the pinned error record", seg.device);
+  seg.host_errors = static_cast<CudaDeviceError*>(host_record);
+  *seg.host_errors = CudaDeviceError{};
   // Weights this graph reads: once per device and program constant (the cache).
   for (GraphValue& v : seg.values) {
     if (v.kind != fb::ValueKind::Constant) continue;
@@ -388,6 +441,7 @@ class CudaBackend final : public Backend {
   Status execute(BackendHandle handle, std::span<const TensorView> inputs,
                  std::span<const TensorView> outputs, void* stream) override;
   void destroy(BackendHandle handle) override;
+  Status finish(BackendHandle handle) override;
 };
 
 Result<BackendHandle> CudaBackend::init(std::span<const uint8_t> blob,
@@ -401,15 +455,8 @@ Result<BackendHandle> CudaBackend::init(std::span<const uint8_t> blob,
   }
   seg->device = context.device.index;
   seg->dims.assign(context.dims.begin(), context.dims.end());
-  bool allow_tf32 = false;
-  for (const auto& list : {compile_specs, context.options}) {
-    for (const BackendOption& o : list) {
-      if (o.key != "allow_tf32") continue;
-      Result<bool> b = parse_bool(o.key, o.value);
-      if (!b.ok()) return b.status().with_context(fmt::format("segment '{}'", seg->name));
-      allow_tf32 = *b;
-    }
-  }
+  Result<SegmentOptions> options = parse_options(compile_specs, context.options);
+  if (!options.ok()) return options.status().with_context(fmt::format("segment '{}'", seg->name));
   // Everything that needs no device first: a bad graph or an unknown op is reported the
   // same with or without a GPU.
   PLANRT_RETURN_IF_ERROR(parse_graph(*seg, blob, context));
@@ -420,7 +467,7 @@ Result<BackendHandle> CudaBackend::init(std::span<const uint8_t> blob,
   Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(seg->device);
   if (!guard.ok()) return guard.status().with_context(where);
   // From here the Segment's destructor gives back whatever was taken.
-  Status s = init_device(*seg, context, allow_tf32);
+  Status s = init_device(*seg, context, options->allow_tf32, options->pool);
   if (!s.ok()) return s.with_context(where);
   seg->bound.assign(seg->dims.size(), -1);
   seg->views.resize(seg->values.size());
@@ -562,24 +609,39 @@ Status CudaBackend::execute(BackendHandle handle, std::span<const TensorView> in
     freed = free_all(*seg, live, s);
   }
   if (status.ok() && !freed.ok()) status = freed.with_context(where + ": freeing temporaries");
-  if (!own) return status;
-  // The runtime copies outputs to the host right after (cudaMemcpy on the legacy stream,
-  // which does not wait for a non-blocking stream): finish here. This is also where a
-  // data-dependent kernel error becomes visible.
-  CudaDeviceError record;
-  cudaError_t err = cudaMemcpyAsync(&record, seg->device_errors, sizeof(record),
+  // The kernels' error record comes back to pinned memory in stream order; finish() reads
+  // it once the stream has been synchronized.
+  cudaError_t err = cudaMemcpyAsync(seg->host_errors, seg->device_errors, sizeof(CudaDeviceError),
                                     cudaMemcpyDeviceToHost, s);
+  if (status.ok() && err != cudaSuccess) {
+    status = cuda::cuda_error(err, where + ": reading the kernels' error record", seg->device);
+  }
+  if (!own) return status;
+  // Called directly without a stream: finish here, so the caller's synchronous copies right
+  // after read finished outputs.
   Status synced = seg->stream.synchronize();
   if (!status.ok()) return status;
   if (!synced.ok()) return synced.with_context(where);
+  return finish(handle);
+}
+
+Status CudaBackend::finish(BackendHandle handle) {
+  auto* seg = static_cast<Segment*>(handle);
+  if (seg == nullptr) return make_error(ErrorCode::InvalidArgument, "cuda backend: null handle");
+  CudaDeviceError record = *seg->host_errors;
+  if (record.kind == 0) return {};
+  // Clear both copies so the next call starts clean; the stream is idle here.
+  *seg->host_errors = CudaDeviceError{};
+  std::string where = fmt::format("segment '{}'", seg->name);
+  Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(seg->device);
+  if (!guard.ok()) return guard.status().with_context(where);
+  cudaError_t err = cudaMemsetAsync(seg->device_errors, 0, sizeof(CudaDeviceError), seg->stream.get());
+  if (err == cudaSuccess) err = cudaStreamSynchronize(seg->stream.get());
   if (err != cudaSuccess) {
-    return cuda::cuda_error(err, where + ": reading the kernels' error record", seg->device);
+    PLANRT_LOG_ERROR("{}", cuda::cuda_error(err, where + ": clearing the error record", seg->device)
+                               .to_string());
   }
-  if (record.kind != 0) {
-    (void)cudaMemset(seg->device_errors, 0, sizeof(CudaDeviceError));
-    return kernels::cuda::device_error_status(record).with_context(where);
-  }
-  return {};
+  return kernels::cuda::device_error_status(record).with_context(where);
 }
 
 void CudaBackend::destroy(BackendHandle handle) {

@@ -20,8 +20,9 @@ Status check_is_cuda(Device device, size_t nbytes, const char* what) {
   return {};
 }
 
+// `stream` null: synchronous (cudaMemcpy); else ordered on that stream (cudaMemcpyAsync).
 Status copy(void* dst, const void* src, size_t nbytes, Device device, cudaMemcpyKind kind,
-            const char* direction) {
+            const char* direction, void* stream = nullptr) {
   PLANRT_RETURN_IF_ERROR(check_is_cuda(device, nbytes, "copy"));
   if (nbytes == 0) return {};
   if (dst == nullptr || src == nullptr) {
@@ -30,9 +31,13 @@ Status copy(void* dst, const void* src, size_t nbytes, Device device, cudaMemcpy
   }
   auto guard = DeviceGuard::set(device.index);
   if (!guard.ok()) return guard.status().with_context(fmt::format("{} copy", direction));
-  cudaError_t err = cudaMemcpy(dst, src, nbytes, kind);
+  cudaError_t err = stream == nullptr
+                        ? cudaMemcpy(dst, src, nbytes, kind)
+                        : cudaMemcpyAsync(dst, src, nbytes, kind, static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) {
-    return cuda_error(err, fmt::format("{} copy of {} bytes (cudaMemcpy)", direction, nbytes),
+    return cuda_error(err,
+                      fmt::format("{} copy of {} bytes ({})", direction, nbytes,
+                                  stream == nullptr ? "cudaMemcpy" : "cudaMemcpyAsync"),
                       device.index);
   }
   return {};
@@ -85,6 +90,50 @@ Status CudaAllocator::copy_device_to_host(void* dst, const void* src, size_t nby
 Status CudaAllocator::copy_device_to_device(void* dst, const void* src, size_t nbytes,
                                             Device device) {
   return copy(dst, src, nbytes, device, cudaMemcpyDeviceToDevice, "device-to-device");
+}
+
+Result<void*> CudaAllocator::create_stream(Device device) {
+  if (device.type != DeviceType::CUDA) {
+    return make_error(ErrorCode::InvalidArgument, "the CUDA allocator cannot create a stream on {}",
+                      to_string(device));
+  }
+  auto guard = DeviceGuard::set(device.index);
+  if (!guard.ok()) return guard.status().with_context("creating a stream");
+  cudaStream_t stream = nullptr;
+  // Non-blocking: never serialized with the legacy default stream other code may use.
+  cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (err != cudaSuccess) return cuda_error(err, "creating a stream", device.index);
+  return static_cast<void*>(stream);
+}
+
+void CudaAllocator::destroy_stream(void* stream, Device device) {
+  if (stream == nullptr) return;
+  cudaError_t err = cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) {
+    PLANRT_LOG_ERROR("{}", cuda_error(err, "destroying a stream", device.index).to_string());
+  }
+}
+
+Status CudaAllocator::synchronize(void* stream, Device device) {
+  if (stream == nullptr) return {};
+  cudaError_t err = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) return cuda_error(err, "synchronizing a stream", device.index);
+  return {};
+}
+
+Status CudaAllocator::copy_host_to_device_async(void* dst, const void* src, size_t nbytes,
+                                                Device device, void* stream) {
+  return copy(dst, src, nbytes, device, cudaMemcpyHostToDevice, "host-to-device", stream);
+}
+
+Status CudaAllocator::copy_device_to_host_async(void* dst, const void* src, size_t nbytes,
+                                                Device device, void* stream) {
+  return copy(dst, src, nbytes, device, cudaMemcpyDeviceToHost, "device-to-host", stream);
+}
+
+Status CudaAllocator::copy_device_to_device_async(void* dst, const void* src, size_t nbytes,
+                                                  Device device, void* stream) {
+  return copy(dst, src, nbytes, device, cudaMemcpyDeviceToDevice, "device-to-device", stream);
 }
 
 CudaAllocator& cuda_allocator() {

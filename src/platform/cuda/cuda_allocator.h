@@ -7,7 +7,10 @@
 // device and the byte count: OutOfMemory for cudaErrorMemoryAllocation (the error is
 // cleared, so the next allocation starts clean), InvalidArgument for a device that is not
 // CUDA or does not exist. It never aborts.
-// Copies are synchronous (cudaMemcpy): when they return the bytes have arrived.
+// Copies are synchronous (cudaMemcpy): when they return the bytes have arrived. Streams
+// (create_stream) are non-blocking CUDA streams on the given device; the *_async copies are
+// cudaMemcpyAsync on them (the host source of a host-to-device copy is staged before the
+// call returns, as CUDA documents for pageable memory).
 // deallocate() uses cudaFree, which waits for the device to be idle; arenas are freed when
 // a method is unloaded, not on a hot path. Thread safety: all methods may be called
 // concurrently; the object holds no state.
@@ -25,6 +28,15 @@ class CudaAllocator final : public DeviceAllocator {
   Status copy_host_to_device(void* dst, const void* src, size_t nbytes, Device device) override;
   Status copy_device_to_host(void* dst, const void* src, size_t nbytes, Device device) override;
   Status copy_device_to_device(void* dst, const void* src, size_t nbytes, Device device) override;
+  Result<void*> create_stream(Device device) override;
+  void destroy_stream(void* stream, Device device) override;
+  Status synchronize(void* stream, Device device) override;
+  Status copy_host_to_device_async(void* dst, const void* src, size_t nbytes, Device device,
+                                   void* stream) override;
+  Status copy_device_to_host_async(void* dst, const void* src, size_t nbytes, Device device,
+                                   void* stream) override;
+  Status copy_device_to_device_async(void* dst, const void* src, size_t nbytes, Device device,
+                                     void* stream) override;
 };
 
 // The process's instance (the one register_cuda_allocator() registers).

@@ -341,5 +341,64 @@ TEST_F(CudaBackendTest, InputOutOfBoundsIsAnErrorAndTheMethodKeepsWorking) {
   EXPECT_TRUE(run(*dev, x, {1, 4, 64}).ok());
 }
 
+// A cuda segment looking up ids: a bad id is found by the kernel on the device, after the
+// call returned; the runtime's one synchronization at the end of the run brings it back
+// (Backend::finish) as the CPU kernel's OutOfRange, and the next run is clean.
+TEST_F(CudaBackendTest, EmbeddingIdOutOfRangeIsReportedAfterTheRunsSynchronization) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> p = load_model(builder::parse_model_json(R"({
+    "format": "planrt-model/1",
+    "weights": {"random": {"seed": 3, "std": 1.0}},
+    "constants": {"table": {"dtype": "f32", "shape": [10, 8]}},
+    "methods": [{
+      "name": "forward", "backend": "cpu",
+      "dims": {"S": {"min": 1, "max": 16}},
+      "inputs": [{"name": "ids", "dtype": "i32", "shape": ["S"]}],
+      "outputs": ["y"],
+      "nodes": [
+        {"op": "embedding", "inputs": ["ids", "table"], "outputs": ["e"], "backend": "cuda"},
+        {"op": "relu", "inputs": ["e"], "outputs": ["y"], "backend": "cuda"}
+      ]
+    }]
+  })"));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  Result<Method> m = p->load_method("forward");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  auto run_ids = [&](std::vector<int32_t> ids) {
+    TensorView in = TensorView::contiguous(ids.data(), DType::I32,
+                                           *Shape::from(std::vector<int64_t>{static_cast<int64_t>(ids.size())}));
+    return m->execute({&in, 1});
+  };
+  Result<std::vector<Tensor>> bad = run_ids({1, 2, 10, 3});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::OutOfRange) << bad.status().to_string();
+  Result<std::vector<Tensor>> good = run_ids({1, 2, 9, 3});
+  EXPECT_TRUE(good.ok()) << good.status().to_string();
+  EXPECT_EQ(m->run_stats().last_run_synchronizations, 1);
+}
+
+// Every delegate of a cuda-per-op method is enqueued on the method's one stream; the host
+// waits once per run, whatever the number of delegates.
+TEST_F(CudaBackendTest, ManyDelegatesShareOneStreamAndOneWaitPerRun) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> per_op = load_model(builder::make_transformer(small_transformer("cuda-per-op")));
+  Result<Program> whole = load_model(builder::make_transformer(small_transformer("cuda")));
+  ASSERT_TRUE(per_op.ok() && whole.ok());
+  Result<Method> a = per_op->load_method("forward");
+  Result<Method> b = whole->load_method("forward");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_GE(a->meta().segments.size(), 25u);
+  std::vector<float> x = make_input(16 * 128, 0.3f);
+  for (int i = 0; i < 3; ++i) {
+    Result<std::vector<float>> ya = run(*a, x, {1, 16, 128});
+    Result<std::vector<float>> yb = run(*b, x, {1, 16, 128});
+    ASSERT_TRUE(ya.ok() && yb.ok());
+    EXPECT_LT(relative_error(*ya, *yb), 1e-6);
+  }
+  EXPECT_EQ(a->run_stats().streams, 1);
+  EXPECT_EQ(a->run_stats().last_run_synchronizations, 1);
+  EXPECT_EQ(a->run_stats().synchronizations, 3);
+}
+
 }  // namespace
 }  // namespace planrt

@@ -1,0 +1,164 @@
+// Method streams (DESIGN §7): device work is enqueued on one stream per device and the host
+// waits only where it reads. The test allocator's streams defer their work until they are
+// synchronized, so a missing wait shows up as wrong numbers, not only as a count.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "planrt/runtime/program.h"
+#include "runtime_test_util.h"
+#include "support/test_device.h"
+
+namespace planrt {
+namespace {
+
+using namespace runtime_test;
+using testing::ScopedTestAllocator;
+using testing::ScopedTestBackend;
+
+fixtures::FixtureProgram device_program() {
+  fixtures::ReluAddOptions o;
+  o.on_cuda = true;
+  return fixtures::relu_add_program(o);
+}
+
+std::unique_ptr<fb::InstructionT> instruction(fb::InstructionKind kind, std::vector<uint32_t> in,
+                                              std::vector<uint32_t> out) {
+  auto ins = std::make_unique<fb::InstructionT>();
+  ins->kind = kind;
+  ins->inputs = std::move(in);
+  ins->outputs = std::move(out);
+  return ins;
+}
+
+// y = relu(2 * relu(x + c) + c): device work, a host kernel reading its result (y + y, in
+// place), then device work again reading what the host wrote. Value ids of the device
+// fixture: x 0, y 1, x_dev 2, y_dev 3.
+fixtures::FixtureProgram device_host_device_program() {
+  fixtures::FixtureProgram f = device_program();
+  auto& ins = f.program.methods[0]->instructions;
+  auto add = instruction(fb::InstructionKind::Kernel, {1, 1}, {1});
+  add->op = "add";
+  ins.push_back(std::move(add));
+  ins.push_back(instruction(fb::InstructionKind::Copy, {1}, {2}));
+  auto call = instruction(fb::InstructionKind::Delegate, {2}, {3});
+  call->segment = 0;
+  ins.push_back(std::move(call));
+  ins.push_back(instruction(fb::InstructionKind::Copy, {3}, {1}));
+  return f;
+}
+
+std::vector<float> twice_then_again(const std::vector<float>& x) {
+  std::vector<float> y = fixtures::relu_add_reference(x, kFeatures);
+  for (float& v : y) v *= 2;
+  return fixtures::relu_add_reference(y, kFeatures);
+}
+
+TEST(MethodStreams, DeviceMethodRunsOnOneStreamAndWaitsOncePerRun) {
+  ScopedTestAllocator cuda;
+  ScopedTestBackend backend("cuda", &cuda.allocator());
+  Program p = load_fixture(device_program());
+  Result<Method> m = p.load_method("forward");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(cuda->counts().streams_created, 1);
+  EXPECT_EQ(m->run_stats().streams, 1);
+  for (int64_t s : {3, 7, 16}) {
+    std::vector<float> x = make_x(s);
+    TensorView in = view_of(x, {s, kFeatures});
+    Result<std::vector<Tensor>> out = m->execute({&in, 1});
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_EQ(floats((*out)[0]), fixtures::relu_add_reference(x, kFeatures)) << "S=" << s;
+    EXPECT_EQ(m->run_stats().last_run_synchronizations, 1);
+  }
+  EXPECT_EQ(m->run_stats().runs, 3);
+  EXPECT_EQ(m->run_stats().synchronizations, 3);
+  EXPECT_EQ(cuda->counts().synchronizations, 3);
+  EXPECT_EQ(backend->counts().executes_on_stream, 3);
+  EXPECT_EQ(backend->counts().finishes, 3);
+}
+
+TEST(MethodStreams, HostStepBetweenDeviceStepsWaitsForTheDevice) {
+  ScopedTestAllocator cuda;
+  ScopedTestBackend backend("cuda", &cuda.allocator());
+  Program p = load_fixture(device_host_device_program());
+  Result<Method> m = p.load_method("forward");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  for (int run = 0; run < 2; ++run) {
+    std::vector<float> x = make_x(5);
+    for (float& v : x) v += static_cast<float>(run);  // a stale value from run 0 would show
+    TensorView in = view_of(x, {5, kFeatures});
+    Result<std::vector<Tensor>> out = m->execute({&in, 1});
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_EQ(floats((*out)[0]), twice_then_again(x)) << "run " << run;
+    // Once before the host kernel, once at the end.
+    EXPECT_EQ(m->run_stats().last_run_synchronizations, 2);
+  }
+  // The segment ran twice per run and is finished once per run.
+  EXPECT_EQ(backend->counts().executes_on_stream, 4);
+  EXPECT_EQ(backend->counts().finishes, 2);
+}
+
+TEST(MethodStreams, DeviceWithoutStreamsRunsSynchronously) {
+  ScopedTestAllocator cuda;
+  cuda->use_streams(false);
+  ScopedTestBackend backend("cuda", &cuda.allocator());
+  Program p = load_fixture(device_host_device_program());
+  Result<Method> m = p.load_method("forward");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  std::vector<float> x = make_x(6);
+  TensorView in = view_of(x, {6, kFeatures});
+  Result<std::vector<Tensor>> out = m->execute({&in, 1});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(floats((*out)[0]), twice_then_again(x));
+  EXPECT_EQ(m->run_stats().streams, 0);
+  EXPECT_EQ(m->run_stats().synchronizations, 0);
+  EXPECT_EQ(backend->counts().executes_on_stream, 0);
+}
+
+TEST(MethodStreams, HostMethodHasNoStream) {
+  ScopedTestAllocator cuda;
+  Program p = load_fixture(fixtures::relu_add_program());
+  Result<Method> m = p.load_method("forward");
+  ASSERT_TRUE(m.ok());
+  std::vector<float> x = make_x(4);
+  TensorView in = view_of(x, {4, kFeatures});
+  ASSERT_TRUE(m->execute({&in, 1}).ok());
+  EXPECT_EQ(m->run_stats().streams, 0);
+  EXPECT_EQ(m->run_stats().synchronizations, 0);
+  EXPECT_EQ(cuda->counts().streams_created, 0);
+}
+
+TEST(MethodStreams, StreamsAreDestroyedWithTheMethodAfterTheirWork) {
+  ScopedTestAllocator cuda;
+  ScopedTestBackend backend("cuda", &cuda.allocator());
+  Program p = load_fixture(device_program());
+  {
+    Result<Method> m = p.load_method("forward");
+    ASSERT_TRUE(m.ok());
+    std::vector<float> x = make_x(2);
+    TensorView in = view_of(x, {2, kFeatures});
+    ASSERT_TRUE(m->run({&in, 1}).ok());
+    EXPECT_EQ(cuda->counts().streams_destroyed, 0);
+  }
+  EXPECT_EQ(cuda->counts().streams_created, 1);
+  EXPECT_EQ(cuda->counts().streams_destroyed, 1);
+  EXPECT_EQ(cuda->counts().bad_stream_uses, 0);
+  EXPECT_EQ(cuda->counts().bytes_live, 0);
+}
+
+TEST(MethodStreams, FailedStreamCreationFailsTheLoadAndLeavesNothing) {
+  ScopedTestAllocator cuda;
+  ScopedTestBackend backend("cuda", &cuda.allocator());
+  Program p = load_fixture(device_program());
+  cuda->fail_next_stream();
+  Result<Method> m = p.load_method("forward");
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(contains(m.status().message(), "creating its stream on cuda:0")) << m.status().to_string();
+  EXPECT_EQ(cuda->counts().bytes_live, 0);
+  EXPECT_EQ(backend->counts().inits, 0);  // streams come before the segments' init
+  Result<Method> again = p.load_method("forward");
+  EXPECT_TRUE(again.ok()) << again.status().to_string();
+}
+
+}  // namespace
+}  // namespace planrt
