@@ -5,34 +5,6 @@
 #include <climits>
 
 namespace planrt::kernels::cpu {
-
-std::string input_role(std::string_view op, size_t index) {
-  auto pick = [index](std::initializer_list<std::string_view> names) -> std::string {
-    if (index < names.size()) return std::string(names.begin()[index]);
-    return fmt::format("input {}", index);
-  };
-  if (op == "linear" || op == "layer_norm" || op == "rms_norm")
-    return pick({"x", "weight", "bias"});
-  if (op == "matmul" || op == "add" || op == "sub" || op == "mul" || op == "div") {
-    return pick({"a", "b"});
-  }
-  if (op == "scaled_dot_product_attention") return pick({"q", "k", "v"});
-  if (op == "embedding") return pick({"ids", "table"});
-  if (op == "concat") return fmt::format("xs[{}]", index);
-  return pick({"x"});
-}
-
-std::string describe_inputs(std::string_view op, std::span<const TensorView> inputs) {
-  std::string out;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].is_none()) continue;
-    if (!out.empty()) out += ", ";
-    out += fmt::format("{} {} {}", input_role(op, i), dtype_name(inputs[i].dtype),
-                       inputs[i].sizes.to_string());
-  }
-  return out;
-}
-
 namespace {
 
 Status check_view(std::string_view op, const std::string& role, const TensorView& v) {
@@ -111,24 +83,6 @@ Status require_f32_inputs(std::string_view op, std::span<const TensorView> input
     PLANRT_RETURN_IF_ERROR(require_f32(op, input_role(op, i), inputs[i]));
   }
   return {};
-}
-
-Status check_output(std::string_view op, std::span<const TensorView> inputs, const TensorView& out,
-                    DType dtype, const Shape& shape) {
-  if (out.dtype == dtype && out.sizes == shape) return {};
-  return make_error(ErrorCode::InvalidArgument, "{}: output is {} {}, expected {} {} (inputs: {})",
-                    op, dtype_name(out.dtype), out.sizes.to_string(), dtype_name(dtype),
-                    shape.to_string(), describe_inputs(op, inputs));
-}
-
-Result<int> normalize_dim(std::string_view op, std::string_view attr, int64_t dim, int rank) {
-  const int64_t extent = rank == 0 ? 1 : rank;
-  if (dim < -extent || dim >= extent) {
-    return make_error(ErrorCode::InvalidArgument,
-                      "{}: {} = {} is out of range for rank {} (expected {} to {})", op, attr, dim,
-                      rank, -extent, extent - 1);
-  }
-  return static_cast<int>(dim < 0 ? dim + extent : dim);
 }
 
 Status check_blas_dim(std::string_view op, std::string_view what, int64_t value) {

@@ -4,6 +4,7 @@
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/checks.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/op_plans.h"
 
 namespace planrt::kernels::cpu {
 namespace {
@@ -34,8 +35,7 @@ Status binary(std::string_view op, F f, std::span<const TensorView> inputs,
   const TensorView& a = inputs[0];
   const TensorView& b = inputs[1];
   const TensorView& out = outputs[0];
-  PLANRT_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(op, a.sizes, b.sizes));
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, out, DType::F32, shape));
+  PLANRT_ASSIGN_OR_RETURN(Shape shape, plan_binary(op, inputs, outputs));
 
   const float* pa = a.data_as<const float>();
   const float* pb = b.data_as<const float>();
@@ -68,7 +68,7 @@ Status unary(std::string_view op, F f, std::span<const TensorView> inputs,
              std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], DType::F32, inputs[0].sizes));
+  PLANRT_RETURN_IF_ERROR(plan_unary(op, inputs, outputs));
   const float* x = inputs[0].data_as<const float>();
   float* y = outputs[0].data_as<float>();
   const int64_t n = inputs[0].numel();
@@ -109,11 +109,8 @@ Status silu(const OpAttrs&, std::span<const TensorView> in, std::span<const Tens
 
 Status gelu(const OpAttrs& attrs, std::span<const TensorView> in, std::span<const TensorView> out) {
   constexpr std::string_view op = "gelu";
-  // Not PLANRT_ASSIGN_OR_RETURN: GCC 12 misreports the moved-out string as uninitialized.
-  Result<std::string> approximate = with_op(op, attrs.get_string("approximate", "none"));
-  if (!approximate.ok()) return approximate.status();
-  const std::string& mode = *approximate;
-  if (mode == "none") {
+  PLANRT_ASSIGN_OR_RETURN(GeluApproximation mode, plan_gelu(attrs));
+  if (mode == GeluApproximation::None) {
     return unary(
         op,
         [](float x) {
@@ -122,17 +119,13 @@ Status gelu(const OpAttrs& attrs, std::span<const TensorView> in, std::span<cons
         },
         in, out);
   }
-  if (mode == "tanh") {
-    return unary(
-        op,
-        [](float x) {
-          constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-          return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-        },
-        in, out);
-  }
-  return make_error(ErrorCode::InvalidArgument, "{}: approximate = '{}', expected 'none' or 'tanh'",
-                    op, mode);
+  return unary(
+      op,
+      [](float x) {
+        constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+        return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+      },
+      in, out);
 }
 
 }  // namespace planrt::kernels::cpu

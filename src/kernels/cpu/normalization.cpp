@@ -2,35 +2,13 @@
 // accumulators, so that long rows keep the 1e-5 relative accuracy the tests ask for.
 #include <cmath>
 
-#include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/checks.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/softmax_row.h"
+#include "kernels/op_plans.h"
 
 namespace planrt::kernels::cpu {
 namespace {
-
-// x [..., N] with optional per-feature vectors [N] at inputs[1..]; the output matches x.
-Status check_norm(std::string_view op, std::span<const TensorView> inputs,
-                  std::span<const TensorView> outputs) {
-  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
-  const TensorView& x = inputs[0];
-  if (x.rank() < 1) {
-    return make_error(ErrorCode::InvalidArgument, "{}: x needs rank >= 1; got {}", op,
-                      describe_inputs(op, inputs));
-  }
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    const TensorView& v = inputs[i];
-    if (v.is_none()) continue;
-    if (v.rank() != 1 || v.sizes[0] != x.sizes.size(-1)) {
-      return make_error(ErrorCode::InvalidArgument,
-                        "{}: {} must be [{}] to match the last dim of x; got {}", op,
-                        input_role(op, i), x.sizes.size(-1), describe_inputs(op, inputs));
-    }
-  }
-  return check_output(op, inputs, outputs[0], DType::F32, x.sizes);
-}
 
 const float* optional_data(std::span<const TensorView> inputs, size_t i) {
   return i < inputs.size() && !inputs[i].is_none() ? inputs[i].data_as<const float>() : nullptr;
@@ -55,12 +33,11 @@ void softmax_line(const float* x, float* y, int64_t n, int64_t stride) {
 Status layer_norm(const OpAttrs& attrs, std::span<const TensorView> inputs,
                   std::span<const TensorView> outputs) {
   constexpr std::string_view op = "layer_norm";
-  PLANRT_RETURN_IF_ERROR(check_norm(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(double eps, with_op(op, attrs.get_float("eps", 1e-5)));
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(NormPlan plan, plan_layer_norm(attrs, inputs, outputs));
   const TensorView& x = inputs[0];
-  const int64_t n = x.sizes.size(-1);
-  if (n == 0) return {};
-  const int64_t rows = x.numel() / n;
+  const auto [rows, n, eps] = plan;
   const float* w = optional_data(inputs, 1);
   const float* b = optional_data(inputs, 2);
   for (int64_t r = 0; r < rows; ++r) {
@@ -88,17 +65,14 @@ Status layer_norm(const OpAttrs& attrs, std::span<const TensorView> inputs,
   return {};
 }
 
-// eps defaults to 1e-6. PyTorch's rms_norm with eps=None uses finfo(dtype).eps (1.19e-7
-// for f32); models (LLaMA and kin) pass their own, usually 1e-5 or 1e-6.
 Status rms_norm(const OpAttrs& attrs, std::span<const TensorView> inputs,
                 std::span<const TensorView> outputs) {
   constexpr std::string_view op = "rms_norm";
-  PLANRT_RETURN_IF_ERROR(check_norm(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(double eps, with_op(op, attrs.get_float("eps", 1e-6)));
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(NormPlan plan, plan_rms_norm(attrs, inputs, outputs));
   const TensorView& x = inputs[0];
-  const int64_t n = x.sizes.size(-1);
-  if (n == 0) return {};
-  const int64_t rows = x.numel() / n;
+  const auto [rows, n, eps] = plan;
   const float* w = optional_data(inputs, 1);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x.data_as<const float>() + r * n;
@@ -115,20 +89,14 @@ Status rms_norm(const OpAttrs& attrs, std::span<const TensorView> inputs,
   return {};
 }
 
-// dim defaults to -1 (the last), the usual choice; torch.softmax itself requires it.
 Status softmax(const OpAttrs& attrs, std::span<const TensorView> inputs,
                std::span<const TensorView> outputs) {
   constexpr std::string_view op = "softmax";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(SoftmaxPlan plan, plan_softmax(attrs, inputs, outputs));
   const TensorView& x = inputs[0];
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], DType::F32, x.sizes));
-  PLANRT_ASSIGN_OR_RETURN(int64_t dim_attr, with_op(op, attrs.get_int("dim", -1)));
-  PLANRT_ASSIGN_OR_RETURN(int dim, normalize_dim(op, "dim", dim_attr, x.rank()));
-  if (x.numel() == 0) return {};
-  const int64_t n = x.rank() == 0 ? 1 : x.sizes[dim];
-  const int64_t inner = x.rank() == 0 ? 1 : contiguous_strides(x.sizes)[dim];
-  const int64_t outer = x.numel() / (n * inner);
+  const auto [outer, n, inner] = plan;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const int64_t base = o * n * inner + i;

@@ -68,7 +68,7 @@ Status check_operands(std::string_view op, std::span<const TensorView> inputs,
                                                     as_host(outputs, small_out, large_out))));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].is_none()) continue;
-    PLANRT_RETURN_IF_ERROR(check_device(op, cpu::input_role(op, i), inputs[i], current));
+    PLANRT_RETURN_IF_ERROR(check_device(op, input_role(op, i), inputs[i], current));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     PLANRT_RETURN_IF_ERROR(check_device(

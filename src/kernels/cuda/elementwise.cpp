@@ -1,8 +1,9 @@
 // add, sub, mul, div (broadcasting by index math on the device) and relu, silu, gelu, f32.
-#include "kernels/cpu/broadcast.h"
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/op_plans.h"
+#include "kernels/operands.h"
 
 namespace planrt::kernels::cuda {
 namespace {
@@ -14,8 +15,7 @@ Status binary(std::string_view op, launch::BinaryOp kind, const CudaKernelContex
   const TensorView& a = inputs[0];
   const TensorView& b = inputs[1];
   const TensorView& out = outputs[0];
-  PLANRT_ASSIGN_OR_RETURN(Shape shape, cpu::broadcast_shapes(op, a.sizes, b.sizes));
-  PLANRT_RETURN_IF_ERROR(cpu::check_output(op, inputs, out, DType::F32, shape));
+  PLANRT_ASSIGN_OR_RETURN(Shape shape, plan_binary(op, inputs, outputs));
   const int64_t n = out.numel();
   if (n == 0) return {};
   const float* pa = a.data_as<const float>();
@@ -27,8 +27,8 @@ Status binary(std::string_view op, launch::BinaryOp kind, const CudaKernelContex
   }
   launch::IndexMap map;
   map.rank = shape.rank();
-  const Shape sa = cpu::broadcast_strides(a.sizes, shape);
-  const Shape sb = cpu::broadcast_strides(b.sizes, shape);
+  const Shape sa = broadcast_strides(a.sizes, shape);
+  const Shape sb = broadcast_strides(b.sizes, shape);
   for (int d = 0; d < shape.rank(); ++d) {
     map.size[d] = shape[d];
     map.stride_a[d] = sa[d];
@@ -42,8 +42,7 @@ Status unary(std::string_view op, launch::UnaryOp kind, const CudaKernelContext&
              std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
-  PLANRT_RETURN_IF_ERROR(
-      cpu::check_output(op, inputs, outputs[0], DType::F32, inputs[0].sizes));
+  PLANRT_RETURN_IF_ERROR(plan_unary(op, inputs, outputs));
   return cuda_status(op, "kernel launch",
                      launch::unary(kind, inputs[0].data_as<const float>(),
                                    outputs[0].data_as<float>(), inputs[0].numel(), ctx.stream));
@@ -78,15 +77,11 @@ Status silu(const CudaKernelContext& ctx, const OpAttrs&, std::span<const Tensor
 
 Status gelu(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<const TensorView> in,
             std::span<const TensorView> out) {
-  constexpr std::string_view op = "gelu";
-  // Not PLANRT_ASSIGN_OR_RETURN: GCC 12 misreports the moved-out string as uninitialized.
-  Result<std::string> approximate = cpu::with_op(op, attrs.get_string("approximate", "none"));
-  if (!approximate.ok()) return approximate.status();
-  const std::string& mode = *approximate;
-  if (mode == "none") return unary(op, launch::UnaryOp::GeluErf, ctx, in, out);
-  if (mode == "tanh") return unary(op, launch::UnaryOp::GeluTanh, ctx, in, out);
-  return make_error(ErrorCode::InvalidArgument, "{}: approximate = '{}', expected 'none' or 'tanh'",
-                    op, mode);
+  PLANRT_ASSIGN_OR_RETURN(GeluApproximation mode, plan_gelu(attrs));
+  return unary("gelu",
+               mode == GeluApproximation::None ? launch::UnaryOp::GeluErf
+                                               : launch::UnaryOp::GeluTanh,
+               ctx, in, out);
 }
 
 }  // namespace planrt::kernels::cuda

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/cpu/broadcast.h"
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/operands.h"
 #include "support/gpu.h"
 
 namespace planrt::kernels::cuda {
@@ -62,7 +62,7 @@ TEST(CudaKernels, BinaryOpsMatchTheCpuWithBroadcasting) {
   for (std::string_view op : {"add", "sub", "mul", "div"}) {
     for (const auto& [sa, sb] : cases) {
       SCOPED_TRACE(std::string(op) + " " + sa.to_string() + " " + sb.to_string());
-      Result<Shape> shape = cpu::broadcast_shapes(op, sa, sb);
+      Result<Shape> shape = broadcast_shapes(op, sa, sb);
       ASSERT_TRUE(shape.ok());
       HostTensor a = rnd(sa, seed++);
       // div: b away from zero, so that the comparison measures the kernel, not 1/0.
