@@ -118,6 +118,7 @@ struct Method::Impl {
   // the delegates and arenas so they are destroyed first, each waiting for its queued work.
   std::vector<MethodStream> streams;
   std::vector<bool> delegate_ran;  // per delegate, during a run
+  bool synchronize_each_step = false;
   MethodRunStats stats;
 
   // State of the last run.

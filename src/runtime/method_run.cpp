@@ -170,6 +170,15 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
       }
     }
     if (!status.ok()) return status.with_context(where(k));
+    if (synchronize_each_step && s.stream >= 0) {
+      status = synchronize(streams[static_cast<size_t>(s.stream)]);
+      if (status.ok() && s.kind == fb::InstructionKind::Delegate) {
+        const DelegateSlot& d = delegates[s.delegate];
+        delegate_ran[s.delegate] = false;
+        status = d.backend()->finish(d.handle());
+      }
+      if (!status.ok()) return status.with_context(where(k));
+    }
   }
   // The end of a run: the host may read every output now, and segments report what only
   // finished work reveals.

@@ -98,6 +98,25 @@ TEST(MethodStreams, HostStepBetweenDeviceStepsWaitsForTheDevice) {
   EXPECT_EQ(backend->counts().finishes, 2);
 }
 
+TEST(MethodStreams, SynchronizeEachStepWaitsAfterEveryDeviceStep) {
+  ScopedTestAllocator cuda;
+  ScopedTestBackend backend("cuda", &cuda.allocator());
+  Program p = load_fixture(device_host_device_program());
+  LoadMethodOptions options;
+  options.synchronize_each_step = true;
+  Result<Method> m = p.load_method("forward", options);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  std::vector<float> x = make_x(3);
+  TensorView in = view_of(x, {3, kFeatures});
+  Result<std::vector<Tensor>> out = m->execute({&in, 1});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(floats((*out)[0]), twice_then_again(x));
+  // Six device steps (copy, segment, copy, twice), one wait after each.
+  EXPECT_EQ(m->run_stats().last_run_synchronizations, 6);
+  // Each segment call is finished right after its own wait.
+  EXPECT_EQ(backend->counts().finishes, 2);
+}
+
 TEST(MethodStreams, DeviceWithoutStreamsRunsSynchronously) {
   ScopedTestAllocator cuda;
   cuda->use_streams(false);

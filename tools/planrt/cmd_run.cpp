@@ -1,6 +1,7 @@
 // planrt run FILE.prog [--method NAME] [--input NAME=PATH.npy ...] [--random-inputs SEED]
 //                      [--dim NAME=VALUE ...] [--iterations N] [--warmup N]
-//                      [--output-dir DIR] [--backend-option BACKEND.KEY=VALUE ...] [--json]
+//                      [--output-dir DIR] [--backend-option BACKEND.KEY=VALUE ...]
+//                      [--synchronize-each-step] [--json]
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -214,6 +215,7 @@ int run_run(const RunArgs& args) {
     dim_values[kv->first] = value;
   }
   LoadMethodOptions load_options;
+  load_options.synchronize_each_step = args.synchronize_each_step;
   for (const std::string& spec : args.backend_options) {
     if (!add_backend_option(spec, load_options.backend_options)) {
       return report_usage_error(

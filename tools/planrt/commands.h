@@ -54,6 +54,7 @@ struct RunArgs {
   int64_t warmup = 0;
   std::string output_dir;
   std::vector<std::string> backend_options;  // BACKEND.KEY=VALUE
+  bool synchronize_each_step = false;
   bool json = false;
 };
 int run_run(const RunArgs& args);

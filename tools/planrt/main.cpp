@@ -66,6 +66,9 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--backend-option", run.backend_options,
                       "BACKEND.KEY=VALUE load-time option for a backend (repeatable), e.g. "
                       "cuda.use_private_pool=false");
+  run_cmd->add_flag("--synchronize-each-step", run.synchronize_each_step,
+                    "Debugging: wait for the device after every device step, so an error names "
+                    "the step that caused it");
   run_cmd->add_flag("--json", run.json, "Print one JSON object");
 
   try {

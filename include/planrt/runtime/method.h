@@ -46,6 +46,10 @@ struct LoadMethodOptions {
   BackendOptions backend_options;
   // Host methods share one set of host arenas (rule 2). Off: this method gets its own.
   bool share_memory_arenas = true;
+  // Debugging: wait for the device after every device step and collect each segment's
+  // errors right there, so an asynchronous failure names the step that caused it (the
+  // way CUDA_LAUNCH_BLOCKING does). Costs one host wait per device step.
+  bool synchronize_each_step = false;
 };
 
 struct MethodRunStats {
