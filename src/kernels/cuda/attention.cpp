@@ -11,13 +11,9 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
+#include "kernels/workspace.h"
 
 namespace planrt::kernels::cuda {
-namespace {
-
-constexpr int64_t kScoreBudget = int64_t{256} << 20;
-
-}  // namespace
 
 Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs& attrs,
                                     std::span<const TensorView> inputs,
@@ -41,7 +37,7 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
                       sq, sk);
   }
   const int64_t head_bytes = sq * sk * int64_t{sizeof(float)};
-  const int64_t group = std::max<int64_t>(1, std::min(heads, kScoreBudget / head_bytes));
+  const int64_t group = attention_head_group(heads, head_bytes);  // as cuda_workspace_bytes says
   TempBuffer scores(ctx);
   PLANRT_RETURN_IF_ERROR(scores.allocate(op, static_cast<size_t>(group * head_bytes)));
   auto* s = static_cast<float*>(scores.get());

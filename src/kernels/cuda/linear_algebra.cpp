@@ -5,6 +5,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
+#include "kernels/workspace.h"
 #include "kernels/operands.h"
 
 namespace planrt::kernels::cuda {
@@ -44,14 +45,14 @@ Status matmul(const CudaKernelContext& ctx, const OpAttrs&, std::span<const Tens
   float* py = outputs[0].data_as<float>();
   const int64_t count = batch.numel();
   // One shared b and an unbroadcast a: the batch folds into the rows of one product.
+  // (Which path runs decides the workspace, so the test is shared with cuda_workspace_bytes.)
+  const bool pointer_arrays = matmul_needs_pointer_arrays(m, n, k, a_batch, b_batch, batch);
   if (b_batch.numel() == 1 && a_batch == batch) {
     return gemm_strided(op, ctx, BLayout::KN, count * m, n, k, 1.0f, pa, 0, pb, 0, 0.0f, py,
                         count * m * n, 1);
   }
   // Each operand either fully batched or one matrix for all: one strided-batched call.
-  const bool a_uniform = a_batch == batch || a_batch.numel() == 1;
-  const bool b_uniform = b_batch == batch || b_batch.numel() == 1;
-  if ((a_uniform && b_uniform) || k == 0 || count == 0 || m == 0 || n == 0) {
+  if (!pointer_arrays) {
     return gemm_strided(op, ctx, BLayout::KN, m, n, k, 1.0f, pa, a_batch == batch ? m * k : 0,
                         pb, b_batch == batch ? k * n : 0, 0.0f, py, m * n, count);
   }

@@ -1,0 +1,152 @@
+#include "builder/engine_scratch.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "builder/planner.h"
+#include "format/fb_types.h"
+#include "kernels/workspace.h"
+
+namespace planrt::builder {
+namespace {
+
+constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+
+Status bad(std::string message) { return Status(ErrorCode::InvalidProgram, std::move(message)); }
+
+// The concrete shape of `v` at `dim_values`.
+Result<Shape> shape_at(const fb::Value& v, std::span<const int64_t> dim_values) {
+  std::vector<int64_t> dims;
+  if (v.shape() != nullptr) {
+    for (const fb::DimRef* d : *v.shape()) {
+      int64_t size = d->value();
+      if (d->dim() >= 0) {
+        if (static_cast<size_t>(d->dim()) >= dim_values.size() ||
+            __builtin_mul_overflow(d->value(), dim_values[static_cast<size_t>(d->dim())], &size)) {
+          return bad(fmt::format("engine value '{}': its shape names dim {} of {} or overflows",
+                                 v.name() ? v.name()->str() : "", d->dim(), dim_values.size()));
+        }
+      }
+      dims.push_back(size);
+    }
+  }
+  return Shape::from(dims);
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> profile_max_dims(const fb::Graph& graph, size_t num_dims) {
+  std::vector<int64_t> out(num_dims, 0);
+  if (graph.profile() == nullptr) return out;
+  for (const fb::DimBound* b : *graph.profile()) {
+    if (b->dim() >= num_dims || b->min() > b->max() || b->min() < 0) {
+      return bad(fmt::format("engine profile entry for dim {} [{}, {}] is invalid ({} dims)", b->dim(),
+                             b->min(), b->max(), num_dims));
+    }
+    out[b->dim()] = b->max();
+  }
+  return out;
+}
+
+Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
+                                              std::span<const int64_t> dim_values,
+                                              bool cuda_workspace,
+                                              const EngineScratchPlan* max_plan) {
+  const size_t n_values = graph.values() ? graph.values()->size() : 0;
+  const size_t n_steps = graph.instructions() ? graph.instructions()->size() : 0;
+  EngineScratchPlan out;
+  out.value_offsets.assign(n_values, 0);
+  out.workspace_offsets.assign(n_steps, 0);
+  out.workspace_bytes.assign(n_steps, 0);
+
+  std::vector<Shape> shapes(n_values);
+  std::vector<DType> dtypes(n_values, DType::F32);
+  for (size_t v = 0; v < n_values; ++v) {
+    const fb::Value* value = graph.values()->Get(static_cast<uint32_t>(v));
+    PLANRT_ASSIGN_OR_RETURN(shapes[v], shape_at(*value, dim_values));
+    auto dtype = format::to_dtype(value->dtype());
+    if (!dtype) return bad(fmt::format("engine value {} has an unknown dtype", v));
+    dtypes[v] = *dtype;
+  }
+  // Lifetimes of the Planned values over the steps; workspace per step.
+  std::vector<int64_t> first(n_values, -1), last(n_values, -1);
+  for (size_t k = 0; k < n_steps; ++k) {
+    const fb::Instruction* ins = graph.instructions()->Get(static_cast<uint32_t>(k));
+    std::vector<TensorView> in, outs;
+    for (const auto* ids : {ins->inputs(), ins->outputs()}) {
+      if (ids == nullptr) continue;
+      for (uint32_t id : *ids) {
+        if (id == kNoValue && ids == ins->inputs()) {
+          in.push_back(TensorView::none());
+          continue;
+        }
+        if (id >= n_values) return bad(fmt::format("engine step {} names value {} of {}", k, id, n_values));
+        if (first[id] < 0) first[id] = static_cast<int64_t>(k);
+        last[id] = static_cast<int64_t>(k);
+        TensorView view = TensorView::contiguous(nullptr, dtypes[id], shapes[id]);
+        (ids == ins->inputs() ? in : outs).push_back(view);
+      }
+    }
+    if (cuda_workspace && ins->op() != nullptr) {
+      // Attributes do not change any workspace size (only which rows are masked and the
+      // scale), so the defaults stand in for them.
+      Result<uint64_t> ws = kernels::cuda_workspace_bytes(ins->op()->string_view(), kernels::OpAttrs{},
+                                                          in, outs);
+      if (!ws.ok()) {
+        return ws.status().with_context(fmt::format("engine step {} ('{}')", k, ins->op()->str()));
+      }
+      out.workspace_bytes[k] = *ws;
+    }
+  }
+  std::vector<TensorLifetime> tensors;
+  std::vector<size_t> owner;  // value id, or n_values + step for a workspace
+  for (size_t v = 0; v < n_values; ++v) {
+    const fb::Value* value = graph.values()->Get(static_cast<uint32_t>(v));
+    if (value->kind() != fb::ValueKind::Planned || first[v] < 0) continue;
+    uint64_t bytes = static_cast<uint64_t>(shapes[v].numel()) * element_size(dtypes[v]);
+    tensors.push_back({bytes, first[v], last[v]});
+    owner.push_back(v);
+  }
+  for (size_t k = 0; k < n_steps; ++k) {
+    if (out.workspace_bytes[k] == 0) continue;
+    tensors.push_back({out.workspace_bytes[k], static_cast<int64_t>(k), static_cast<int64_t>(k)});
+    owner.push_back(n_values + k);
+  }
+  PLANRT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(tensors, kEngineScratchAlignment));
+  uint64_t arena = plan.arena_bytes;
+  std::vector<uint64_t> offsets = plan.offsets;
+  if (max_plan != nullptr) {
+    // The max plan's offsets hold at smaller sizes (every tensor there is at least as large
+    // as here); take them when they need less. A workspace the max plan did not size as
+    // large (a kernel may switch paths with the shapes) rules them out.
+    uint64_t extent = 0;
+    bool usable = max_plan->value_offsets.size() == n_values &&
+                  max_plan->workspace_offsets.size() == n_steps;
+    std::vector<uint64_t> max_offsets(tensors.size());
+    for (size_t i = 0; usable && i < tensors.size(); ++i) {
+      size_t o = owner[i];
+      if (o >= n_values && max_plan->workspace_bytes[o - n_values] < tensors[i].size_bytes) {
+        usable = false;
+        break;
+      }
+      max_offsets[i] = o < n_values ? max_plan->value_offsets[o] : max_plan->workspace_offsets[o - n_values];
+      if (tensors[i].size_bytes != 0) extent = std::max(extent, max_offsets[i] + tensors[i].size_bytes);
+    }
+    if (!usable) extent = UINT64_MAX;
+    if (usable) extent = (extent + kEngineScratchAlignment - 1) / kEngineScratchAlignment * kEngineScratchAlignment;
+    if (usable && extent < arena) {
+      arena = extent;
+      offsets = std::move(max_offsets);
+    }
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    size_t o = owner[i];
+    if (o < n_values) out.value_offsets[o] = offsets[i];
+    else out.workspace_offsets[o - n_values] = offsets[i];
+  }
+  out.scratch_bytes = arena;
+  return out;
+}
+
+}  // namespace planrt::builder

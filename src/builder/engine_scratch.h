@@ -1,0 +1,53 @@
+// The activation scratch of an engine (DESIGN §6): the engine graph's intermediate values
+// (its Planned values) and each step's kernel workspace (kernels/workspace.h, CUDA engines
+// only), planned into one buffer with the §4 planner at given dim values.
+//
+// One function serves both sides so they cannot disagree: the builder calls it at the
+// profile's max to record Graph.scratch_bytes (scratch_bytes()), and the engine backend
+// calls it at the shapes a call binds (scratch_bytes_for(shapes)) and checks the recorded
+// figure against its own plan at the max.
+//
+// Exactness: the plan at the bound dims is the greedy plan of exactly the bytes those dims
+// need. The greedy planner is not monotone in the sizes, so the result is the smaller of
+// that plan and the profile-max plan's offsets evaluated at the bound sizes (always valid:
+// sizes only shrink below the max). So the requirement never exceeds scratch_bytes().
+//
+// Lifetimes: an intermediate lives from the first step that writes or reads it to the last
+// that reads it; a step's workspace lives for that step only. Alignment 256 bytes (CUDA
+// buffers), also used for CPU engines so a plan does not depend on the device.
+// Errors: InvalidProgram for a graph that names a value, dim or op it lacks, a shape that
+// overflows, dim values outside the profile; the op's own error for operands its kernel
+// would refuse. Pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "planrt/core/result.h"
+#include "planrt/format/program_generated.h"
+
+namespace planrt::builder {
+
+inline constexpr uint64_t kEngineScratchAlignment = 256;
+
+struct EngineScratchPlan {
+  std::vector<uint64_t> value_offsets;      // per graph value (meaningful for Planned ones)
+  std::vector<uint64_t> workspace_offsets;  // per step
+  std::vector<uint64_t> workspace_bytes;    // per step (0: none)
+  uint64_t scratch_bytes = 0;               // 0 when nothing needs scratch at these dims
+};
+
+// `dim_values[d]` is the value of method dim d (size = the method's dim count); dims the
+// graph does not use may hold anything. `cuda_workspace`: plan the CUDA kernels' workspace.
+// `max_plan`: the plan at the profile max (nullptr when computing that one).
+Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
+                                              std::span<const int64_t> dim_values,
+                                              bool cuda_workspace,
+                                              const EngineScratchPlan* max_plan = nullptr);
+
+// The profile's max for every method dim (`num_dims` entries; dims outside the profile 0).
+// InvalidProgram for a profile entry naming a dim >= num_dims or with min > max.
+Result<std::vector<int64_t>> profile_max_dims(const fb::Graph& graph, size_t num_dims);
+
+}  // namespace planrt::builder

@@ -1,0 +1,37 @@
+// Workspace: the temporary device memory a kernel asks for beyond its operands
+// (CudaKernelContext::temp), as a function of the operand shapes alone. The CUDA kernels
+// size their temporaries with these functions, and an engine (DESIGN §6) plans the same
+// figures into its activation scratch, so both always agree.
+//
+// Only two CUDA kernels take any: scaled_dot_product_attention (score rows of a group of
+// heads, at most kScoreBudget bytes unless one head alone needs more) and matmul with mixed
+// broadcasting (three pointer arrays). The CPU kernels take none from a caller.
+// Errors: those of the op's plan (op_plans.h), for operands the kernel would refuse.
+// Pure and thread-safe; data pointers are not read (views may carry null data).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "kernels/kernel.h"
+
+namespace planrt::kernels {
+
+// Scores of one attention call are computed a group of heads at a time, in this much.
+inline constexpr int64_t kScoreBudget = int64_t{256} << 20;
+
+// The heads scaled_dot_product_attention processes at once, given one head's score bytes.
+int64_t attention_head_group(int64_t heads, int64_t head_bytes);
+
+// Bytes the CUDA kernel of `op` allocates from CudaKernelContext::temp for one call with
+// these operands (0 when it allocates nothing; unknown ops take none).
+Result<uint64_t> cuda_workspace_bytes(std::string_view op, const OpAttrs& attrs,
+                                      std::span<const TensorView> inputs,
+                                      std::span<const TensorView> outputs);
+
+// matmul's batch layout needs per-product pointers (the mixed-broadcast path).
+bool matmul_needs_pointer_arrays(int64_t m, int64_t n, int64_t k, const Shape& a_batch,
+                                 const Shape& b_batch, const Shape& batch);
+
+}  // namespace planrt::kernels
