@@ -68,4 +68,14 @@ std::vector<std::string> registered_backends() {
   return names;
 }
 
+Status set_backend_option(std::string_view name, std::string_view key, std::string_view value) {
+  Backend* backend = get_backend(name);
+  if (backend == nullptr) {
+    return make_error(ErrorCode::NotFound, "no backend is registered as '{}'", name);
+  }
+  Status s = backend->set_option(key, value);
+  if (!s.ok()) return s.with_context(fmt::format("backend '{}'", name));
+  return s;
+}
+
 }  // namespace planrt

@@ -97,5 +97,8 @@ Status unregister_backend(std::string_view name);
 // nullptr when nothing is registered under `name`.
 Backend* get_backend(std::string_view name);
 std::vector<std::string> registered_backends();
+// The process-wide option of a registered backend (Backend::set_option): NotFound when
+// nothing is registered under `name`, else the backend's answer.
+Status set_backend_option(std::string_view name, std::string_view key, std::string_view value);
 
 }  // namespace planrt

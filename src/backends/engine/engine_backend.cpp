@@ -1,0 +1,177 @@
+// The `engine` backend: see include/planrt/backends/engine.h.
+#include "planrt/backends/engine.h"
+
+#include <atomic>
+#include <mutex>
+
+#include "backends/engine/execution_context.h"
+#include "backends/engine/scratch_pool.h"
+#include "planrt/core/log.h"
+#include "planrt/runtime/backend.h"
+#ifdef PLANRT_HAVE_CUDA
+#include "planrt/platform/cuda.h"
+#endif
+
+namespace planrt {
+namespace {
+
+using engine::ExecutionContext;
+using engine::ScratchPool;
+using engine::ScratchStrategy;
+
+Result<bool> parse_bool(std::string_view key, std::string_view value) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  return make_error(ErrorCode::InvalidArgument,
+                    "option '{}' must be \"true\" or \"false\", not \"{}\"", key, value);
+}
+
+struct EngineSegment {
+  std::unique_ptr<ExecutionContext> context;
+  bool pooled = false;
+  bool ran_on_own_stream = false;
+};
+
+class EngineBackend final : public Backend {
+ public:
+  Result<BackendHandle> init(std::span<const uint8_t> blob,
+                             std::span<const BackendOption> compile_specs,
+                             const BackendInitContext& context) override;
+  Status execute(BackendHandle handle, std::span<const TensorView> inputs,
+                 std::span<const TensorView> outputs, void* stream) override;
+  void destroy(BackendHandle handle) override;
+  Status finish(BackendHandle handle) override;
+  Status set_option(std::string_view key, std::string_view value) override;
+  Result<std::string> get_option(std::string_view key) const override;
+
+ private:
+  std::atomic<bool> shared_scratch_{false};  // the process-wide option
+};
+
+Status EngineBackend::set_option(std::string_view key, std::string_view value) {
+  if (key != kSharedScratchOption) {
+    return make_error(ErrorCode::NotSupported, "the engine backend has no option '{}' (it has '{}')",
+                      key, kSharedScratchOption);
+  }
+  PLANRT_ASSIGN_OR_RETURN(bool on, parse_bool(key, value));
+  shared_scratch_ = on;
+  return {};
+}
+
+Result<std::string> EngineBackend::get_option(std::string_view key) const {
+  if (key != kSharedScratchOption) {
+    return make_error(ErrorCode::NotSupported, "the engine backend has no option '{}'", key);
+  }
+  return std::string(shared_scratch_ ? "true" : "false");
+}
+
+Result<BackendHandle> EngineBackend::init(std::span<const uint8_t> blob,
+                                          std::span<const BackendOption> compile_specs,
+                                          const BackendInitContext& ctx) {
+  std::string where = fmt::format("engine '{}'", ctx.segment_name);
+  // The option as it stands now, recorded for this context: process-wide, then the
+  // program's compile spec, then the load-time option.
+  bool pooled = shared_scratch_.load(std::memory_order_relaxed);
+  for (const auto& list : {compile_specs, ctx.options}) {
+    for (const BackendOption& o : list) {
+      if (o.key != kSharedScratchOption) continue;
+      Result<bool> on = parse_bool(o.key, o.value);
+      if (!on.ok()) return on.status().with_context(where);
+      pooled = *on;
+    }
+  }
+  PLANRT_ASSIGN_OR_RETURN(SegmentGraph graph, parse_segment_graph(blob, ctx));
+  const bool cuda = ctx.device.type == DeviceType::CUDA;
+  PLANRT_ASSIGN_OR_RETURN(engine::Engine e, engine::Engine::create(std::move(graph), cuda));
+  // An engine that needs no scratch under any shape stays out of the pool (and its lock).
+  if (e.scratch_bytes() == 0) pooled = false;
+  PLANRT_ASSIGN_OR_RETURN(std::unique_ptr<engine::EngineRunner> runner,
+                          engine::make_runner(e, ctx.device, ctx));
+  const uint64_t scratch = e.scratch_bytes();
+  Result<std::unique_ptr<ExecutionContext>> context = ExecutionContext::create(
+      std::move(e), std::move(runner), ctx.device,
+      pooled ? ScratchStrategy::UserManaged : ScratchStrategy::Static);
+  if (!context.ok()) return context.status();
+  auto seg = std::make_unique<EngineSegment>();
+  seg->context = std::move(context).value();
+  seg->pooled = pooled;
+  ScratchPool::add_context(ctx.device, pooled, scratch);
+  return static_cast<BackendHandle>(seg.release());
+}
+
+Status EngineBackend::execute(BackendHandle handle, std::span<const TensorView> inputs,
+                              std::span<const TensorView> outputs, void* stream) {
+  auto* seg = static_cast<EngineSegment*>(handle);
+  if (seg == nullptr) return make_error(ErrorCode::InvalidArgument, "engine backend: null handle");
+  ExecutionContext& ctx = *seg->context;
+  // A call without a stream on a device with streams runs on the runner's own and
+  // finishes before returning.
+  const bool own = stream == nullptr && ctx.runner().own_stream() != nullptr;
+  void* s = own ? ctx.runner().own_stream() : stream;
+  PLANRT_ASSIGN_OR_RETURN(uint64_t required, ctx.prepare(inputs, outputs));
+  Status status;
+  if (!seg->pooled) {
+    status = ctx.enqueue(inputs, outputs, s);
+  } else {
+    status = ScratchPool::run(ctx.device(), required, s, [&](void* scratch, uint64_t bytes) {
+      if (scratch != nullptr) PLANRT_RETURN_IF_ERROR(ctx.install_scratch(scratch, bytes));
+      return ctx.enqueue(inputs, outputs, s);
+    });
+  }
+  if (!own) return status;
+  Status synced = ctx.runner().synchronize_own();
+  if (!status.ok()) return status;
+  PLANRT_RETURN_IF_ERROR(synced);
+  return ctx.runner().finish();
+}
+
+Status EngineBackend::finish(BackendHandle handle) {
+  auto* seg = static_cast<EngineSegment*>(handle);
+  if (seg == nullptr) return make_error(ErrorCode::InvalidArgument, "engine backend: null handle");
+  return seg->context->runner().finish();
+}
+
+void EngineBackend::destroy(BackendHandle handle) {
+  auto* seg = static_cast<EngineSegment*>(handle);
+  if (seg == nullptr) return;
+  ScratchPool::remove_context(seg->context->device(), seg->pooled,
+                              seg->context->engine().scratch_bytes());
+  delete seg;
+}
+
+EngineBackend& the_backend() {
+  static EngineBackend* backend = new EngineBackend();  // never destroyed: Methods may outlive statics
+  return *backend;
+}
+
+}  // namespace
+
+Status register_engine_backend() {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+#ifdef PLANRT_HAVE_CUDA
+  PLANRT_RETURN_IF_ERROR(register_cuda_allocator());
+#endif
+  Backend* current = get_backend("engine");
+  if (current == &the_backend()) return {};
+  if (current != nullptr) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "cannot register the engine backend: another backend is registered as "
+                      "\"engine\"; unregister it first");
+  }
+  return register_backend("engine", &the_backend());
+}
+
+Result<EngineScratchStats> engine_scratch_stats(Device device) {
+  return ScratchPool::stats(device);
+}
+
+Status trim_engine_scratch_pool(Device device) { return ScratchPool::trim(device); }
+
+namespace engine::testing {
+ExecutionContext& context_of(void* backend_handle) {
+  return *static_cast<EngineSegment*>(backend_handle)->context;
+}
+}  // namespace engine::testing
+
+}  // namespace planrt

@@ -1,0 +1,183 @@
+#include "backends/engine/scratch_pool.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "backends/engine/scratch_device.h"
+#include "planrt/platform/device_allocator.h"
+
+namespace planrt::engine {
+namespace {
+
+std::atomic<bool> g_fail_next_growth{false};
+
+// Host scratch: runs are synchronous and serialized by the device lock, so there is nothing
+// to order beyond it.
+class HostScratchDevice final : public ScratchDevice {
+ public:
+  Result<void*> allocate(uint64_t bytes, void*) override {
+    return host_allocator().allocate(bytes, Device::cpu());
+  }
+  void free(void* ptr, uint64_t bytes, void*) override {
+    host_allocator().deallocate(ptr, bytes, Device::cpu());
+  }
+  Status wait_handoff(void*) override { return {}; }
+  Status record_handoff(void*) override { return {}; }
+  Status synchronize_handoff() override { return {}; }
+  Result<bool> capturing(void*) override { return false; }
+};
+
+struct Slot {
+  std::mutex mu;  // the device lock (see scratch_pool.h)
+  std::unique_ptr<ScratchDevice> device;
+  Status device_error;  // why `device` could not be made
+  void* buffer = nullptr;
+  uint64_t capacity = 0;
+  EngineScratchStats stats;
+};
+
+struct Registry {
+  std::mutex mu;  // find-or-insert only
+  std::map<Device, std::unique_ptr<Slot>> slots;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: contexts may outlive statics
+  return *r;
+}
+
+Slot& slot_of(Device device) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  std::unique_ptr<Slot>& slot = r.slots[device];
+  if (!slot) {
+    slot = std::make_unique<Slot>();
+    slot->stats.device = device;
+  }
+  return *slot;  // map nodes never move and slots are never erased
+}
+
+// Makes the slot's ScratchDevice on first use; under the slot's lock.
+Status ensure_device(Slot& slot, Device device) {
+  if (slot.device) return {};
+  Result<std::unique_ptr<ScratchDevice>> d = make_scratch_device(device);
+  if (!d.ok()) return d.status();
+  slot.device = std::move(d).value();
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ScratchDevice>> make_scratch_device(Device device) {
+  if (device.is_cpu()) return std::unique_ptr<ScratchDevice>(std::make_unique<HostScratchDevice>());
+  if (device.type == DeviceType::CUDA) return detail::make_cuda_scratch_device(device.index);
+  return make_error(ErrorCode::NotSupported, "no activation-scratch pool for {}", to_string(device));
+}
+
+#ifndef PLANRT_HAVE_CUDA
+namespace detail {
+Result<std::unique_ptr<ScratchDevice>> make_cuda_scratch_device(int device) {
+  return make_error(ErrorCode::NotSupported,
+                    "cuda:{}: this build of planrt has no CUDA support", device);
+}
+}  // namespace detail
+#endif
+
+Status ScratchPool::run(Device device, uint64_t required, void* stream, const Enqueue& enqueue) {
+  Slot& slot = slot_of(device);
+  std::string where = fmt::format("shared activation scratch on {}", to_string(device));
+  {
+    // Capture first: nothing below (the handoff wait, a growth) may touch a capture.
+    std::lock_guard lock(slot.mu);
+    PLANRT_RETURN_IF_ERROR(ensure_device(slot, device));
+  }
+  Result<bool> capturing = slot.device->capturing(stream);
+  if (!capturing.ok()) return capturing.status().with_context(where);
+  if (*capturing) {
+    return make_error(ErrorCode::NotSupported,
+                      "{}: a pooled engine cannot run on a stream that is capturing a CUDA graph "
+                      "(the pool's handoff would invalidate the capture); load the method with "
+                      "engine.{}=false to capture it", where, kSharedScratchOption);
+  }
+  if (required == 0) return enqueue(nullptr, 0);  // nothing installed, nothing grown, no lock
+  std::lock_guard lock(slot.mu);
+  ScratchDevice& dev = *slot.device;
+  PLANRT_RETURN_IF_ERROR(dev.wait_handoff(stream));
+  if (slot.capacity < required) {
+    // The new buffer first: a failure leaves the old one in place for the next call.
+    Result<void*> grown = g_fail_next_growth.exchange(false)
+                              ? Result<void*>(make_error(ErrorCode::OutOfMemory,
+                                                         "injected failure of a {}-byte growth", required))
+                              : dev.allocate(required, stream);
+    if (!grown.ok()) {
+      return grown.status().with_context(fmt::format("{}: growing from {} to {} bytes", where,
+                                                     slot.capacity, required));
+    }
+    // Ordered after the wait above, so after every run that used the old buffer.
+    if (slot.buffer != nullptr) dev.free(slot.buffer, slot.capacity, stream);
+    slot.buffer = *grown;
+    slot.capacity = required;
+    ++slot.stats.pool_growths;
+    slot.stats.pool_high_water_bytes = std::max(slot.stats.pool_high_water_bytes, required);
+  }
+  Status status = enqueue(slot.buffer, slot.capacity);
+  // Recorded even after a failed enqueue: whatever it did enqueue is covered.
+  Status recorded = dev.record_handoff(stream);
+  ++slot.stats.pooled_runs;
+  if (!status.ok()) return status;
+  if (!recorded.ok()) return recorded.with_context(where);
+  return {};
+}
+
+Status ScratchPool::trim(Device device) {
+  Slot& slot = slot_of(device);
+  std::lock_guard lock(slot.mu);
+  if (slot.buffer == nullptr) return {};
+  std::string where = fmt::format("trimming the shared activation scratch on {}", to_string(device));
+  PLANRT_RETURN_IF_ERROR(slot.device->synchronize_handoff().with_context(where));
+  slot.device->free(slot.buffer, slot.capacity, nullptr);
+  slot.buffer = nullptr;
+  slot.capacity = 0;
+  ++slot.stats.pool_trims;
+  return {};
+}
+
+Result<EngineScratchStats> ScratchPool::stats(Device device) {
+  Slot& slot = slot_of(device);
+  std::lock_guard lock(slot.mu);
+  EngineScratchStats s = slot.stats;
+  s.pool_capacity_bytes = slot.capacity;
+  return s;
+}
+
+void ScratchPool::add_context(Device device, bool pooled, uint64_t scratch_bytes) {
+  Slot& slot = slot_of(device);
+  std::lock_guard lock(slot.mu);
+  if (pooled) {
+    ++slot.stats.pooled_contexts;
+    slot.stats.pooled_private_equivalent_bytes += scratch_bytes;
+  } else {
+    ++slot.stats.private_contexts;
+    slot.stats.private_scratch_bytes += scratch_bytes;
+  }
+}
+
+void ScratchPool::remove_context(Device device, bool pooled, uint64_t scratch_bytes) {
+  Slot& slot = slot_of(device);
+  std::lock_guard lock(slot.mu);
+  if (pooled) {
+    --slot.stats.pooled_contexts;
+    slot.stats.pooled_private_equivalent_bytes -= scratch_bytes;
+  } else {
+    --slot.stats.private_contexts;
+    slot.stats.private_scratch_bytes -= scratch_bytes;
+  }
+}
+
+namespace testing {
+void fail_next_growth() { g_fail_next_growth = true; }
+}  // namespace testing
+
+}  // namespace planrt::engine
