@@ -115,12 +115,23 @@ Result<CheckedNode> check_node(const Model& model, const Method& method, size_t 
   out.outputs = std::move(inferred->outputs);
   out.attrs = std::move(inferred->attrs);
   out.backend = node.backend.value_or(method.backend);
-  out.device = node.device.value_or(default_device(out.backend));
+  // The method's device is where its delegate segments run; cpu nodes stay on the host.
+  std::string_view device_from = "the node's \"device\"";
+  if (node.device) {
+    out.device = *node.device;
+  } else if (method.device && out.backend != Backend::Cpu) {
+    out.device = *method.device;
+    device_from = "the method's \"device\"";
+  } else {
+    out.device = default_device(out.backend);
+  }
   if (out.backend == Backend::Cpu && !out.device.is_cpu()) {
     return invalid(fmt::format("backend cpu cannot run on device {}", to_string(out.device)));
   }
-  if (out.backend != Backend::Cpu && out.device.is_cpu()) {
-    return invalid(fmt::format("backend {} needs a cuda device, got cpu", backend_name(out.backend)));
+  // Engines run on either (the CPU kernels on the host); cuda segments only on a GPU.
+  if (out.backend == Backend::Cuda && out.device.is_cpu()) {
+    return invalid(fmt::format("backend cuda needs a cuda device, got cpu (from {}); use "
+                               "backend engine or cpu to run on the host", device_from));
   }
   for (size_t i = 0; i < out.outputs.size(); ++i) {
     PLANRT_RETURN_IF_ERROR(check_type(out.outputs[i], method.dims,

@@ -67,7 +67,7 @@ enum class Backend { Cpu, Cuda, Engine };
 std::string_view backend_name(Backend backend);
 // Accepts "cpu", "cuda", "engine"; the error lists them.
 Result<Backend> parse_backend(std::string_view name);
-// cpu for Cpu, cuda:0 otherwise.
+// cpu for Cpu, cuda:0 otherwise (a method's or node's "device" overrides it).
 Device default_device(Backend backend);
 
 struct Node {
@@ -92,6 +92,9 @@ struct Method {
   std::vector<ValueDecl> inputs;
   std::vector<std::string> outputs;
   std::vector<Node> nodes;
+  // Where the method's delegate (cuda/engine) nodes run unless a node names its own
+  // device; unset: cuda:0. cpu nodes always run on the host, whatever this says.
+  std::optional<Device> device;
 };
 
 // How a constant's bytes are made when weights are random (docs/model-format.md).

@@ -6,6 +6,7 @@
 // document; semantic ones (ops, shapes, names) by check_model.
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -111,6 +112,15 @@ Result<ir::SymShape> get_shape(const json& obj, std::string_view where, const st
   return shape;
 }
 
+// An optional "device" of a method or node: "cpu", "cuda" or "cuda:N".
+Result<std::optional<Device>> get_device(const json& obj, std::string_view where) {
+  PLANRT_ASSIGN_OR_RETURN(const json* device, member(obj, "device", json::value_t::string, where, false));
+  if (device == nullptr) return std::optional<Device>();
+  auto d = parse_device(device->get<std::string>());
+  if (!d.ok()) return invalid(fmt::format("{}: {}", where, d.status().message()));
+  return std::optional<Device>(*d);
+}
+
 Result<ir::AttrValue> to_attr(const json& j, std::string_view what) {
   if (j.is_boolean()) return ir::AttrValue(j.get<bool>());
   if (j.is_number_integer()) {
@@ -189,12 +199,7 @@ Result<ir::Node> read_node(const json& j, std::string_view where) {
     node.backend = *b;
   }
   PLANRT_ASSIGN_OR_RETURN(node.segment, get_string(j, "segment", where, false));
-  PLANRT_ASSIGN_OR_RETURN(const json* device, member(j, "device", json::value_t::string, where, false));
-  if (device != nullptr) {
-    auto d = parse_device(device->get<std::string>());
-    if (!d.ok()) return invalid(fmt::format("{}: {}", where, d.status().message()));
-    node.device = *d;
-  }
+  PLANRT_ASSIGN_OR_RETURN(node.device, get_device(j, where));
   return node;
 }
 
@@ -204,11 +209,12 @@ Result<ir::Method> read_method(const json& j, size_t index) {
   ir::Method m;
   PLANRT_ASSIGN_OR_RETURN(m.name, get_string(j, "name", where, true));
   where = fmt::format("method '{}'", m.name);
-  PLANRT_RETURN_IF_ERROR(check_keys(j, {"name", "backend", "dims", "inputs", "outputs", "nodes"}, where));
+  PLANRT_RETURN_IF_ERROR(check_keys(j, {"name", "backend", "device", "dims", "inputs", "outputs", "nodes"}, where));
   PLANRT_ASSIGN_OR_RETURN(std::string backend, get_string(j, "backend", where, false, "cpu"));
   auto b = ir::parse_backend(backend);
   if (!b.ok()) return invalid(fmt::format("{}: {}", where, b.status().message()));
   m.backend = *b;
+  PLANRT_ASSIGN_OR_RETURN(m.device, get_device(j, where));
 
   PLANRT_ASSIGN_OR_RETURN(const json* dims, member(j, "dims", json::value_t::object, where, false));
   if (dims != nullptr) {

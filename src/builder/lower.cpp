@@ -312,7 +312,7 @@ class MethodLowering {
       graph.instructions.push_back(std::move(k));
     }
     if (span.backend == ir::Backend::Engine) {
-      PLANRT_RETURN_IF_ERROR(plan_graph_scratch(graph, out_->dims, planner_)
+      PLANRT_RETURN_IF_ERROR(plan_engine_graph(graph, out_->dims, span.device)
                                  .with_context(fmt::format("method '{}', segment '{}' scratch", method_.name, span.name)));
     }
     std::vector<std::string> copied_back;

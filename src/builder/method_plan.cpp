@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <optional>
 
+#include <flatbuffers/flatbuffers.h>
 #include <fmt/format.h>
 
+#include "builder/engine_scratch.h"
 #include "format/fb_types.h"
 
 namespace planrt::builder {
@@ -134,25 +136,35 @@ Status verify_method_plan(const fb::MethodT& method) {
   return {};
 }
 
-Status plan_graph_scratch(fb::GraphT& graph, const DimSpecs& dims, PlannerKind kind) {
-  PLANRT_ASSIGN_OR_RETURN(auto lives, lifetimes(graph.values, graph.instructions, graph.inputs, graph.outputs));
-  std::vector<uint32_t> values;
-  std::vector<TensorLifetime> tensors;
+Status plan_engine_graph(fb::GraphT& graph, const DimSpecs& dims, Device device) {
+  std::vector<bool> used(dims.size(), false);
+  for (const auto& v : graph.values) {
+    for (const fb::DimRef& d : v->shape) {
+      if (d.dim() < 0) continue;
+      if (static_cast<size_t>(d.dim()) >= dims.size()) {
+        return make_error(ErrorCode::Internal, "engine value '{}' names dim {} of {}", v->name, d.dim(),
+                          dims.size());
+      }
+      used[static_cast<size_t>(d.dim())] = true;
+    }
+  }
+  graph.profile.clear();
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (used[d]) graph.profile.emplace_back(static_cast<uint32_t>(d), dims[d]->min, dims[d]->max);
+  }
+  // plan_engine_scratch reads the flat form, as the backend does: plan what it will read.
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(fb::Graph::Pack(fbb, &graph));
+  const fb::Graph& flat = *flatbuffers::GetRoot<fb::Graph>(fbb.GetBufferPointer());
+  PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> max_dims, profile_max_dims(flat, dims.size()));
+  PLANRT_ASSIGN_OR_RETURN(EngineScratchPlan plan,
+                          plan_engine_scratch(flat, max_dims, /*cuda_workspace=*/!device.is_cpu()));
   for (size_t v = 0; v < graph.values.size(); ++v) {
     if (graph.values[v]->kind != fb::ValueKind::Planned) continue;
-    PLANRT_ASSIGN_OR_RETURN(uint64_t bytes, value_bytes(*graph.values[v], dims));
-    TensorLifetime life = lives[v].value_or(TensorLifetime{0, 0, 0});
-    life.size_bytes = bytes;
-    values.push_back(static_cast<uint32_t>(v));
-    tensors.push_back(life);
+    graph.values[v]->buffer = 0;
+    graph.values[v]->offset = plan.value_offsets[v];
   }
-  PLANRT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(tensors, plan_alignment(Device::cuda(0)), kind));
-  PLANRT_RETURN_IF_ERROR(verify_plan(tensors, plan, plan_alignment(Device::cuda(0))));
-  for (size_t i = 0; i < values.size(); ++i) {
-    graph.values[values[i]]->buffer = 0;
-    graph.values[values[i]]->offset = plan.offsets[i];
-  }
-  graph.scratch_bytes = plan.arena_bytes;
+  graph.scratch_bytes = plan.scratch_bytes;
   return {};
 }
 

@@ -1,4 +1,4 @@
-// Memory planning of a lowered method (DESIGN §4) and of an engine segment's scratch.
+// Memory planning of a lowered method (DESIGN §4) and of an engine segment's scratch (§6).
 //
 // Lifetimes come from the instruction order: a method input lives from instruction 0, a
 // method output to the last instruction, every other value from the instruction that
@@ -36,9 +36,14 @@ Result<std::vector<BufferTensors>> collect_buffer_tensors(const fb::MethodT& met
 Status plan_method(fb::MethodT& method, PlannerKind kind);
 Status verify_method_plan(const fb::MethodT& method);
 
-// Plans the Planned values of an engine segment's graph into its scratch (buffer 0) and
-// sets scratch_bytes. `dims` are the method's.
-Status plan_graph_scratch(fb::GraphT& graph, const std::vector<std::unique_ptr<fb::DimSpecT>>& dims,
-                          PlannerKind kind);
+// Completes an engine segment's graph (DESIGN §6): `profile` gets one entry per method dim
+// that any of the graph's value shapes uses, with that dim's [min, max]; the Planned values
+// get buffer 0 and their offsets, and `scratch_bytes` the requirement, both from
+// plan_engine_scratch (engine_scratch.h) at the profile max, kernel workspace included
+// when `device` is CUDA. That function is the engine backend's own plan, so the figure in
+// the program is the one the backend checks against. (The method's PlannerKind does not
+// apply here for the same reason.) `dims` are the method's.
+Status plan_engine_graph(fb::GraphT& graph, const std::vector<std::unique_ptr<fb::DimSpecT>>& dims,
+                         Device device);
 
 }  // namespace planrt::builder

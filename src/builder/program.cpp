@@ -21,6 +21,10 @@ struct BuiltProgram::Impl {
 
 namespace {
 
+// The engine backend's option key (include/planrt/backends/engine.h, kSharedScratchOption;
+// the builder sits below the backends and cannot include it).
+constexpr std::string_view kSharedScratchSpec = "use_shared_activation_scratch";
+
 // "dir/out.prog" -> "out.safetensors": the weights file beside the program, by name.
 std::string weights_file_name(const std::string& program_path) {
   std::string name = program_path.substr(program_path.rfind('/') + 1);  // npos + 1 == 0
@@ -106,6 +110,12 @@ Result<BuiltProgram> build_program(const Model& model, const BuildOptions& optio
     auto impl = std::make_unique<BuiltProgram::Impl>();
     impl->program = std::move(lowered.program);
     impl->program.producer = options.producer;
+    if (options.shared_scratch) {
+      auto spec = std::make_unique<fb::KeyValueT>();
+      spec->key = std::string(kSharedScratchSpec);
+      spec->value = "true";
+      impl->program.compile_specs.push_back(std::move(spec));
+    }
     impl->external = options.external_weights;
     for (const ir::Constant* c : lowered.constants) {
       if (c->bytes.size() != c->nbytes()) {

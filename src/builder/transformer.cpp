@@ -5,6 +5,7 @@
 //   h = x + Wo (SDPA(q, k, v) -> permute -> [1, S, d_model])
 //   y = h + W2 GELU(W1 LN2(h))
 #include <charconv>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -46,31 +47,61 @@ Status check_options(const TransformerOptions& o) {
 }
 
 // How the template's nodes are split into segments (builder.h TransformerOptions::partition).
-enum class Segmenting { None, PerBlock, PerOp };
+enum class Segmenting {
+  None,         // one segment for all nodes
+  PerBlock,     // "block{i}"
+  PerOp,        // "op{n}"
+  Interleaved,  // "block{i}.attn" (the method's backend) and "block{i}.mlp" (cuda)
+};
 
 struct Partition {
   ir::Backend backend = ir::Backend::Cpu;
   Segmenting segmenting = Segmenting::None;
+  bool needs_cuda = false;  // it makes cuda segments, which run on a GPU only
 };
 
+constexpr std::string_view kPartitionNames =
+    "cpu, cuda, cuda-per-block, cuda-per-op, engine, engine-per-block, engine-cuda-interleaved";
+
 Result<Partition> parse_partition(std::string_view partition) {
-  if (partition == "cpu") return Partition{ir::Backend::Cpu, Segmenting::None};
-  if (partition == "cuda") return Partition{ir::Backend::Cuda, Segmenting::None};
-  if (partition == "cuda-per-block") return Partition{ir::Backend::Cuda, Segmenting::PerBlock};
-  if (partition == "cuda-per-op") return Partition{ir::Backend::Cuda, Segmenting::PerOp};
-  return invalid(fmt::format("transformer: unknown partition '{}' (accepted: cpu, cuda, "
-                             "cuda-per-block, cuda-per-op)", partition));
+  using B = ir::Backend;
+  using S = Segmenting;
+  if (partition == "cpu") return Partition{B::Cpu, S::None, false};
+  if (partition == "cuda") return Partition{B::Cuda, S::None, true};
+  if (partition == "cuda-per-block") return Partition{B::Cuda, S::PerBlock, true};
+  if (partition == "cuda-per-op") return Partition{B::Cuda, S::PerOp, true};
+  if (partition == "engine") return Partition{B::Engine, S::None, false};
+  if (partition == "engine-per-block") return Partition{B::Engine, S::PerBlock, false};
+  if (partition == "engine-cuda-interleaved") return Partition{B::Engine, S::Interleaved, true};
+  return invalid(fmt::format("transformer: unknown partition '{}' (accepted: {})", partition, kPartitionNames));
 }
 
-// Names the segment of every node: "block{i}" for the nodes of block i, or "op{n}" for
-// node n. The partitioner makes one segment per name (src/builder/partition.h).
-void name_segments(ir::Method& method, Segmenting segmenting,
-                   const std::vector<size_t>& block_begin) {
+// Where each block's nodes begin, and where its MLP half (from LN2 on) begins.
+struct BlockBounds {
+  size_t begin = 0;
+  size_t mlp = 0;
+};
+
+// Names the segment of every node (and, interleaved, gives the MLP halves the cuda
+// backend). The partitioner makes one segment per name (src/builder/partition.h).
+void name_segments(ir::Method& method, Segmenting segmenting, const std::vector<BlockBounds>& blocks) {
   if (segmenting == Segmenting::None) return;
   for (size_t n = 0, block = 0; n < method.nodes.size(); ++n) {
-    while (block + 1 < block_begin.size() && block_begin[block + 1] <= n) ++block;
-    method.nodes[n].segment =
-        segmenting == Segmenting::PerOp ? fmt::format("op{}", n) : fmt::format("block{}", block);
+    while (block + 1 < blocks.size() && blocks[block + 1].begin <= n) ++block;
+    ir::Node& node = method.nodes[n];
+    switch (segmenting) {
+      case Segmenting::PerOp: node.segment = fmt::format("op{}", n); break;
+      case Segmenting::PerBlock: node.segment = fmt::format("block{}", block); break;
+      case Segmenting::Interleaved:
+        if (n < blocks[block].mlp) {
+          node.segment = fmt::format("block{}.attn", block);
+        } else {
+          node.segment = fmt::format("block{}.mlp", block);
+          node.backend = ir::Backend::Cuda;
+        }
+        break;
+      case Segmenting::None: break;
+    }
   }
 }
 
@@ -117,8 +148,11 @@ class GraphMaker {
   ir::Method& method_;
 };
 
-void add_block(GraphMaker& g, const TransformerOptions& o, int64_t i, int64_t ffn,
-               const std::string& x, const std::string& y) {
+// Appends block i; returns the index of its first MLP-half node (LN2). The attention half
+// ends with the residual add after the output projection, so the two halves exchange
+// one tensor (the residual stream h) and each half holds its own residual add.
+size_t add_block(ir::Method& method, GraphMaker& g, const TransformerOptions& o, int64_t i, int64_t ffn,
+                 const std::string& x, const std::string& y) {
   const std::string p = fmt::format("blocks.{}", i);
   const int64_t d = o.d_model, h = o.heads, dh = d / h;
   const ir::ShapeSpec heads_shape{{1, ""}, {0, "S"}, {h, ""}, {dh, ""}};
@@ -137,11 +171,13 @@ void add_block(GraphMaker& g, const TransformerOptions& o, int64_t i, int64_t ff
   std::string merged = g.node("reshape", {back}, p + ".attn.merged", {{"shape", model_shape}});
   std::string proj = g.linear(merged, p + ".attn.o", d, d, p + ".attn.o.out");
   std::string hid = g.node("add", {x, proj}, p + ".attn.residual");
+  const size_t mlp = method.nodes.size();
   std::string b = g.layer_norm(hid, p + ".ln2", d, p + ".ln2.out");
   std::string f1 = g.linear(b, p + ".mlp.fc1", ffn, d, p + ".mlp.fc1.out");
   std::string act = g.node("gelu", {f1}, p + ".mlp.gelu", {{"approximate", std::string("none")}});
   std::string f2 = g.linear(act, p + ".mlp.fc2", d, ffn, p + ".mlp.fc2.out");
   g.node("add", {hid, f2}, y);
+  return mlp;
 }
 
 Result<RandomWeights> parse_random(std::string_view spec) {
@@ -155,35 +191,67 @@ Result<RandomWeights> parse_random(std::string_view spec) {
   return r;
 }
 
+struct ParsedOptions {
+  Partition partition;
+  Device device;
+  std::optional<RandomWeights> random;  // unset: weights from a safetensors file
+};
+
+// Every check that needs the options alone, so a caller (the CLI) can tell a bad option
+// from a failure while building.
+Result<ParsedOptions> parse_options(const TransformerOptions& o) {
+  PLANRT_RETURN_IF_ERROR(check_options(o));
+  ParsedOptions out;
+  PLANRT_ASSIGN_OR_RETURN(out.partition, parse_partition(o.partition));
+  Result<Device> device = parse_device(o.device);
+  if (!device.ok()) return invalid(fmt::format("transformer: device: {}", device.status().message()));
+  out.device = *device;
+  if (out.partition.needs_cuda && out.device.is_cpu()) {
+    return invalid(fmt::format("transformer: partition '{}' makes cuda segments, which need a CUDA "
+                               "device, but device is '{}' (give cuda:N, or use partition cpu, engine "
+                               "or engine-per-block to run on the host)", o.partition, o.device));
+  }
+  if (o.weights.starts_with("random:")) {
+    PLANRT_ASSIGN_OR_RETURN(out.random, parse_random(o.weights));
+  } else if (o.weights.empty()) {
+    return invalid("transformer: weights must be random:SEED or a path to a .safetensors file");
+  }
+  return out;
+}
+
 }  // namespace
 
+Status check_transformer_options(const TransformerOptions& options) {
+  return parse_options(options).status();
+}
+
 Result<Model> make_transformer(const TransformerOptions& o) {
-  PLANRT_RETURN_IF_ERROR(check_options(o));
-  PLANRT_ASSIGN_OR_RETURN(Partition partition, parse_partition(o.partition));
+  PLANRT_ASSIGN_OR_RETURN(ParsedOptions parsed, parse_options(o));
+  const Partition& partition = parsed.partition;
   auto model = std::make_unique<ir::Model>();
   ir::Method& m = model->methods.emplace_back();
   m.name = "forward";
   m.backend = partition.backend;
+  // Where the delegate segments run (cpu nodes run on the host regardless).
+  if (partition.backend != ir::Backend::Cpu) m.device = parsed.device;
   m.dims = {{"S", 1, o.max_seq}};
   m.inputs = {{"x", {DType::F32, {Dim::fixed(1), Dim::named(0), Dim::fixed(o.d_model)}}}};
   m.outputs = {"y"};
   GraphMaker g(*model, m);
   std::string x = "x";
-  std::vector<size_t> block_begin;  // the first node of each block
+  std::vector<BlockBounds> blocks;
   for (int64_t i = 0; i < o.layers; ++i) {
-    block_begin.push_back(m.nodes.size());
+    BlockBounds& bounds = blocks.emplace_back();
+    bounds.begin = m.nodes.size();
     std::string y = i + 1 == o.layers ? "y" : fmt::format("blocks.{}.out", i);
-    int64_t ffn = o.ffn_per_block.empty() ? o.ffn : o.ffn_per_block[i];
-    add_block(g, o, i, ffn, x, y);
+    int64_t ffn = o.ffn_per_block.empty() ? o.ffn : o.ffn_per_block[static_cast<size_t>(i)];
+    bounds.mlp = add_block(m, g, o, i, ffn, x, y);
     x = y;
   }
-  name_segments(m, partition.segmenting, block_begin);
+  name_segments(m, partition.segmenting, blocks);
   PLANRT_RETURN_IF_ERROR(ir::check_model(*model).with_context("transformer"));
-  if (o.weights.starts_with("random:")) {
-    PLANRT_ASSIGN_OR_RETURN(RandomWeights spec, parse_random(o.weights));
-    PLANRT_RETURN_IF_ERROR(generate_random_weights(*model, spec, o.progress));
-  } else if (o.weights.empty()) {
-    return invalid("transformer: weights must be random:SEED or a path to a .safetensors file");
+  if (parsed.random) {
+    PLANRT_RETURN_IF_ERROR(generate_random_weights(*model, *parsed.random, o.progress));
   } else {
     PLANRT_RETURN_IF_ERROR(load_safetensors_weights(*model, o.weights, {}, o.progress));
   }

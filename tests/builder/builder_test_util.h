@@ -48,6 +48,21 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// The transformer template at test size: d_model 64, 4 heads, FFN 256, S up to 128.
+inline TransformerOptions small(int64_t layers, const std::string& partition = "cpu",
+                                const std::string& device = "cuda:0") {
+  TransformerOptions o;
+  o.layers = layers;
+  o.d_model = 64;
+  o.heads = 4;
+  o.ffn = 256;
+  o.max_seq = 128;
+  o.weights = "random:7";
+  o.partition = partition;
+  o.device = device;
+  return o;
+}
+
 // Runs verify_plan (through verify_method_plan) on every planned buffer of every method.
 inline void expect_plans_valid(const fb::ProgramT& program) {
   for (const auto& m : program.methods) {

@@ -17,15 +17,16 @@ struct OneMethod {
   std::string constants;  // the body of "constants", empty: none
   std::string dims = R"({"S": {"min": 1, "max": 16}})";
   std::string backend = "cpu";
+  std::string extra;  // more keys of the method, each followed by a comma: R"("device": "cpu",)"
 
   std::string json() const {
     std::string weights = constants.empty()
                               ? ""
                               : fmt::format(R"("weights": {{"random": {{"seed": 3}}}}, "constants": {{{}}},)", constants);
     return fmt::format(R"({{"format": "planrt-model/1", {}
-      "methods": [{{"name": "forward", "backend": "{}", "dims": {}, "inputs": {}, "outputs": {},
+      "methods": [{{"name": "forward", "backend": "{}", {} "dims": {}, "inputs": {}, "outputs": {},
                     "nodes": [{}]}}]}})",
-                       weights, backend, dims, inputs, outputs, nodes);
+                       weights, backend, extra, dims, inputs, outputs, nodes);
   }
 };
 

@@ -19,21 +19,10 @@ namespace planrt::builder {
 namespace {
 
 using btest::find_value;
+using btest::small;
 using K = fb::InstructionKind;
 
 constexpr uint32_t kNodesPerBlock = 20;
-
-TransformerOptions small(int64_t layers, const std::string& partition) {
-  TransformerOptions o;
-  o.layers = layers;
-  o.d_model = 64;
-  o.heads = 4;
-  o.ffn = 256;
-  o.max_seq = 128;
-  o.weights = "random:7";
-  o.partition = partition;
-  return o;
-}
 
 Device device_of_buffer(const fb::MethodT& m, uint32_t buffer) {
   const fb::DeviceRef& d = *m.planned_buffers[buffer]->device;
@@ -229,7 +218,8 @@ TEST(TransformerPartition, UnknownPartitionListsEveryAcceptedName) {
   for (std::string bad : {"tpu", "CUDA", "cuda-per-layer", ""}) {
     EXPECT_ERROR_CONTAINS(make_transformer(small(1, bad)),
                           fmt::format("unknown partition '{}' (accepted: cpu, cuda, cuda-per-block, "
-                                      "cuda-per-op)", bad));
+                                      "cuda-per-op, engine, engine-per-block, "
+                                      "engine-cuda-interleaved)", bad));
   }
 }
 

@@ -16,17 +16,7 @@ namespace {
 
 using btest::expect_plans_valid;
 using btest::find_value;
-
-TransformerOptions small(int64_t layers) {
-  TransformerOptions o;
-  o.layers = layers;
-  o.d_model = 64;
-  o.heads = 4;
-  o.ffn = 256;
-  o.max_seq = 128;
-  o.weights = "random:7";
-  return o;
-}
+using btest::small;
 
 TEST(Transformer, BuildsAtSeveralSizesWithValidTightPlans) {
   for (int64_t layers = 1; layers <= 4; ++layers) {
@@ -206,7 +196,8 @@ TEST(Transformer, RejectsBadOptions) {
   EXPECT_ERROR_CONTAINS(make_transformer(o), "ffn_per_block[0] must be > 0");
   o = small(1);
   o.partition = "tpu";
-  EXPECT_ERROR_CONTAINS(make_transformer(o), "unknown partition 'tpu' (accepted: cpu, cuda, cuda-per-block, cuda-per-op)");
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "unknown partition 'tpu' (accepted: cpu, cuda, cuda-per-block, cuda-per-op, engine, "
+                        "engine-per-block, engine-cuda-interleaved)");
   o = small(1);
   o.weights = "random:abc";
   EXPECT_ERROR_CONTAINS(make_transformer(o), "expected random:SEED");

@@ -95,12 +95,26 @@ struct TransformerOptions {
   std::string weights = "random:0";
   // "cpu": every node on the cpu backend; "cuda": one cuda segment for all nodes;
   // "cuda-per-block": one cuda segment per block ("block0", "block1", ...); "cuda-per-op":
-  // one cuda segment per node ("op0", "op1", ...: a model of many delegates). Values
-  // crossing cuda segments are planned on cuda:0; only x and y are copied to/from the host.
+  // one cuda segment per node ("op0", "op1", ...: a model of many delegates);
+  // "engine": one engine segment for all nodes ("engine0"); "engine-per-block": one engine
+  // per block ("block0", ...); "engine-cuda-interleaved": per block, the attention half
+  // (LN1 through the output projection's residual add) an engine "block{i}.attn" and the
+  // MLP half (LN2 through the last residual add) a cuda segment "block{i}.mlp".
+  // Values crossing segments are planned on `device`; only x and y are copied to and from
+  // the host (none at all when the segments run on the host).
   std::string partition = "cpu";
+  // Where the delegate segments run: "cpu", "cuda" or "cuda:N". Engines run on either (on
+  // the host with the CPU kernels); the partitions that make cuda segments (cuda*,
+  // engine-cuda-interleaved) need a CUDA device: InvalidArgument otherwise. Unused by
+  // partition "cpu" (but still checked).
+  std::string device = "cuda:0";
   WeightProgressFn progress;
 };
 Result<Model> make_transformer(const TransformerOptions& options);
+// The checks make_transformer makes on the options alone (sizes, ffn_per_block, partition,
+// device and the two together, the weights spec's form), without building anything:
+// InvalidArgument naming the option. A CLI reports these as usage errors.
+Status check_transformer_options(const TransformerOptions& options);
 
 // Writes every weight of the model to a safetensors file (names as in the model), e.g. to
 // load the same weights into PyTorch for a comparison.
@@ -113,6 +127,10 @@ struct BuildOptions {
   // the program's data segment.
   bool external_weights = false;
   std::string producer = "planrt-builder";
+  // Writes the program-level compile spec use_shared_activation_scratch=true, which every
+  // engine segment's init receives (DESIGN §6: the build-time channel of the option; a
+  // load-time backend option still overrides it). Off: no compile spec is written.
+  bool shared_scratch = false;
 };
 
 // The memory plan of one (method, device), as recorded in the program.
