@@ -28,6 +28,23 @@ TensorSpec spec_of(const fb::Method& method, uint32_t id) {
   return TensorSpec{std::string(str(v->name())), to_dtype(v->dtype()), to_dim_refs(v->shape())};
 }
 
+// The engine backend's option key (planrt/backends/engine.h kSharedScratchOption; the
+// runtime does not depend on a backend).
+constexpr std::string_view kSharedScratchSpec = "use_shared_activation_scratch";
+
+// The compile specs' answer for use_shared_activation_scratch, `current` when they do not
+// say. A value the backend would refuse at load ("maybe") changes nothing here.
+bool shared_scratch_spec(const flatbuffers::Vector<flatbuffers::Offset<fb::KeyValue>>* specs, bool current) {
+  if (specs == nullptr) return current;
+  for (const fb::KeyValue* kv : *specs) {
+    if (str(kv->key()) != kSharedScratchSpec) continue;
+    std::string_view v = str(kv->value());
+    if (v == "true" || v == "1") current = true;
+    if (v == "false" || v == "0") current = false;
+  }
+  return current;
+}
+
 }  // namespace
 
 MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& method) {
@@ -69,10 +86,12 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
       if (v->kind() == fb::ValueKind::Constant) constants_on[Device::cpu()].insert(v->constant());
     }
   }
+  const bool program_shared = shared_scratch_spec(program.compile_specs(), false);
+  std::map<Device, uint64_t> pooled_max;  // per device: the largest pooled engine's scratch
   if (method.segments() != nullptr) {
     for (const fb::Segment* s : *method.segments()) {
       SegmentInfo info{std::string(str(s->name())), std::string(str(s->backend())),
-                       to_device(s->device()), s->num_nodes(), size_of(s->blob()), 0};
+                       to_device(s->device()), s->num_nodes(), size_of(s->blob()), 0, false};
       const fb::Graph* graph = size_of(s->blob()) != 0 ? s->blob_nested_root() : nullptr;
       if (graph != nullptr) {
         info.scratch_bytes = graph->scratch_bytes();
@@ -84,7 +103,12 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
       }
       MemoryEstimate& m = memory[info.device];
       m.device = info.device;
-      m.engine_scratch_bytes += info.scratch_bytes;
+      info.shared_scratch = info.backend == "engine" && shared_scratch_spec(s->compile_specs(), program_shared);
+      if (info.shared_scratch) {
+        pooled_max[info.device] = std::max(pooled_max[info.device], info.scratch_bytes);
+      } else {
+        m.engine_scratch_bytes += info.scratch_bytes;
+      }
       if (info.backend != "cpu" &&
           std::find(meta.backends.begin(), meta.backends.end(), info.backend) == meta.backends.end()) {
         meta.backends.push_back(info.backend);
@@ -100,6 +124,7 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
       if (id < num_constants) m.weights_bytes += program.constants()->Get(id)->size_bytes();
     }
   }
+  for (const auto& [device, bytes] : pooled_max) memory[device].engine_scratch_bytes += bytes;
   for (auto& [device, m] : memory) meta.memory.push_back(m);  // std::map: CPU sorts first
   return meta;
 }

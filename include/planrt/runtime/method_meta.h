@@ -26,6 +26,10 @@ struct SegmentInfo {
   uint32_t num_nodes = 0;
   uint64_t blob_bytes = 0;
   uint64_t scratch_bytes = 0;  // the segment graph's planned scratch (0 for cpu segments)
+  // Engine segments: the compile specs (the program's, then the segment's; the later
+  // wins) turn use_shared_activation_scratch on, so the engine draws from its device's
+  // shared pool (DESIGN §6). A load-time or process-wide option is not visible here.
+  bool shared_scratch = false;
 };
 
 struct PlanStatInfo {
@@ -47,8 +51,15 @@ struct MemoryEstimate {
   // placed here. Constants are mapped from the file, so on the CPU they are resident only
   // once touched; a device backend is expected to upload what it reads.
   uint64_t weights_bytes = 0;
-  // Segment graph scratch on this device under the current options: each segment's own
-  // scratch_bytes (no shared activation-scratch pooling yet, DESIGN §6).
+  // Activation scratch of the segments on this device, as the program's compile specs set
+  // the shared pool (DESIGN §6): engines with a private scratch cost the sum of their
+  // scratch_bytes, engines on the shared pool the largest of theirs (the pool is one
+  // buffer per device, and may also serve other methods' engines), and a non-engine
+  // segment whose graph plans scratch (a cuda segment built by hand) its own. These are
+  // profile-max figures; a pool grows only to the largest call actually made.
+  // Not visible here: the process-wide set_option and the load-time backend option, which
+  // override the compile spec when the method is loaded (read SegmentInfo::shared_scratch
+  // as "what the program asks for").
   uint64_t engine_scratch_bytes = 0;
 };
 
