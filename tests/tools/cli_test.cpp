@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "support/gpu.h"
@@ -409,5 +411,143 @@ TEST_F(CliTest, ZeroIterationsIsAUsageErrorThatSaysWhy) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("not in range 1"), std::string::npos) << r.err;
 }
+
+// --- build --partition engine*/--device/--shared-scratch and inspect's engine report ---
+
+TEST_F(CliTest, InspectShowsEachEnginesProfileAndScratch) {
+  std::string prog = path("engines.prog");
+  CommandResult b = planrt("build --template transformer --layers 2 --d-model 32 --heads 4 --ffn 64,512 "
+                           "--max-seq 16 --partition engine-per-block --device cpu -o " + prog);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  CommandResult r = planrt("inspect --json " + prog);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["compile_specs"], nlohmann::json::array());
+  const nlohmann::json& m = j["methods"][0];
+  ASSERT_EQ(m["engines"].size(), 2u);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    const nlohmann::json& e = m["engines"][i];
+    EXPECT_EQ(e["segment"], "block" + std::to_string(i));
+    EXPECT_EQ(e["device"], "cpu");
+    EXPECT_EQ(e["shared_scratch"], false);
+    EXPECT_EQ(e["profile"], nlohmann::json::parse(R"([{"dim": "S", "min": 1, "max": 16}])"));
+    EXPECT_EQ(e["scratch_bytes"], m["segments"][i]["scratch_bytes"]);
+    sum += e["scratch_bytes"].get<uint64_t>();
+  }
+  // The wider block asks for more.
+  EXPECT_LT(m["engines"][0]["scratch_bytes"].get<uint64_t>(), m["engines"][1]["scratch_bytes"].get<uint64_t>());
+  ASSERT_EQ(m["memory_estimate"].size(), 1u);
+  EXPECT_EQ(m["memory_estimate"][0]["engine_scratch_bytes"].get<uint64_t>(), sum);
+
+  CommandResult text = planrt("inspect " + prog);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("  engines\n"), std::string::npos) << text.out;
+  std::string first = fmt::format("{} B, private)  profile S in [1, 16]", m["engines"][0]["scratch_bytes"].get<uint64_t>());
+  EXPECT_NE(text.out.find(first), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("block1"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("compile specs"), std::string::npos) << text.out;
+}
+
+TEST_F(CliTest, SharedScratchIsACompileSpecAndTheEstimateIsTheLargestEngine) {
+  std::string base = "build --template transformer --layers 3 --d-model 32 --heads 4 --ffn 64,512,128 "
+                     "--max-seq 16 --partition engine-per-block ";
+  ASSERT_EQ(planrt(base + "-o " + path("private.prog")).exit_code, 0);
+  CommandResult b = planrt(base + "--shared-scratch -o " + path("pooled.prog"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  auto inspect = [&](const std::string& p) {
+    CommandResult r = planrt("inspect --json " + p);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  nlohmann::json priv = inspect(path("private.prog"));
+  nlohmann::json pooled = inspect(path("pooled.prog"));
+  EXPECT_EQ(priv["compile_specs"], nlohmann::json::array());
+  EXPECT_EQ(pooled["compile_specs"],
+            nlohmann::json::parse(R"([{"key": "use_shared_activation_scratch", "value": "true"}])"));
+  uint64_t sum = 0, largest = 0;
+  for (const nlohmann::json& e : pooled["methods"][0]["engines"]) {
+    EXPECT_EQ(e["shared_scratch"], true);
+    EXPECT_EQ(e["device"], "cuda:0");
+    sum += e["scratch_bytes"].get<uint64_t>();
+    largest = std::max(largest, e["scratch_bytes"].get<uint64_t>());
+  }
+  auto scratch_on_cuda = [](const nlohmann::json& j) {
+    for (const nlohmann::json& e : j["methods"][0]["memory_estimate"]) {
+      if (e["device"] == "cuda:0") return e["engine_scratch_bytes"].get<uint64_t>();
+    }
+    return uint64_t{0};
+  };
+  EXPECT_LT(largest, sum);
+  EXPECT_EQ(scratch_on_cuda(pooled), largest);
+  EXPECT_EQ(scratch_on_cuda(priv), sum);
+  CommandResult text = planrt("inspect " + path("pooled.prog"));
+  EXPECT_NE(text.out.find("compile specs use_shared_activation_scratch=true"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("shared pool)"), std::string::npos) << text.out;
+}
+
+TEST_F(CliTest, EngineCudaInterleavedAlternatesEnginesAndCudaSegments) {
+  CommandResult b = planrt("build --template transformer --layers 2 --d-model 32 --heads 4 --ffn 64 "
+                           "--max-seq 16 --partition engine-cuda-interleaved --device cuda:1 -o " +
+                           path("mixed.prog"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  CommandResult r = planrt("inspect --json " + path("mixed.prog"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json m = nlohmann::json::parse(r.out)["methods"][0];
+  std::vector<std::string> segments;
+  for (const nlohmann::json& s : m["segments"]) {
+    segments.push_back(s["name"].get<std::string>() + ":" + s["backend"].get<std::string>() + "@" +
+                       s["device"].get<std::string>());
+  }
+  EXPECT_EQ(segments, (std::vector<std::string>{"block0.attn:engine@cuda:1", "block0.mlp:cuda@cuda:1",
+                                                 "block1.attn:engine@cuda:1", "block1.mlp:cuda@cuda:1"}));
+  ASSERT_EQ(m["engines"].size(), 2u);
+  EXPECT_EQ(m["engines"][0]["segment"], "block0.attn");
+  EXPECT_EQ(m["backends"], nlohmann::json::parse(R"(["engine", "cuda"])"));
+}
+
+TEST_F(CliTest, BuildDeviceErrorsAreUsageErrorsThatSayWhatToChange) {
+  // --heads and --ffn are left to the cases (CLI11 refuses a flag given twice).
+  const std::string base = "build --template transformer --layers 1 --d-model 32 --max-seq 16 ";
+  struct Case {
+    std::string flags;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--partition cuda --device cpu", "partition 'cuda' makes cuda segments, which need a CUDA device"},
+           {"--partition engine-cuda-interleaved --device cpu", "give cuda:N, or use partition cpu, engine"},
+           {"--partition engine --device gpu", "unknown device 'gpu' (expected cpu, cuda or cuda:N"},
+           {"--partition engine --device cuda:256", "unknown device 'cuda:256'"},
+           {"--partition engine-per-op", "unknown partition 'engine-per-op' (accepted: cpu, cuda, "
+                                         "cuda-per-block, cuda-per-op, engine, engine-per-block, "
+                                         "engine-cuda-interleaved)"},
+           {"--ffn 64,64", "ffn_per_block has 2 entries for 1 layers"},
+           {"--heads 5", "d_model 32 is not divisible by heads 5"}}) {
+    CommandResult r = planrt(base + c.flags + " -o " + path("x.prog"));
+    EXPECT_EQ(r.exit_code, 2) << c.flags << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.flags << ": " << r.err;
+    EXPECT_FALSE(fs::exists(path("x.prog")));
+  }
+  // --device belongs to the template; a model JSON names its devices itself.
+  std::ofstream(path("m.json")) << R"({"format": "planrt-model/1", "methods": [{"name": "f",
+      "backend": "engine", "device": "cpu", "inputs": [{"name": "x", "dtype": "f32", "shape": [2, 4]}],
+      "outputs": ["y"], "nodes": [{"op": "relu", "inputs": ["x"], "outputs": ["y"]}]}]})";
+  CommandResult r = planrt("build " + path("m.json") + " --device cpu -o " + path("x.prog"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--device applies to --template"), std::string::npos) << r.err;
+  // Without the flag the model's own "device" places its engine on the host.
+  r = planrt("build " + path("m.json") + " --shared-scratch -o " + path("m.prog"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CommandResult i = planrt("inspect --json " + path("m.prog"));
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  nlohmann::json j = nlohmann::json::parse(i.out);
+  EXPECT_EQ(j["methods"][0]["engines"][0]["device"], "cpu");
+  EXPECT_EQ(j["methods"][0]["engines"][0]["profile"], nlohmann::json::array());
+  EXPECT_EQ(j["methods"][0]["engines"][0]["scratch_bytes"], 0);
+  EXPECT_EQ(j["methods"][0]["engines"][0]["shared_scratch"], true);
+}
+
+// --- end of build/inspect engine tests ---
 
 }  // namespace

@@ -18,6 +18,50 @@
 namespace planrt::cli {
 namespace {
 
+// An engine segment as inspect reports it: MethodMeta's figures and the engine's
+// optimization profile, read from the segment's graph.
+struct EngineReport {
+  size_t segment = 0;
+  const SegmentInfo* info = nullptr;
+  std::vector<DimSpec> profile;  // name, min, max of each method dim the engine's shapes use
+};
+
+// The engines of `meta`, in segment order. The file is the one `meta` came from.
+std::vector<EngineReport> engines_of(const format::ProgramFile& file, const MethodMeta& meta) {
+  std::vector<EngineReport> out;
+  const fb::Method* method = nullptr;
+  for (const fb::Method* m : *file.program().methods()) {
+    if (m->name()->string_view() == meta.name) method = m;
+  }
+  for (size_t i = 0; i < meta.segments.size(); ++i) {
+    if (meta.segments[i].backend != "engine") continue;
+    EngineReport e{i, &meta.segments[i], {}};
+    const fb::Segment* seg = method != nullptr && method->segments() != nullptr && i < method->segments()->size()
+                                 ? method->segments()->Get(static_cast<uint32_t>(i))
+                                 : nullptr;
+    const fb::Graph* graph = seg != nullptr && seg->blob() != nullptr && seg->blob()->size() != 0
+                                 ? seg->blob_nested_root()
+                                 : nullptr;
+    if (graph != nullptr && graph->profile() != nullptr) {
+      for (const fb::DimBound* b : *graph->profile()) {
+        // The engine refuses a profile naming a dim the method lacks when it is loaded;
+        // inspect still shows what the file says.
+        std::string name = b->dim() < meta.dims.size() ? meta.dims[b->dim()].name : fmt::format("dim#{}", b->dim());
+        e.profile.push_back(DimSpec{std::move(name), b->min(), b->max()});
+      }
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::string profile_string(const EngineReport& e) {
+  if (e.profile.empty()) return "static shapes";
+  std::vector<std::string> parts;
+  for (const DimSpec& d : e.profile) parts.push_back(fmt::format("{} in [{}, {}]", d.name, d.min, d.max));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 double ratio_of(const PlanStatInfo& p) {
   return p.lower_bound_bytes == 0 ? 1.0
                                   : static_cast<double>(p.planned_bytes) / p.lower_bound_bytes;
@@ -39,7 +83,7 @@ nlohmann::json tensors_json(const MethodMeta& m, const std::vector<TensorSpec>& 
   return out;
 }
 
-nlohmann::json method_json(const MethodMeta& m) {
+nlohmann::json method_json(const MethodMeta& m, const std::vector<EngineReport>& engine_reports) {
   nlohmann::json buffers = nlohmann::json::array();
   for (size_t i = 0; i < m.planned_buffers.size(); ++i) {
     buffers.push_back({{"index", i},
@@ -73,6 +117,17 @@ nlohmann::json method_json(const MethodMeta& m) {
                       {"engine_scratch_bytes", e.engine_scratch_bytes},
                       {"total_bytes", e.planned_bytes + e.weights_bytes + e.engine_scratch_bytes}});
   }
+  nlohmann::json engines = nlohmann::json::array();
+  for (const EngineReport& e : engine_reports) {
+    nlohmann::json profile = nlohmann::json::array();
+    for (const DimSpec& d : e.profile) profile.push_back({{"dim", d.name}, {"min", d.min}, {"max", d.max}});
+    engines.push_back({{"segment", e.info->name},
+                       {"index", e.segment},
+                       {"device", to_string(e.info->device)},
+                       {"scratch_bytes", e.info->scratch_bytes},
+                       {"shared_scratch", e.info->shared_scratch},
+                       {"profile", profile}});
+  }
   return {{"name", m.name},
           {"dims", dim_strings(m)},
           {"inputs", tensors_json(m, m.inputs)},
@@ -82,6 +137,7 @@ nlohmann::json method_json(const MethodMeta& m) {
           {"plan", plan},
           {"backends", m.backends},
           {"segments", segments},
+          {"engines", engines},
           {"memory_estimate", memory}};
 }
 
@@ -92,7 +148,7 @@ void print_tensors(const char* label, const MethodMeta& m, const std::vector<Ten
   }
 }
 
-void print_method(const MethodMeta& m) {
+void print_method(const MethodMeta& m, const std::vector<EngineReport>& engines) {
   fmt::print("\nmethod {} ({} instructions)\n", m.name, m.num_instructions);
   if (!m.dims.empty()) fmt::print("  dims     {}\n", fmt::join(dim_strings(m), ", "));
   print_tensors("inputs", m, m.inputs);
@@ -114,6 +170,14 @@ void print_method(const MethodMeta& m) {
     const SegmentInfo& s = m.segments[i];
     fmt::print("    #{:<3} {:<7} on {:<7} {} nodes{}\n", i, s.backend, to_string(s.device),
                s.num_nodes, s.name.empty() ? "" : "  " + s.name);
+  }
+  if (!engines.empty()) {
+    fmt::print("  engines\n");
+    for (const EngineReport& e : engines) {
+      fmt::print("    #{:<3} {:<12} on {:<7} scratch_bytes() {:>12} ({} B, {})  profile {}\n", e.segment,
+                 e.info->name, to_string(e.info->device), format_bytes(e.info->scratch_bytes),
+                 e.info->scratch_bytes, e.info->shared_scratch ? "shared pool" : "private", profile_string(e));
+    }
   }
   fmt::print("  memory estimate\n");
   for (const MemoryEstimate& e : m.memory) {
@@ -146,6 +210,12 @@ int run_inspect(const InspectArgs& args) {
     metas.push_back(std::move(meta).value());
   }
 
+  // MethodMeta does not carry an engine's profile; it is read from the segment's graph.
+  Result<format::ProgramFile> file = format::ProgramFile::open(args.program);
+  if (!file.ok()) return report_error(file.status());
+  std::vector<std::vector<EngineReport>> engines;
+  for (const MethodMeta& m : metas) engines.push_back(engines_of(*file, m));
+
   if (!args.plot.empty()) {
     Status s = write_plot(args.program, args.plot);
     if (!s.ok()) return report_error(s);
@@ -153,16 +223,32 @@ int run_inspect(const InspectArgs& args) {
   }
   if (args.json) {
     nlohmann::json methods = nlohmann::json::array();
-    for (const MethodMeta& m : metas) methods.push_back(method_json(m));
+    for (size_t i = 0; i < metas.size(); ++i) methods.push_back(method_json(metas[i], engines[i]));
+    // The program-level compile specs (e.g. use_shared_activation_scratch from
+    // `planrt build --shared-scratch`), which every segment's init receives.
+    nlohmann::json specs = nlohmann::json::array();
+    if (const auto* kvs = file->program().compile_specs()) {
+      for (const fb::KeyValue* kv : *kvs) {
+        specs.push_back({{"key", kv->key()->str()}, {"value", kv->value() ? kv->value()->str() : ""}});
+      }
+    }
     nlohmann::json j = {{"path", args.program},
                         {"constants_bytes", program->constants_bytes()},
+                        {"compile_specs", specs},
                         {"methods", methods}};
     fmt::print("{}\n", j.dump(2));
     return kExitOk;
   }
   fmt::print("program {}: {} method(s), constants {}\n", args.program, metas.size(),
              format_bytes(program->constants_bytes()));
-  for (const MethodMeta& m : metas) print_method(m);
+  if (const auto* kvs = file->program().compile_specs(); kvs != nullptr && kvs->size() != 0) {
+    std::vector<std::string> specs;
+    for (const fb::KeyValue* kv : *kvs) {
+      specs.push_back(fmt::format("{}={}", kv->key()->str(), kv->value() ? kv->value()->str() : ""));
+    }
+    fmt::print("compile specs {}\n", fmt::join(specs, ", "));
+  }
+  for (size_t i = 0; i < metas.size(); ++i) print_method(metas[i], engines[i]);
   return kExitOk;
 }
 

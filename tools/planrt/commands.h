@@ -31,8 +31,10 @@ struct BuildArgs {
   int64_t max_seq = 2048;
   std::string weights = "random:0";
   std::string partition = "cpu";
+  std::string device;  // where delegate segments run; empty: not given (cuda:0)
   bool no_reuse = false;
   bool external_weights = false;
+  bool shared_scratch = false;
   std::string output;
 };
 int run_build(const BuildArgs& args);

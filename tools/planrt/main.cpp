@@ -39,10 +39,18 @@ int run_cli(int argc, char** argv) {
   build_cmd->add_option("--ffn", build.ffn, "Template: MLP width, or one per block as a comma-separated list");
   build_cmd->add_option("--max-seq", build.max_seq, "Template: maximum sequence length (dim S)")->check(CLI::PositiveNumber);
   build_cmd->add_option("--weights", build.weights, "Template: random:SEED or PATH.safetensors");
-  build_cmd->add_option("--partition", build.partition, "Template: cpu, cuda (one cuda segment), cuda-per-block or cuda-per-op");
+  build_cmd->add_option("--partition", build.partition,
+                        "Template: cpu, cuda (one cuda segment), cuda-per-block, cuda-per-op, engine "
+                        "(one engine), engine-per-block or engine-cuda-interleaved");
+  build_cmd->add_option("--device", build.device,
+                        "Template: where delegate segments run, cpu or cuda:N (default cuda:0); "
+                        "engines run on either, cuda segments need cuda:N");
   build_cmd->add_flag("--no-reuse", build.no_reuse, "Plan without reusing memory (debugging)");
   build_cmd->add_flag("--external-weights", build.external_weights,
                       "Write weights to OUT.safetensors beside the program instead of inside it");
+  build_cmd->add_flag("--shared-scratch", build.shared_scratch,
+                      "Engines draw activation scratch from one shared pool per device (the "
+                      "program's compile spec use_shared_activation_scratch=true)");
   build_cmd->add_option("-o,--output", build.output, "Program file to write")->required();
 
   InspectArgs inspect;
