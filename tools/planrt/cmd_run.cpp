@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "format_bytes.h"
 #include "format/npy.h"
+#include "planrt/backends/engine.h"
 #include "planrt/runtime/program.h"
 #ifdef PLANRT_HAVE_CUDA
 #include "planrt/backends/cuda.h"
@@ -127,8 +128,15 @@ struct DeviceFigures {
   bool private_pool = true;
 };
 
+// The engine backend's scratch on a device: private contexts, the shared pool.
+struct ScratchFigures {
+  bool known = false;
+  EngineScratchStats stats;
+};
+
 struct DeviceMemory {
   Device device;
+  ScratchFigures scratch;
   std::vector<std::pair<uint32_t, uint64_t>> arenas;  // buffer index, bytes
   uint64_t planned_bytes = 0;
   uint64_t weights_bytes = 0;
@@ -143,6 +151,15 @@ bool add_backend_option(const std::string& spec, BackendOptions& options) {
   if (dot == std::string::npos || dot == 0 || dot + 1 == kv->first.size()) return false;
   options[kv->first.substr(0, dot)].push_back({kv->first.substr(dot + 1), kv->second});
   return true;
+}
+
+void read_scratch_stats(std::vector<DeviceMemory>& memory) {
+  for (DeviceMemory& d : memory) {
+    Result<EngineScratchStats> s = engine_scratch_stats(d.device);
+    if (!s.ok()) continue;
+    d.scratch.stats = *s;
+    d.scratch.known = s->pooled_contexts + s->private_contexts > 0 || s->pool_high_water_bytes > 0;
+  }
 }
 
 #ifdef PLANRT_HAVE_CUDA
@@ -228,6 +245,7 @@ int run_run(const RunArgs& args) {
   // still registers, and loading a CUDA method then says the device is missing.
   if (Status s = register_cuda_backend(); !s.ok()) return report_error(s);
 #endif
+  if (Status s = register_engine_backend(); !s.ok()) return report_error(s);
   Result<Program> program = Program::load(args.program);
   if (!program.ok()) return report_error(program.status());
   Result<std::string> method_name = pick_method(*program, args.method);
@@ -320,6 +338,7 @@ int run_run(const RunArgs& args) {
   read_pool_stats(memory);
 #endif
   MethodRunStats run_stats = method->run_stats();
+  read_scratch_stats(memory);
 
   if (!args.output_dir.empty()) {
     std::error_code ec;
@@ -388,6 +407,21 @@ int run_run(const RunArgs& args) {
                       {"used_high_bytes", f.pool_used_high},
                       {"allocations", f.pool_allocations}};
       }
+      const EngineScratchStats& es = d.scratch.stats;
+      dj["scratch_private_bytes"] = es.private_scratch_bytes;
+      dj["scratch_pool_capacity_bytes"] = es.pool_capacity_bytes;
+      dj["scratch_pool_high_water_bytes"] = es.pool_high_water_bytes;
+      nlohmann::json contexts = nlohmann::json::array();
+      for (const EngineContextInfo& c : es.contexts) {
+        contexts.push_back({{"method", c.method}, {"segment", c.segment}, {"pooled", c.pooled},
+                            {"scratch_bytes", c.scratch_bytes}});
+      }
+      dj["scratch"] = {{"contexts", contexts},
+                       {"private_contexts", es.private_contexts},
+                       {"pooled_contexts", es.pooled_contexts},
+                       {"pool_growths", es.pool_growths},
+                       {"pooled_private_equivalent_bytes", es.pooled_private_equivalent_bytes},
+                       {"pooled_runs", es.pooled_runs}};
       devices.push_back(std::move(dj));
     }
     nlohmann::json j = {
@@ -440,6 +474,18 @@ int run_run(const RunArgs& args) {
       fmt::print("          arena #{:<3} {:>12}  {}\n", index, format_bytes(bytes),
                  d.device.is_cpu() && shared ? "shared with the program's other host methods"
                                              : "own");
+    }
+    if (d.scratch.known) {
+      const EngineScratchStats& es = d.scratch.stats;
+      fmt::print("          engine scratch: {} private context(s) hold {}; {} pooled context(s) share "
+                 "{} (high-water {}, {} growth(s)) where private scratch would cost {}\n",
+                 es.private_contexts, format_bytes(es.private_scratch_bytes), es.pooled_contexts,
+                 format_bytes(es.pool_capacity_bytes), format_bytes(es.pool_high_water_bytes),
+                 es.pool_growths, format_bytes(es.pooled_private_equivalent_bytes));
+      for (const EngineContextInfo& c : es.contexts) {
+        fmt::print("            {:<20} {:>12}  {}\n", c.segment, format_bytes(c.scratch_bytes),
+                   c.pooled ? "pooled" : "private");
+      }
     }
     const DeviceFigures& f = d.figures;
     if (f.pool_known) {

@@ -38,7 +38,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "planrt/core/device.h"
 #include "planrt/core/result.h"
@@ -51,8 +53,17 @@ inline constexpr std::string_view kSharedScratchOption = "use_shared_activation_
 // Idempotent; InvalidArgument when another backend holds the name.
 Status register_engine_backend();
 
+// One live execution context (an engine segment of a loaded method).
+struct EngineContextInfo {
+  std::string method;
+  std::string segment;
+  bool pooled = false;
+  uint64_t scratch_bytes = 0;  // its requirement over the profile (held privately unless pooled)
+};
+
 struct EngineScratchStats {
   Device device;
+  std::vector<EngineContextInfo> contexts;  // live, in creation order
   // The pool.
   uint64_t pool_capacity_bytes = 0;    // the buffer now (0 before the first pooled run, after a trim)
   uint64_t pool_high_water_bytes = 0;  // the largest it has been

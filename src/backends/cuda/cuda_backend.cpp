@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/cuda/device_resources.h"
 #include "kernels/cuda/cuda_kernel.h"
 #include "kernels/kernel.h"
 #include "planrt/core/log.h"
@@ -35,85 +36,13 @@ using kernels::cuda::CudaDeviceError;
 using kernels::cuda::CudaKernelContext;
 using kernels::cuda::CudaKernelFn;
 using runtime_detail::str;
+using backends::shared_cublas;
+using backends::SharedCublas;
+using backends::weight_cache;
 
 constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 
 std::atomic<int64_t> g_live_segments{0};
-
-// ---------------------------------------------------------------- weight cache
-
-// One constant resident on one device, shared by every segment reading it.
-struct WeightKey {
-  int device;
-  const uint8_t* host;
-  size_t nbytes;
-  friend bool operator<(const WeightKey& a, const WeightKey& b) {
-    return std::tie(a.device, a.host, a.nbytes) < std::tie(b.device, b.host, b.nbytes);
-  }
-};
-
-struct WeightEntry {
-  void* device_ptr = nullptr;
-  int64_t refs = 0;
-};
-
-class WeightCache {
- public:
-  // The device copy of `host` (nbytes > 0), uploading it on first use; one more reference.
-  Result<void*> acquire(int device, std::span<const uint8_t> host, std::string_view name) {
-    std::lock_guard lock(mu_);
-    WeightKey key{device, host.data(), host.size()};
-    auto it = entries_.find(key);
-    if (it != entries_.end()) {
-      ++it->second.refs;
-      return it->second.device_ptr;
-    }
-    cuda::CudaAllocator& alloc = cuda::cuda_allocator();
-    Device d = Device::cuda(device);
-    Result<void*> p = alloc.allocate(host.size(), d);
-    if (!p.ok()) {
-      return p.status().with_context(fmt::format("uploading constant '{}' ({} bytes)", name, host.size()));
-    }
-    Status s = alloc.copy_host_to_device(*p, host.data(), host.size(), d);
-    if (!s.ok()) {
-      alloc.deallocate(*p, host.size(), d);
-      return s.with_context(fmt::format("uploading constant '{}' ({} bytes)", name, host.size()));
-    }
-    entries_[key] = WeightEntry{*p, 1};
-    ++uploads_;
-    resident_bytes_ += host.size();
-    return *p;
-  }
-
-  void release(int device, const uint8_t* host, size_t nbytes) {
-    std::lock_guard lock(mu_);
-    auto it = entries_.find(WeightKey{device, host, nbytes});
-    if (it == entries_.end()) return;
-    if (--it->second.refs > 0) return;
-    // cudaFree waits for the device, so work still reading the weight finishes first.
-    cuda::cuda_allocator().deallocate(it->second.device_ptr, nbytes, Device::cuda(device));
-    resident_bytes_ -= nbytes;
-    entries_.erase(it);
-  }
-
-  void stats(CudaBackendStats& out) {
-    std::lock_guard lock(mu_);
-    out.weight_uploads = uploads_;
-    out.resident_weights = static_cast<int64_t>(entries_.size());
-    out.resident_weight_bytes = resident_bytes_;
-  }
-
- private:
-  std::mutex mu_;
-  std::map<WeightKey, WeightEntry> entries_;
-  int64_t uploads_ = 0;
-  uint64_t resident_bytes_ = 0;
-};
-
-WeightCache& weight_cache() {
-  static WeightCache* cache = new WeightCache();  // never destroyed: handles may outlive statics
-  return *cache;
-}
 
 // ---------------------------------------------------------------- per-segment state
 
@@ -156,31 +85,6 @@ struct GraphStep {
   std::vector<uint32_t> allocate_before;  // Temporaries first used by this step
   std::vector<uint32_t> free_after;       // Temporaries last used by this step
 };
-
-// One cuBLAS handle per (device, TF32 mode), shared by every segment: cublasCreate takes
-// 64 MiB of device memory on an H200 (measured with cudaMemGetInfo, CUDA 13), so a handle
-// per segment made a model of many delegates pay it once per delegate. A handle must not
-// be used from two threads at once: `mu` is held from a segment's first enqueue to its
-// last. The handle goes (and its memory with it) when the last segment using it does.
-struct SharedCublas {
-  std::mutex mu;
-  kernels::cuda::CublasHandle handle;
-};
-
-// The current device must be `device` (the handle binds to it).
-Result<std::shared_ptr<SharedCublas>> shared_cublas(int device, bool allow_tf32) {
-  static std::mutex registry_mu;
-  static std::map<std::pair<int, bool>, std::weak_ptr<SharedCublas>> registry;
-  std::lock_guard lock(registry_mu);
-  std::weak_ptr<SharedCublas>& slot = registry[{device, allow_tf32}];
-  if (std::shared_ptr<SharedCublas> live = slot.lock()) return live;
-  PLANRT_ASSIGN_OR_RETURN(kernels::cuda::CublasHandle handle,
-                          kernels::cuda::CublasHandle::create(kernels::cuda::CublasOptions{allow_tf32}));
-  auto shared = std::make_shared<SharedCublas>();
-  shared->handle = std::move(handle);
-  slot = shared;
-  return shared;
-}
 
 struct Segment {
   std::string name;

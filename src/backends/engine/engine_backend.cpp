@@ -29,7 +29,7 @@ Result<bool> parse_bool(std::string_view key, std::string_view value) {
 struct EngineSegment {
   std::unique_ptr<ExecutionContext> context;
   bool pooled = false;
-  bool ran_on_own_stream = false;
+  uint64_t stats_id = 0;  // ScratchPool's record of this context
 };
 
 class EngineBackend final : public Backend {
@@ -72,12 +72,16 @@ Result<BackendHandle> EngineBackend::init(std::span<const uint8_t> blob,
   // The option as it stands now, recorded for this context: process-wide, then the
   // program's compile spec, then the load-time option.
   bool pooled = shared_scratch_.load(std::memory_order_relaxed);
+  engine::RunnerOptions runner_options;
   for (const auto& list : {compile_specs, ctx.options}) {
     for (const BackendOption& o : list) {
-      if (o.key != kSharedScratchOption) continue;
+      bool* target = o.key == kSharedScratchOption ? &pooled
+                     : o.key == "allow_tf32"       ? &runner_options.allow_tf32
+                                                   : nullptr;
+      if (target == nullptr) continue;  // other backends' keys may share the program's specs
       Result<bool> on = parse_bool(o.key, o.value);
       if (!on.ok()) return on.status().with_context(where);
-      pooled = *on;
+      *target = *on;
     }
   }
   PLANRT_ASSIGN_OR_RETURN(SegmentGraph graph, parse_segment_graph(blob, ctx));
@@ -86,7 +90,7 @@ Result<BackendHandle> EngineBackend::init(std::span<const uint8_t> blob,
   // An engine that needs no scratch under any shape stays out of the pool (and its lock).
   if (e.scratch_bytes() == 0) pooled = false;
   PLANRT_ASSIGN_OR_RETURN(std::unique_ptr<engine::EngineRunner> runner,
-                          engine::make_runner(e, ctx.device, ctx));
+                          engine::make_runner(e, ctx.device, ctx, runner_options));
   const uint64_t scratch = e.scratch_bytes();
   Result<std::unique_ptr<ExecutionContext>> context = ExecutionContext::create(
       std::move(e), std::move(runner), ctx.device,
@@ -95,7 +99,9 @@ Result<BackendHandle> EngineBackend::init(std::span<const uint8_t> blob,
   auto seg = std::make_unique<EngineSegment>();
   seg->context = std::move(context).value();
   seg->pooled = pooled;
-  ScratchPool::add_context(ctx.device, pooled, scratch);
+  seg->stats_id = ScratchPool::add_context(
+      ctx.device, EngineContextInfo{std::string(ctx.method_name), std::string(ctx.segment_name), pooled,
+                                    scratch});
   return static_cast<BackendHandle>(seg.release());
 }
 
@@ -134,8 +140,7 @@ Status EngineBackend::finish(BackendHandle handle) {
 void EngineBackend::destroy(BackendHandle handle) {
   auto* seg = static_cast<EngineSegment*>(handle);
   if (seg == nullptr) return;
-  ScratchPool::remove_context(seg->context->device(), seg->pooled,
-                              seg->context->engine().scratch_bytes());
+  ScratchPool::remove_context(seg->context->device(), seg->stats_id);
   delete seg;
 }
 

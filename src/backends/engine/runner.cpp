@@ -81,9 +81,12 @@ class CpuRunner final : public EngineRunner {
 }  // namespace
 
 Result<std::unique_ptr<EngineRunner>> make_runner(const Engine& engine, Device device,
-                                                  const BackendInitContext& context) {
+                                                  const BackendInitContext& context,
+                                                  const RunnerOptions& options) {
   if (device.is_cpu()) return CpuRunner::create(engine, context);
-  if (device.type == DeviceType::CUDA) return detail::make_cuda_runner(engine, device.index, context);
+  if (device.type == DeviceType::CUDA) {
+    return detail::make_cuda_runner(engine, device.index, context, options);
+  }
   return make_error(ErrorCode::NotSupported, "engine '{}': engines run on cpu or cuda, not {}",
                     engine.name(), to_string(device));
 }
@@ -91,7 +94,8 @@ Result<std::unique_ptr<EngineRunner>> make_runner(const Engine& engine, Device d
 #ifndef PLANRT_HAVE_CUDA
 namespace detail {
 Result<std::unique_ptr<EngineRunner>> make_cuda_runner(const Engine& engine, int device,
-                                                       const BackendInitContext&) {
+                                                       const BackendInitContext&,
+                                                       const RunnerOptions&) {
   return make_error(ErrorCode::NotSupported,
                     "engine '{}' is for cuda:{}, but this build of planrt has no CUDA support",
                     engine.name(), device);

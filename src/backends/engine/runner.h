@@ -32,13 +32,19 @@ class EngineRunner {
   virtual Status synchronize_own() { return {}; }
 };
 
+struct RunnerOptions {
+  bool allow_tf32 = false;  // CUDA: cuBLAS TF32 math, as the cuda backend's option
+};
+
 Result<std::unique_ptr<EngineRunner>> make_runner(const Engine& engine, Device device,
-                                                  const BackendInitContext& context);
+                                                  const BackendInitContext& context,
+                                                  const RunnerOptions& options);
 
 namespace detail {
-// The CUDA runner (cuda/cuda_runner.cpp); NotSupported in builds without CUDA.
+// The CUDA runner (cuda/cuda_engine.cpp); NotSupported in builds without CUDA.
 Result<std::unique_ptr<EngineRunner>> make_cuda_runner(const Engine& engine, int device,
-                                                       const BackendInitContext& context);
+                                                       const BackendInitContext& context,
+                                                       const RunnerOptions& options);
 // Views of every graph value for one call: operands from the caller, constants from
 // `constant_data`, Planned values in the scratch. Fills `views`.
 Status bind_views(const Engine& engine, const builder::EngineScratchPlan& plan, void* scratch,

@@ -36,6 +36,8 @@ struct Slot {
   void* buffer = nullptr;
   uint64_t capacity = 0;
   EngineScratchStats stats;
+  std::map<uint64_t, EngineContextInfo> contexts;  // by id: creation order
+  uint64_t next_id = 1;
 };
 
 struct Registry {
@@ -149,31 +151,39 @@ Result<EngineScratchStats> ScratchPool::stats(Device device) {
   std::lock_guard lock(slot.mu);
   EngineScratchStats s = slot.stats;
   s.pool_capacity_bytes = slot.capacity;
+  for (const auto& [id, info] : slot.contexts) s.contexts.push_back(info);
   return s;
 }
 
-void ScratchPool::add_context(Device device, bool pooled, uint64_t scratch_bytes) {
+uint64_t ScratchPool::add_context(Device device, EngineContextInfo info) {
   Slot& slot = slot_of(device);
   std::lock_guard lock(slot.mu);
-  if (pooled) {
+  if (info.pooled) {
     ++slot.stats.pooled_contexts;
-    slot.stats.pooled_private_equivalent_bytes += scratch_bytes;
+    slot.stats.pooled_private_equivalent_bytes += info.scratch_bytes;
   } else {
     ++slot.stats.private_contexts;
-    slot.stats.private_scratch_bytes += scratch_bytes;
+    slot.stats.private_scratch_bytes += info.scratch_bytes;
   }
+  uint64_t id = slot.next_id++;
+  slot.contexts.emplace(id, std::move(info));
+  return id;
 }
 
-void ScratchPool::remove_context(Device device, bool pooled, uint64_t scratch_bytes) {
+void ScratchPool::remove_context(Device device, uint64_t id) {
   Slot& slot = slot_of(device);
   std::lock_guard lock(slot.mu);
-  if (pooled) {
+  auto it = slot.contexts.find(id);
+  if (it == slot.contexts.end()) return;
+  const EngineContextInfo& info = it->second;
+  if (info.pooled) {
     --slot.stats.pooled_contexts;
-    slot.stats.pooled_private_equivalent_bytes -= scratch_bytes;
+    slot.stats.pooled_private_equivalent_bytes -= info.scratch_bytes;
   } else {
     --slot.stats.private_contexts;
-    slot.stats.private_scratch_bytes -= scratch_bytes;
+    slot.stats.private_scratch_bytes -= info.scratch_bytes;
   }
+  slot.contexts.erase(it);
 }
 
 namespace testing {

@@ -46,9 +46,9 @@ class ScratchPool {
   static Status trim(Device device);
   static Result<EngineScratchStats> stats(Device device);
 
-  // Context bookkeeping (for the statistics).
-  static void add_context(Device device, bool pooled, uint64_t scratch_bytes);
-  static void remove_context(Device device, bool pooled, uint64_t scratch_bytes);
+  // Context bookkeeping (for the statistics); add returns an id for remove.
+  static uint64_t add_context(Device device, EngineContextInfo info);
+  static void remove_context(Device device, uint64_t id);
 };
 
 namespace testing {

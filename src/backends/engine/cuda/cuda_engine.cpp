@@ -1,0 +1,270 @@
+// The CUDA side of the engine backend: the runner (CUDA kernels, weights shared with the
+// cuda backend's per-device cache, the device's shared cuBLAS handle, kernel workspace at
+// its planned offset in the scratch) and the scratch device of the shared pool (memory
+// from the warm pool, stream-ordered; one handoff event per device).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "backends/cuda/device_resources.h"
+#include "backends/engine/runner.h"
+#include "backends/engine/scratch_device.h"
+#include "kernels/cuda/cuda_kernel.h"
+#include "kernels/cuda/device_error.h"
+#include "planrt/core/log.h"
+#include "platform/cuda/cuda_status.h"
+#include "platform/cuda/device_guard.h"
+#include "platform/cuda/pool.h"
+#include "platform/cuda/stream.h"
+
+namespace planrt::engine {
+namespace {
+
+using kernels::cuda::CudaDeviceError;
+
+// Hands a kernel the workspace planned for its step: one region, carved in call order.
+class PlannedWorkspace final : public kernels::cuda::CudaTempMemory {
+ public:
+  void reset(uint8_t* base, uint64_t bytes) {
+    base_ = base;
+    bytes_ = bytes;
+    used_ = 0;
+  }
+  Result<void*> allocate(size_t bytes, cudaStream_t) override {
+    uint64_t need = (bytes + 255) / 256 * 256;
+    if (base_ == nullptr || used_ + need > bytes_) {
+      return make_error(ErrorCode::Internal,
+                        "the kernel asked for {} bytes of workspace beyond the {} planned for it",
+                        bytes, bytes_ - std::min(used_, bytes_));
+    }
+    void* p = base_ + used_;
+    used_ += need;
+    return p;
+  }
+  Status deallocate(void*, size_t, cudaStream_t) override { return {}; }
+
+ private:
+  uint8_t* base_ = nullptr;
+  uint64_t bytes_ = 0;
+  uint64_t used_ = 0;
+};
+
+class CudaRunner final : public EngineRunner {
+ public:
+  ~CudaRunner() override {
+    Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(device_);
+    if (!stream_.empty()) {
+      Status s = stream_.synchronize();
+      if (!s.ok()) PLANRT_LOG_ERROR("engine '{}': {}", name_, s.to_string());
+    }
+    if (device_errors_ != nullptr) {
+      cuda::cuda_allocator().deallocate(device_errors_, sizeof(CudaDeviceError), Device::cuda(device_));
+    }
+    if (host_errors_ != nullptr) (void)cudaFreeHost(host_errors_);
+    for (const auto& [host, bytes] : weights_held_) backends::weight_cache().release(device_, host, bytes);
+  }
+
+  static Result<std::unique_ptr<EngineRunner>> create(const Engine& engine, int device,
+                                                      const BackendInitContext& ctx,
+                                                      const RunnerOptions& options) {
+    const SegmentGraph& g = engine.graph();
+    auto r = std::make_unique<CudaRunner>();
+    r->device_ = device;
+    r->name_ = g.name;
+    std::string where = fmt::format("engine '{}' on cuda:{}", g.name, device);
+    for (size_t k = 0; k < g.steps.size(); ++k) {
+      Result<kernels::cuda::CudaKernelFn> fn = kernels::cuda::find_cuda_kernel(g.steps[k].op);
+      if (!fn.ok()) return fn.status().with_context(g.step_name(k));
+      r->fns_.push_back(*fn);
+    }
+    Status dev = cuda::check_cuda_device(device);
+    if (!dev.ok()) return dev.with_context(where);
+    PLANRT_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::set(device));
+    r->constants_.assign(g.values.size(), nullptr);
+    for (size_t id = 0; id < g.values.size(); ++id) {
+      const SegmentValue& v = g.values[id];
+      if (v.kind != fb::ValueKind::Constant) continue;
+      PLANRT_ASSIGN_OR_RETURN(ConstantRef c, segment_constant(g, v, ctx));
+      if (c.data.empty()) continue;
+      Result<void*> p = backends::weight_cache().acquire(device, c.data, c.name);
+      if (!p.ok()) return p.status().with_context(where);
+      r->weights_held_.emplace_back(c.data.data(), c.data.size());
+      r->constants_[id] = *p;
+    }
+    Result<std::shared_ptr<backends::SharedCublas>> cublas =
+        backends::shared_cublas(device, options.allow_tf32);
+    if (!cublas.ok()) return cublas.status().with_context(where);
+    r->cublas_ = std::move(cublas).value();
+    PLANRT_ASSIGN_OR_RETURN(r->stream_, cuda::Stream::create(device));
+    PLANRT_ASSIGN_OR_RETURN(r->legacy_done_, cuda::Event::create(device));
+    PLANRT_ASSIGN_OR_RETURN(void* err, cuda::cuda_allocator().allocate(sizeof(CudaDeviceError),
+                                                                       Device::cuda(device)));
+    r->device_errors_ = static_cast<CudaDeviceError*>(err);
+    PLANRT_CUDA_RETURN_IF_ERROR(cudaMemset(r->device_errors_, 0, sizeof(CudaDeviceError)),
+                                where + ": clearing the error record", device);
+    void* host = nullptr;
+    PLANRT_CUDA_RETURN_IF_ERROR(cudaMallocHost(&host, sizeof(CudaDeviceError)),
+                                where + ": the pinned error record", device);
+    r->host_errors_ = static_cast<CudaDeviceError*>(host);
+    *r->host_errors_ = CudaDeviceError{};
+    return std::unique_ptr<EngineRunner>(std::move(r));
+  }
+
+  Status run(const Engine& engine, const builder::EngineScratchPlan& plan, void* scratch,
+             std::span<const int64_t> bound, std::span<const TensorView> inputs,
+             std::span<const TensorView> outputs, void* stream) override {
+    const SegmentGraph& g = engine.graph();
+    std::string where = fmt::format("engine '{}'", g.name);
+    Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(device_);
+    if (!guard.ok()) return guard.status().with_context(where);
+    for (const auto* views : {&inputs, &outputs}) {
+      for (const TensorView& t : *views) {
+        if (t.nbytes() != 0 && (t.device != Device::cuda(device_) || !t.is_contiguous())) {
+          return make_error(ErrorCode::InvalidArgument,
+                            "{}: operands must be contiguous memory on cuda:{} (got {})", where,
+                            device_, to_string(t.device));
+        }
+      }
+    }
+    auto s = static_cast<cudaStream_t>(stream);
+    if (s == stream_.get()) {
+      // Our own stream (a call without one): the caller's synchronous copies ran on the
+      // legacy default stream, which a non-blocking stream does not wait for by itself.
+      Status r = legacy_done_.record(cudaStreamLegacy);
+      if (r.ok()) r = legacy_done_.wait_on(s);
+      if (!r.ok()) return r.with_context(where + ": waiting for the default stream");
+    }
+    PLANRT_RETURN_IF_ERROR(detail::bind_views(engine, plan, scratch, bound, inputs, outputs,
+                                              constants_, Device::cuda(device_), views_));
+    kernels::cuda::CudaKernelContext ctx;
+    ctx.stream = s;
+    ctx.cublas = cublas_->handle.get();
+    ctx.temp = &workspace_;
+    ctx.device_errors = device_errors_;
+    {
+      std::lock_guard cublas_lock(cublas_->mu);  // the device's one cuBLAS handle
+      for (size_t k = 0; k < g.steps.size(); ++k) {
+        const SegmentStep& st = g.steps[k];
+        workspace_.reset(plan.workspace_bytes[k] == 0 || scratch == nullptr
+                             ? nullptr
+                             : static_cast<uint8_t*>(scratch) + plan.workspace_offsets[k],
+                         plan.workspace_bytes[k]);
+        in_.clear();
+        out_.clear();
+        for (uint32_t id : st.inputs) in_.push_back(id == kNoGraphValue ? TensorView::none() : views_[id]);
+        for (uint32_t id : st.outputs) out_.push_back(views_[id]);
+        Status status = fns_[k](ctx, st.attrs, in_, out_);
+        if (!status.ok()) return status.with_context(g.step_name(k));
+      }
+    }
+    cudaError_t err = cudaMemcpyAsync(host_errors_, device_errors_, sizeof(CudaDeviceError),
+                                      cudaMemcpyDeviceToHost, s);
+    if (err != cudaSuccess) {
+      return cuda::cuda_error(err, where + ": reading the kernels' error record", device_);
+    }
+    return {};
+  }
+
+  Status finish() override {
+    CudaDeviceError record = *host_errors_;
+    if (record.kind == 0) return {};
+    *host_errors_ = CudaDeviceError{};
+    Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(device_);
+    cudaError_t err = cudaMemsetAsync(device_errors_, 0, sizeof(CudaDeviceError), stream_.get());
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream_.get());
+    if (err != cudaSuccess) {
+      PLANRT_LOG_ERROR("{}", cuda::cuda_error(err, "clearing an engine's error record", device_).to_string());
+    }
+    return kernels::cuda::device_error_status(record).with_context(fmt::format("engine '{}'", name_));
+  }
+
+  void* own_stream() override { return stream_.get(); }
+  Status synchronize_own() override { return stream_.synchronize(); }
+
+ private:
+  int device_ = 0;
+  std::string name_;
+  std::vector<kernels::cuda::CudaKernelFn> fns_;
+  std::vector<void*> constants_;
+  std::vector<std::pair<const uint8_t*, size_t>> weights_held_;
+  std::shared_ptr<backends::SharedCublas> cublas_;
+  cuda::Stream stream_;
+  cuda::Event legacy_done_;
+  CudaDeviceError* device_errors_ = nullptr;
+  CudaDeviceError* host_errors_ = nullptr;
+  PlannedWorkspace workspace_;
+  std::vector<TensorView> views_, in_, out_;
+};
+
+// The pool's memory comes from the device's warm pool, stream-ordered: a growth frees the
+// old buffer with cudaFreeAsync after the handoff wait, never with a device-wide cudaFree.
+class CudaScratchDevice final : public ScratchDevice {
+ public:
+  static Result<std::unique_ptr<ScratchDevice>> create(int device) {
+    PLANRT_RETURN_IF_ERROR(cuda::check_cuda_device(device));
+    PLANRT_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::set(device));
+    auto d = std::make_unique<CudaScratchDevice>();
+    d->device_ = device;
+    PLANRT_ASSIGN_OR_RETURN(d->handoff_, cuda::Event::create(device));
+    PLANRT_ASSIGN_OR_RETURN(d->own_, cuda::Stream::create(device));
+    return std::unique_ptr<ScratchDevice>(std::move(d));
+  }
+
+  Result<void*> allocate(uint64_t bytes, void* stream) override {
+    PLANRT_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::set(device_));
+    if (pool_.empty()) {
+      PLANRT_ASSIGN_OR_RETURN(pool_, cuda::PoolHandle::acquire(device_));
+    }
+    return pool_.allocate(bytes, to_stream(stream));
+  }
+
+  void free(void* ptr, uint64_t bytes, void* stream) override {
+    Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(device_);
+    Status s = pool_.deallocate(ptr, to_stream(stream));
+    if (!s.ok()) PLANRT_LOG_ERROR("freeing {} bytes of shared scratch: {}", bytes, s.to_string());
+    if (stream == nullptr) {
+      // A trim: the buffer is the pool's last; give the warm pool's memory back with it.
+      Status synced = own_.synchronize();
+      if (!synced.ok()) PLANRT_LOG_ERROR("{}", synced.to_string());
+      pool_.reset();
+    }
+  }
+
+  Status wait_handoff(void* stream) override { return handoff_.wait_on(to_stream(stream)); }
+  Status record_handoff(void* stream) override { return handoff_.record(to_stream(stream)); }
+  Status synchronize_handoff() override { return handoff_.synchronize(); }
+
+  Result<bool> capturing(void* stream) override {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaError_t err = cudaStreamIsCapturing(to_stream(stream), &status);
+    if (err != cudaSuccess) return cuda::cuda_error(err, "cudaStreamIsCapturing", device_);
+    return status != cudaStreamCaptureStatusNone;
+  }
+
+ private:
+  cudaStream_t to_stream(void* stream) const {
+    return stream == nullptr ? own_.get() : static_cast<cudaStream_t>(stream);
+  }
+
+  int device_ = 0;
+  cuda::Event handoff_;
+  cuda::Stream own_;      // for frees outside a run (trim)
+  cuda::PoolHandle pool_;  // held while the pool has a buffer
+};
+
+}  // namespace
+
+namespace detail {
+
+Result<std::unique_ptr<EngineRunner>> make_cuda_runner(const Engine& engine, int device,
+                                                       const BackendInitContext& context,
+                                                       const RunnerOptions& options) {
+  return CudaRunner::create(engine, device, context, options);
+}
+
+Result<std::unique_ptr<ScratchDevice>> make_cuda_scratch_device(int device) {
+  return CudaScratchDevice::create(device);
+}
+
+}  // namespace detail
+}  // namespace planrt::engine
