@@ -16,7 +16,7 @@ cp "$src/CTestTestfile.cmake" "$dst/"
 cp "$src"/tests/*_test "$src"/tests/*.cmake "$dst/tests/"
 cp "$src/tools/planrt" "$dst/tools/"
 : > "$dst/bench/CTestTestfile.cmake"
-for b in pool_bench cuda_per_op_bench; do
+for b in pool_bench cuda_per_op_bench engine_scratch_bench; do
   [ -x "$src/bench/$b" ] && cp "$src/bench/$b" "$dst/bench/"
 done
 [ -f "$src/tools/CTestTestfile.cmake" ] && cp "$src/tools/CTestTestfile.cmake" "$dst/tools/"

@@ -281,6 +281,45 @@ TEST_F(CliTest, BadCudaOptionValueIsARuntimeErrorNamingTheKey) {
   EXPECT_NE(r.err.find("use_private_pool"), std::string::npos) << r.err;
 }
 
+// Engines on the host: run reports every context's scratch and, pooled, the pool's figures;
+// the load-time option decides, and a bad value is an error naming the key.
+TEST_F(CliTest, RunReportsEngineScratchPrivateAndPooled) {
+  std::string prog = path("engines.prog");
+  CommandResult built = planrt("build --template transformer --layers 2 --d-model 32 --heads 4 "
+                               "--ffn 64,128 --max-seq 16 --partition engine-per-block --device cpu -o " + prog);
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  auto devices = [&](const std::string& option) {
+    CommandResult r = planrt("run " + prog + " --random-inputs 1 --dim S=16 --json --backend-option "
+                             "engine.use_shared_activation_scratch=" + option);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(r.out.empty() ? "{}" : r.out);
+    for (const nlohmann::json& d : j["memory"]["devices"]) {
+      if (d["device"] == "cpu") return d;
+    }
+    return nlohmann::json();
+  };
+  nlohmann::json priv = devices("false");
+  ASSERT_FALSE(priv.is_null());
+  EXPECT_GT(priv["scratch_private_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(priv["scratch"]["contexts"].size(), 2u);
+  EXPECT_EQ(priv["scratch"]["private_contexts"], 2);
+  nlohmann::json pooled = devices("true");
+  ASSERT_FALSE(pooled.is_null());
+  EXPECT_EQ(pooled["scratch"]["pooled_contexts"], 2);
+  EXPECT_EQ(pooled["scratch_private_bytes"], 0u);
+  uint64_t largest = 0;
+  for (const nlohmann::json& c : pooled["scratch"]["contexts"]) {
+    largest = std::max(largest, c["scratch_bytes"].get<uint64_t>());
+  }
+  // S=16 of max 16: the largest call is the profile max, so the pool holds the largest.
+  EXPECT_EQ(pooled["scratch_pool_capacity_bytes"].get<uint64_t>(), largest);
+  EXPECT_EQ(pooled["scratch_pool_high_water_bytes"].get<uint64_t>(), largest);
+  CommandResult bad = planrt("run " + prog + " --random-inputs 1 --backend-option "
+                             "engine.use_shared_activation_scratch=maybe");
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_NE(bad.err.find("use_shared_activation_scratch"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliTest, BuildRejectsUnknownTemplateAndBadJson) {
   CommandResult r = planrt("build --template resnet -o " + path("x.prog"));
   EXPECT_NE(r.exit_code, 0);

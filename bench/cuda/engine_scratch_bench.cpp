@@ -1,0 +1,261 @@
+// engine_scratch_bench: activation scratch of engines, private vs pooled (the shared
+// per-device pool, DESIGN §6), on the scenarios the reference measured, in one process:
+//   four_contexts   four execution contexts of one engine holding two f32 8-head attention
+//                   blocks over [1, 2048, 512] (the 2-block template, partition `engine`,
+//                   loaded as four methods)
+//   interleaved     one method holding six one-block engines interleaved with six `cuda`
+//                   segments (partition engine-cuda-interleaved: each block's attention
+//                   half an engine, its MLP half a cuda segment)
+//   differing       one method of six one-block engines of differing sizes (partition
+//                   engine-per-block with FFN widths 512..4096; the interleaved engines
+//                   hold only attention, which the FFN width does not change)
+// For each: the sum of the contexts' private scratch, the largest, the pool's capacity
+// after the runs (target: exactly the largest, ratio 1.00), device-used memory
+// (cudaMemGetInfo) above the figure before loading in each mode, median latency of each
+// mode (target: pooled within 3% of private) and whether outputs are identical. Then a
+// dynamic-S check: the pool settles at the largest call made, not the profile max.
+//
+// Appends JSON lines to bench/results/engine_scratch.jsonl (or --out=PATH).
+//   engine_scratch_bench [--seq=N] [--iters=N] [--out=PATH]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planrt/backends/cuda.h"
+#include "planrt/backends/engine.h"
+#include "planrt/builder/builder.h"
+#include "planrt/platform/cuda.h"
+#include "planrt/runtime/program.h"
+
+namespace {
+
+using namespace planrt;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "engine_scratch_bench: %s\n", what.c_str());
+  return 1;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int64_t device_used() {
+  Result<CudaDeviceMemory> m = cuda_device_memory(Device::cuda(0));
+  return m.ok() ? static_cast<int64_t>(m->used_bytes()) : 0;
+}
+
+struct Scenario {
+  std::string name;
+  std::string partition;
+  int64_t layers = 2;
+  std::vector<int64_t> ffn_per_block;
+  int methods = 1;  // loads of the method (contexts of each engine)
+};
+
+struct ModeResult {
+  int64_t device_delta = 0;  // device-used above the figure before loading
+  uint64_t private_bytes = 0, pool_capacity = 0, largest = 0, sum = 0;
+  int64_t contexts = 0;
+  std::vector<double> ms;
+  std::vector<float> output;
+};
+
+Result<std::vector<uint8_t>> build(const Scenario& s, int64_t seq) {
+  builder::TransformerOptions t;
+  t.layers = s.layers;
+  t.d_model = 512;
+  t.heads = 8;
+  t.ffn = 2048;
+  t.ffn_per_block = s.ffn_per_block;
+  t.max_seq = seq;
+  t.partition = s.partition;
+  t.device = "cuda:0";
+  PLANRT_ASSIGN_OR_RETURN(builder::Model model, builder::make_transformer(t));
+  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(model));
+  return built.serialize();
+}
+
+// Loads `s.methods` methods in one mode, runs each once, reads memory, times `iters` runs
+// of the first; everything is released before returning.
+Status measure(const Program& program, const Scenario& s, bool pooled, const TensorView& input,
+               int iters, ModeResult& r) {
+  PLANRT_RETURN_IF_ERROR(trim_engine_scratch_pool(Device::cuda(0)));
+  cudaDeviceSynchronize();
+  const int64_t before = device_used();
+  LoadMethodOptions options;
+  options.backend_options["engine"].push_back({std::string(kSharedScratchOption), pooled ? "true" : "false"});
+  std::vector<Method> methods;
+  for (int i = 0; i < s.methods; ++i) {
+    PLANRT_ASSIGN_OR_RETURN(Method m, program.load_method("forward", options));
+    methods.push_back(std::move(m));
+  }
+  for (Method& m : methods) PLANRT_RETURN_IF_ERROR(m.run({&input, 1}));
+  cudaDeviceSynchronize();
+  r.device_delta = device_used() - before;
+  PLANRT_ASSIGN_OR_RETURN(EngineScratchStats st, engine_scratch_stats(Device::cuda(0)));
+  r.private_bytes = st.private_scratch_bytes;
+  r.pool_capacity = st.pool_capacity_bytes;
+  r.contexts = st.pooled_contexts + st.private_contexts;
+  r.largest = r.sum = 0;
+  for (const EngineContextInfo& c : st.contexts) {
+    r.largest = std::max(r.largest, c.scratch_bytes);
+    r.sum += c.scratch_bytes;
+  }
+  for (int i = 0; i < 3; ++i) PLANRT_RETURN_IF_ERROR(methods[0].run({&input, 1}));
+  for (int i = 0; i < iters; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    PLANRT_RETURN_IF_ERROR(methods[0].run({&input, 1}));
+    r.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  PLANRT_ASSIGN_OR_RETURN(std::vector<TensorView> outs, methods[0].outputs());
+  const auto* y = static_cast<const float*>(outs[0].data);
+  r.output.assign(y, y + outs[0].numel());
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::filesystem::path source_dir =
+      std::filesystem::path(__FILE__).parent_path().parent_path();
+  std::string out_path = (source_dir / "results" / "engine_scratch.jsonl").string();
+  int64_t seq = 2048;
+  int iters = 20;
+  std::string command;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    command += (i ? " " : "") + a;
+    if (a.rfind("--out=", 0) == 0) out_path = a.substr(6);
+    else if (a.rfind("--seq=", 0) == 0) seq = std::atoll(a.c_str() + 6);
+    else if (a.rfind("--iters=", 0) == 0) iters = std::max(3, std::atoi(a.c_str() + 8));
+  }
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return fail("no CUDA device visible");
+  cudaSetDevice(0);
+  cudaFree(nullptr);
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  const char* commit_env = std::getenv("PLANRT_COMMIT");
+  const std::string commit = commit_env ? commit_env : "unknown";
+  if (Status s = register_cuda_backend(); !s.ok()) return fail(s.to_string());
+  if (Status s = register_engine_backend(); !s.ok()) return fail(s.to_string());
+  std::ofstream out(out_path, std::ios::app);
+  if (!out) return fail("cannot open " + out_path);
+
+  std::vector<float> x(static_cast<size_t>(seq * 512));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (float& v : x) v = normal(rng);
+  TensorView input = TensorView::contiguous(x.data(), DType::F32, *Shape::from(std::vector<int64_t>{1, seq, 512}));
+
+  const std::vector<Scenario> scenarios = {
+      {"four_contexts", "engine", 2, {}, 4},
+      {"interleaved", "engine-cuda-interleaved", 6, {}, 1},
+      {"differing", "engine-per-block", 6, {512, 1024, 1536, 2048, 3072, 4096}, 1},
+  };
+  bool all_met = true;
+  std::printf("%-14s %5s %11s %11s %11s %6s %12s %12s %9s %9s %7s %5s\n", "scenario", "ctx",
+              "sum MiB", "largest", "pool MiB", "ratio", "dev priv MiB", "dev pool MiB",
+              "priv ms", "pool ms", "lat", "same");
+  for (const Scenario& s : scenarios) {
+    Result<std::vector<uint8_t>> bytes = build(s, seq);
+    if (!bytes.ok()) return fail(s.name + ": " + bytes.status().to_string());
+    Result<Program> program = Program::load_bytes(std::move(bytes).value());
+    if (!program.ok()) return fail(program.status().to_string());
+    // Warm-up load: kernel modules and the cuBLAS handle are loaded before any figure.
+    ModeResult warm, priv, pool, priv2, pool2;
+    Status st = measure(*program, s, false, input, 1, warm);
+    // Two rounds per mode, alternating, for the latency; memory from the first of each.
+    if (st.ok()) st = measure(*program, s, false, input, iters, priv);
+    if (st.ok()) st = measure(*program, s, true, input, iters, pool);
+    if (st.ok()) st = measure(*program, s, false, input, iters, priv2);
+    if (st.ok()) st = measure(*program, s, true, input, iters, pool2);
+    if (!st.ok()) return fail(s.name + ": " + st.to_string());
+    priv.ms.insert(priv.ms.end(), priv2.ms.begin(), priv2.ms.end());
+    pool.ms.insert(pool.ms.end(), pool2.ms.begin(), pool2.ms.end());
+    const double ratio = pool.largest == 0 ? 0 : static_cast<double>(pool.pool_capacity) / pool.largest;
+    const double priv_ms = median(priv.ms), pool_ms = median(pool.ms);
+    const double latency_ratio = pool_ms / priv_ms;
+    const bool same = priv.output == pool.output;
+    const bool met = ratio == 1.0 && latency_ratio <= 1.03 && same;
+    all_met = all_met && met;
+    std::printf("%-14s %5lld %11.1f %11.1f %11.1f %6.3f %12.1f %12.1f %9.3f %9.3f %7.3f %5s\n",
+                s.name.c_str(), static_cast<long long>(pool.contexts), priv.private_bytes / kMiB,
+                pool.largest / kMiB, pool.pool_capacity / kMiB, ratio, priv.device_delta / kMiB,
+                pool.device_delta / kMiB, priv_ms, pool_ms, latency_ratio, same ? "yes" : "NO");
+    nlohmann::json line = {
+        {"bench", "engine_scratch"}, {"scenario", s.name}, {"commit", commit},
+        {"device", prop.name}, {"command", command}, {"partition", s.partition},
+        {"layers", s.layers}, {"ffn_per_block", s.ffn_per_block}, {"seq", seq},
+        {"contexts", pool.contexts},
+        {"private_scratch_sum_bytes", priv.private_bytes},
+        {"largest_requirement_bytes", pool.largest},
+        {"pool_capacity_bytes", pool.pool_capacity},
+        {"capacity_over_largest", ratio},
+        {"expected_saving_bytes", priv.private_bytes - pool.largest},
+        {"device_used_delta_private_bytes", priv.device_delta},
+        {"device_used_delta_pooled_bytes", pool.device_delta},
+        {"measured_saving_bytes", priv.device_delta - pool.device_delta},
+        {"private_median_ms", priv_ms}, {"pooled_median_ms", pool_ms},
+        {"latency_ratio", latency_ratio}, {"runs_per_mode", priv.ms.size()},
+        {"outputs_identical", same}, {"targets_met", met}};
+    out << line.dump() << "\n";
+  }
+
+  // Dynamic S: calls at S = seq/4 then seq/2 on the differing-sizes method settle the pool at
+  // the S = seq/2 requirement, below the profile max.
+  {
+    Result<std::vector<uint8_t>> bytes = build(scenarios[2], seq);
+    if (!bytes.ok()) return fail(bytes.status().to_string());
+    Result<Program> program = Program::load_bytes(std::move(bytes).value());
+    if (!program.ok()) return fail(program.status().to_string());
+    if (Status s = trim_engine_scratch_pool(Device::cuda(0)); !s.ok()) return fail(s.to_string());
+    LoadMethodOptions options;
+    options.backend_options["engine"].push_back({std::string(kSharedScratchOption), "true"});
+    Result<Method> m = program->load_method("forward", options);
+    if (!m.ok()) return fail(m.status().to_string());
+    uint64_t capacity[2] = {0, 0};
+    int64_t sizes[2] = {seq / 4, seq / 2};
+    for (int k = 0; k < 2; ++k) {
+      TensorView part = TensorView::contiguous(x.data(), DType::F32, *Shape::from(std::vector<int64_t>{1, sizes[k], 512}));
+      if (Status s = m->run({&part, 1}); !s.ok()) return fail(s.to_string());
+      capacity[k] = engine_scratch_stats(Device::cuda(0))->pool_capacity_bytes;
+    }
+    uint64_t profile_max = 0;
+    for (const EngineContextInfo& c : engine_scratch_stats(Device::cuda(0))->contexts) {
+      profile_max = std::max(profile_max, c.scratch_bytes);
+    }
+    const bool settles = capacity[1] > capacity[0] && capacity[1] < profile_max;
+    all_met = all_met && settles;
+    std::printf("dynamic S: capacity %.1f MiB after S=%lld, %.1f MiB after S=%lld; profile max %.1f MiB (%s)\n",
+                capacity[0] / kMiB, static_cast<long long>(sizes[0]), capacity[1] / kMiB,
+                static_cast<long long>(sizes[1]), profile_max / kMiB,
+                settles ? "settles at the largest call" : "NOT below the profile max");
+    nlohmann::json line = {{"bench", "engine_scratch_dynamic_s"}, {"commit", commit},
+                           {"device", prop.name}, {"command", command},
+                           {"calls_seq", {sizes[0], sizes[1]}},
+                           {"capacity_after_bytes", {capacity[0], capacity[1]}},
+                           {"profile_max_bytes", profile_max},
+                           {"settles_below_profile_max", settles}};
+    out << line.dump() << "\n";
+  }
+  std::printf("targets (capacity = largest, pooled latency within 3%%, identical outputs, dynamic S): %s\n",
+              all_met ? "met" : "NOT all met");
+  return all_met ? 0 : 2;
+}
