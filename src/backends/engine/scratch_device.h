@@ -3,10 +3,12 @@
 //
 //   CPU:  host memory; runs are synchronous, so ordering is the device lock alone and
 //         allocate/free are immediate.
-//   CUDA: memory from the device's warm pool (DESIGN §5), allocated and freed stream-ordered
-//         (cudaMallocFromPoolAsync / cudaFreeAsync), so a growth never waits for other
-//         streams (no device-wide cudaFree); one handoff event per device: a run's stream
-//         waits on it before using the buffer and records it after its last enqueue.
+//   CUDA: memory from a stream-ordered pool of the scratch's own (release threshold 0, so
+//         a retired buffer goes back to the device at the next synchronization), allocated
+//         and freed stream-ordered (cudaMallocFromPoolAsync / cudaFreeAsync), so a growth
+//         never waits for other streams (no device-wide cudaFree); one handoff event per
+//         device: a run's stream waits on it before using the buffer and records it after
+//         its last enqueue.
 #pragma once
 
 #include <memory>

@@ -75,7 +75,7 @@ TEST(BuiltEnginesCuda, EveryEnginePartitionMatchesTheCudaPartitionPrivateAndPool
       ASSERT_TRUE(m.ok()) << m.status().to_string();
       for (int64_t s : {7, 64, 256}) {
         Result<std::vector<float>> a = run(*m, s), b = run(*ref, s);
-        ASSERT_TRUE(a.ok() && b.ok()) << a.status().to_string();
+        ASSERT_TRUE(a.ok() && b.ok()) << a.status().to_string() << b.status().to_string();
         EXPECT_LT(rel_error(*a, *b), 1e-5) << "S=" << s;
       }
     }

@@ -300,10 +300,11 @@ TEST_F(EngineCudaTest, AnEngineCalledWithoutAStreamFinishesBeforeReturning) {
   TensorView in = TensorView::contiguous(dx, DType::F32, shape, Device::cuda(0));
   TensorView out = TensorView::contiguous(dy, DType::F32, shape, Device::cuda(0));
   Backend* b = get_backend("engine");
-  Result<BackendHandle> h = b->init(engine_fixture(8, 64, Device::cuda(0)).blob, {},
-                                    engine_fixture(8, 64, Device::cuda(0)).context(kPooled));
+  EngineFixture f = engine_fixture(8, 64, Device::cuda(0));  // the blob outlives the handle
+  Result<BackendHandle> h = b->init(f.blob, {}, f.context(kPooled));
   ASSERT_TRUE(h.ok()) << h.status().to_string();
-  ASSERT_TRUE(b->execute(*h, {&in, 1}, {&out, 1}, nullptr).ok());
+  Status st = b->execute(*h, {&in, 1}, {&out, 1}, nullptr);
+  ASSERT_TRUE(st.ok()) << st.to_string();
   ASSERT_EQ(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_LT(max_rel_error(y, engine_fixture(8, 64).reference(x)), 1e-6);
   b->destroy(*h);
