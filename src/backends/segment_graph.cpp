@@ -118,17 +118,17 @@ Result<SegmentGraph> parse_segment_graph(std::span<const uint8_t> blob,
   return seg;
 }
 
-Result<ConstantRef> segment_constant(const SegmentGraph& seg, const SegmentValue& v,
-                                     const BackendInitContext& ctx) {
-  std::string where = fmt::format("segment '{}': value '{}'", seg.name, v.name);
+Result<ConstantRef> segment_constant(std::string_view segment, std::span<const DimSpec> dims,
+                                     const SegmentValue& v, const BackendInitContext& ctx) {
+  std::string where = fmt::format("segment '{}': value '{}'", segment, v.name);
   Result<ConstantRef> c = ctx.constant(v.constant);
   if (!c.ok()) return c.status().with_context(where);
-  Result<Shape> shape = concrete_shape(v.shape, {}, seg.dims);
+  Result<Shape> shape = concrete_shape(v.shape, {}, dims);
   if (!shape.ok() || c->dtype != v.dtype || !(*shape == c->shape) ||
       c->data.size() != static_cast<size_t>(c->shape.numel()) * element_size(c->dtype)) {
     return make_error(ErrorCode::InvalidProgram,
                       "{} ({} {}) does not match constant {} '{}' ({} {}, {} bytes)", where,
-                      dtype_name(v.dtype), shape_string(v.shape, seg.dims), v.constant, c->name,
+                      dtype_name(v.dtype), shape_string(v.shape, dims), v.constant, c->name,
                       dtype_name(c->dtype), c->shape.to_string(), c->data.size());
   }
   return c;

@@ -64,9 +64,9 @@ struct SegmentGraph {
 Result<SegmentGraph> parse_segment_graph(std::span<const uint8_t> blob,
                                          const BackendInitContext& context);
 
-// The constant behind `value` (a Constant value of `graph`), checked against its dtype and
-// shape.
-Result<ConstantRef> segment_constant(const SegmentGraph& graph, const SegmentValue& value,
-                                     const BackendInitContext& context);
+// The constant behind `value` (a Constant value of segment `segment`, whose shapes refer to
+// `dims`), checked against its dtype and shape.
+Result<ConstantRef> segment_constant(std::string_view segment, std::span<const DimSpec> dims,
+                                     const SegmentValue& value, const BackendInitContext& context);
 
 }  // namespace planrt

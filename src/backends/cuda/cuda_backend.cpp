@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "backends/cuda/device_resources.h"
+#include "backends/option_values.h"
+#include "backends/segment_graph.h"
 #include "kernels/cuda/cuda_kernel.h"
 #include "kernels/kernel.h"
 #include "planrt/core/log.h"
@@ -61,15 +63,8 @@ class PoolTempMemory final : public kernels::cuda::CudaTempMemory {
   cuda::PoolHandle* pool_;
 };
 
-struct GraphValue {
-  std::string name;
-  fb::ValueKind kind = fb::ValueKind::Temporary;
-  DType dtype = DType::F32;
-  std::vector<DimRef> shape;
-  uint64_t offset = 0;           // Planned: into the per-call scratch
-  uint32_t constant = 0;         // Constant: the program's constant index
-  bool operand = false;          // a graph input or output: memory comes from the caller
-  // Constant: the device copy and the cache key.
+// A value of the graph and, for a constant, its device copy and cache key.
+struct GraphValue : SegmentValue {
   void* weight = nullptr;
   const uint8_t* weight_host = nullptr;
   size_t weight_bytes = 0;
@@ -138,23 +133,8 @@ struct Segment {
   }
 };
 
-Result<bool> parse_bool(std::string_view key, std::string_view value) {
-  if (value == "true" || value == "1") return true;
-  if (value == "false" || value == "0") return false;
-  return make_error(ErrorCode::InvalidArgument, "option '{}' must be \"true\" or \"false\", not \"{}\"",
-                    key, value);
-}
-
-Result<uint64_t> parse_bytes(std::string_view key, std::string_view value) {
-  uint64_t n = 0;
-  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  if (value == "max") return std::numeric_limits<uint64_t>::max();
-  if (ec != std::errc() || ptr != value.data() + value.size() || value.empty()) {
-    return make_error(ErrorCode::InvalidArgument,
-                      "option '{}' must be a byte count or \"max\", not \"{}\"", key, value);
-  }
-  return n;
-}
+using backends::parse_bool_option;
+using backends::parse_bytes_option;
 
 struct SegmentOptions {
   bool allow_tf32 = false;
@@ -169,108 +149,46 @@ Result<SegmentOptions> parse_options(std::span<const BackendOption> compile_spec
   for (const auto& list : {compile_specs, load_options}) {
     for (const BackendOption& o : list) {
       if (o.key == "allow_tf32") {
-        PLANRT_ASSIGN_OR_RETURN(out.allow_tf32, parse_bool(o.key, o.value));
+        PLANRT_ASSIGN_OR_RETURN(out.allow_tf32, parse_bool_option(o.key, o.value));
       } else if (o.key == "use_private_pool") {
-        PLANRT_ASSIGN_OR_RETURN(out.pool.use_private_pool, parse_bool(o.key, o.value));
+        PLANRT_ASSIGN_OR_RETURN(out.pool.use_private_pool, parse_bool_option(o.key, o.value));
       } else if (o.key == "pool_release_threshold") {
-        PLANRT_ASSIGN_OR_RETURN(out.pool.release_threshold, parse_bytes(o.key, o.value));
+        PLANRT_ASSIGN_OR_RETURN(out.pool.release_threshold, parse_bytes_option(o.key, o.value));
       }
     }
   }
   return out;
 }
 
+// The blob is checked and parsed by the shared parser (backends/segment_graph.h); what is
+// this backend's own is the kernel of each step and when each Temporary lives.
 Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendInitContext& ctx) {
-  flatbuffers::Verifier verifier(blob.data(), blob.size());
-  if (blob.empty() || !verifier.VerifyBuffer<fb::Graph>(nullptr)) {
-    return make_error(ErrorCode::InvalidProgram, "segment '{}': the blob is not a Graph", seg.name);
+  PLANRT_ASSIGN_OR_RETURN(SegmentGraph g, parse_segment_graph(blob, ctx));
+  seg.scratch_bytes = g.scratch_bytes;
+  seg.inputs = g.inputs;
+  seg.outputs = g.outputs;
+  for (SegmentValue& v : g.values) {
+    GraphValue gv;
+    static_cast<SegmentValue&>(gv) = std::move(v);
+    if (gv.kind == fb::ValueKind::Planned) seg.has_planned = true;
+    seg.values.push_back(std::move(gv));
   }
-  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(blob.data());
-  seg.scratch_bytes = graph->scratch_bytes();
-  size_t n = runtime_detail::size_of(graph->values());
-  auto check_id = [&](uint32_t id, std::string_view what, bool optional) -> Status {
-    if (optional && id == kNoValue) return {};
-    if (id >= n) {
-      return make_error(ErrorCode::InvalidProgram, "segment '{}': {} is value {}, but the graph has {}",
-                        seg.name, what, id, n);
+  for (size_t k = 0; k < g.steps.size(); ++k) {
+    SegmentStep& st = g.steps[k];
+    Result<CudaKernelFn> fn = kernels::cuda::find_cuda_kernel(st.op);
+    if (!fn.ok()) {
+      return make_error(ErrorCode::NotFound, "{}: unknown op '{}' (no CUDA kernel)", g.step_name(k), st.op);
     }
-    return {};
-  };
-  if (graph->values() != nullptr) {
-    for (const fb::Value* v : *graph->values()) {
-      GraphValue gv;
-      gv.name = std::string(str(v->name()));
-      gv.kind = v->kind();
-      gv.dtype = runtime_detail::to_dtype(v->dtype());
-      gv.shape = runtime_detail::to_dim_refs(v->shape());
-      gv.offset = v->offset();
-      gv.constant = v->constant();
-      for (const DimRef& r : gv.shape) {
-        if (!r.is_static() && static_cast<size_t>(r.dim) >= seg.dims.size()) {
-          return make_error(ErrorCode::InvalidProgram,
-                            "segment '{}': value '{}' refers to dim {}, but the method has {}",
-                            seg.name, gv.name, r.dim, seg.dims.size());
-        }
-      }
-      if (gv.kind == fb::ValueKind::Constant && v->constant() >= ctx.num_constants) {
-        return make_error(ErrorCode::InvalidProgram,
-                          "segment '{}': value '{}' is constant {}, but the program has {}",
-                          seg.name, gv.name, v->constant(), ctx.num_constants);
-      }
-      if (gv.kind == fb::ValueKind::Planned) seg.has_planned = true;
-      seg.values.push_back(std::move(gv));
-    }
+    GraphStep step;
+    step.op = std::move(st.op);
+    step.node = std::move(st.node);
+    step.fn = *fn;
+    step.attrs = std::move(st.attrs);
+    step.inputs = std::move(st.inputs);
+    step.outputs = std::move(st.outputs);
+    seg.steps.push_back(std::move(step));
   }
-  if (graph->inputs() != nullptr) seg.inputs.assign(graph->inputs()->begin(), graph->inputs()->end());
-  if (graph->outputs() != nullptr) seg.outputs.assign(graph->outputs()->begin(), graph->outputs()->end());
-  for (uint32_t id : seg.inputs) PLANRT_RETURN_IF_ERROR(check_id(id, "a graph input", false));
-  for (uint32_t id : seg.outputs) PLANRT_RETURN_IF_ERROR(check_id(id, "a graph output", false));
-  for (uint32_t id : seg.inputs) seg.values[id].operand = true;
-  for (uint32_t id : seg.outputs) seg.values[id].operand = true;
-  if (graph->instructions() != nullptr) {
-    size_t k = 0;
-    for (const fb::Instruction* ins : *graph->instructions()) {
-      GraphStep step;
-      step.op = std::string(str(ins->op()));
-      step.node = std::string(str(ins->node()));
-      std::string where =
-          fmt::format("segment '{}' step {} (op '{}', node '{}')", seg.name, k, step.op, step.node);
-      if (ins->kind() != fb::InstructionKind::Kernel) {
-        return make_error(ErrorCode::InvalidProgram, "{}: only Kernel instructions may appear in a "
-                          "cuda segment", where);
-      }
-      Result<CudaKernelFn> fn = kernels::cuda::find_cuda_kernel(step.op);
-      const kernels::OpInfo* info = kernels::find_op(step.op);
-      if (!fn.ok() || info == nullptr) {
-        return make_error(ErrorCode::NotFound, "{}: unknown op '{}' (no CUDA kernel)", where, step.op);
-      }
-      step.fn = *fn;
-      Result<kernels::OpAttrs> attrs = runtime_detail::parse_op_attrs(*ins);
-      if (!attrs.ok()) return attrs.status().with_context(where);
-      step.attrs = std::move(attrs).value();
-      if (ins->inputs() != nullptr) step.inputs.assign(ins->inputs()->begin(), ins->inputs()->end());
-      if (ins->outputs() != nullptr) step.outputs.assign(ins->outputs()->begin(), ins->outputs()->end());
-      auto n_in = static_cast<int>(step.inputs.size());
-      auto n_out = static_cast<int>(step.outputs.size());
-      if (n_in < info->min_inputs || (info->max_inputs >= 0 && n_in > info->max_inputs) ||
-          n_out != info->num_outputs) {
-        return make_error(ErrorCode::InvalidProgram,
-                          "{}: {} inputs and {} outputs; op '{}' takes {}..{} inputs and {} outputs",
-                          where, n_in, n_out, step.op, info->min_inputs, info->max_inputs,
-                          info->num_outputs);
-      }
-      for (uint32_t id : step.inputs) PLANRT_RETURN_IF_ERROR(check_id(id, where + " input", true));
-      for (uint32_t id : step.outputs) {
-        PLANRT_RETURN_IF_ERROR(check_id(id, where + " output", false));
-        if (seg.values[id].kind == fb::ValueKind::Constant) {
-          return make_error(ErrorCode::InvalidProgram, "{} writes constant '{}'", where,
-                            seg.values[id].name);
-        }
-      }
-      seg.steps.push_back(std::move(step));
-      ++k;
-    }
-  }
+  const size_t n = seg.values.size();
   // Lifetimes of the Temporaries: allocated before the first step touching them, freed
   // after the last (stream-ordered, so the pool reuses the block for later ones).
   std::vector<int64_t> first(n, -1), last(n, -1);
@@ -316,17 +234,8 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
   // Weights this graph reads: once per device and program constant (the cache).
   for (GraphValue& v : seg.values) {
     if (v.kind != fb::ValueKind::Constant) continue;
-    Result<ConstantRef> c = ctx.constant(v.constant);
-    if (!c.ok()) return c.status().with_context(fmt::format("{}: value '{}'", where, v.name));
-    Result<Shape> shape = concrete_shape(v.shape, {}, seg.dims);
-    if (!shape.ok() || c->dtype != v.dtype || !(*shape == c->shape) ||
-        c->data.size() != static_cast<size_t>(c->shape.numel()) * element_size(c->dtype)) {
-      return make_error(ErrorCode::InvalidProgram,
-                        "{}: value '{}' ({} {}) does not match constant {} '{}' ({} {}, {} bytes)",
-                        where, v.name, dtype_name(v.dtype), shape_string(v.shape, seg.dims),
-                        v.constant, c->name, dtype_name(c->dtype), c->shape.to_string(),
-                        c->data.size());
-    }
+    Result<ConstantRef> c = segment_constant(seg.name, seg.dims, v, ctx);
+    if (!c.ok()) return c.status().with_context(where);
     if (c->data.empty()) continue;
     Result<void*> p = weight_cache().acquire(seg.device, c->data, c->name);
     if (!p.ok()) return p.status().with_context(where);

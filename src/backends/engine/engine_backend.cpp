@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "backends/engine/execution_context.h"
+#include "backends/option_values.h"
 #include "backends/engine/scratch_pool.h"
 #include "planrt/core/log.h"
 #include "planrt/runtime/backend.h"
@@ -19,12 +20,7 @@ using engine::ExecutionContext;
 using engine::ScratchPool;
 using engine::ScratchStrategy;
 
-Result<bool> parse_bool(std::string_view key, std::string_view value) {
-  if (value == "true" || value == "1") return true;
-  if (value == "false" || value == "0") return false;
-  return make_error(ErrorCode::InvalidArgument,
-                    "option '{}' must be \"true\" or \"false\", not \"{}\"", key, value);
-}
+using backends::parse_bool_option;
 
 struct EngineSegment {
   std::unique_ptr<ExecutionContext> context;
@@ -53,7 +49,7 @@ Status EngineBackend::set_option(std::string_view key, std::string_view value) {
     return make_error(ErrorCode::NotSupported, "the engine backend has no option '{}' (it has '{}')",
                       key, kSharedScratchOption);
   }
-  PLANRT_ASSIGN_OR_RETURN(bool on, parse_bool(key, value));
+  PLANRT_ASSIGN_OR_RETURN(bool on, parse_bool_option(key, value));
   shared_scratch_ = on;
   return {};
 }
@@ -79,7 +75,7 @@ Result<BackendHandle> EngineBackend::init(std::span<const uint8_t> blob,
                      : o.key == "allow_tf32"       ? &runner_options.allow_tf32
                                                    : nullptr;
       if (target == nullptr) continue;  // other backends' keys may share the program's specs
-      Result<bool> on = parse_bool(o.key, o.value);
+      Result<bool> on = parse_bool_option(o.key, o.value);
       if (!on.ok()) return on.status().with_context(where);
       *target = *on;
     }

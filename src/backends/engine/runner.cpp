@@ -48,7 +48,7 @@ class CpuRunner final : public EngineRunner {
     for (size_t id = 0; id < g.values.size(); ++id) {
       const SegmentValue& v = g.values[id];
       if (v.kind != fb::ValueKind::Constant) continue;
-      PLANRT_ASSIGN_OR_RETURN(ConstantRef c, segment_constant(g, v, ctx));
+      PLANRT_ASSIGN_OR_RETURN(ConstantRef c, segment_constant(g.name, g.dims, v, ctx));
       r->constants_[id] = const_cast<uint8_t*>(c.data.data());  // the kernels only read it
     }
     return std::unique_ptr<EngineRunner>(std::move(r));

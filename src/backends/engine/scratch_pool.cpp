@@ -188,6 +188,9 @@ void ScratchPool::remove_context(Device device, uint64_t id) {
 
 namespace testing {
 void fail_next_growth() { g_fail_next_growth = true; }
+std::unique_lock<std::mutex> hold_device_lock(Device device) {
+  return std::unique_lock<std::mutex>(slot_of(device).mu);
+}
 }  // namespace testing
 
 }  // namespace planrt::engine

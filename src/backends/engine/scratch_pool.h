@@ -31,6 +31,7 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
 
 #include "planrt/backends/engine.h"
 #include "planrt/core/result.h"
@@ -54,6 +55,9 @@ class ScratchPool {
 namespace testing {
 // The next growth's allocation fails with OutOfMemory (as if the device were full).
 void fail_next_growth();
+// Holds `device`'s lock (as a pooled run on it does) until the returned lock is released:
+// for the test that runs on other devices do not wait for it.
+std::unique_lock<std::mutex> hold_device_lock(Device device);
 }  // namespace testing
 
 }  // namespace planrt::engine

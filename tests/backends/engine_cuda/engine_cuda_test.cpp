@@ -339,6 +339,31 @@ TEST_F(EngineCudaTest, PoolsArePerDevice) {
   EXPECT_TRUE(s1.ok()) << s1.to_string();
   EXPECT_EQ(engine_scratch_stats(Device::cuda(0))->pool_capacity_bytes, 2 * 2048 * 32 * 4u);
   EXPECT_EQ(engine_scratch_stats(Device::cuda(1))->pool_capacity_bytes, 2 * 512 * 32 * 4u);
+  // While device 0's lock is held (as by a pooled run there, a growth included), a pooled
+  // run on device 1 that grows its pool completes.
+  std::atomic<bool> done{false};
+  Status grown;
+  {
+    std::unique_lock<std::mutex> held = engine::testing::hold_device_lock(Device::cuda(0));
+    std::thread t([&] {
+      cudaSetDevice(1);
+      cudaStream_t stream = nullptr;
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      Result<std::vector<float>> y = e1.run(2048, 0.5f, stream);
+      grown = y.status();
+      cudaStreamDestroy(stream);
+      done = true;
+    });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_TRUE(done.load()) << "a run on cuda:1 waited for cuda:0's lock";
+    held.unlock();
+    t.join();
+  }
+  EXPECT_TRUE(grown.ok()) << grown.to_string();
+  EXPECT_EQ(engine_scratch_stats(Device::cuda(1))->pool_capacity_bytes, 2 * 2048 * 32 * 4u);
 }
 
 }  // namespace

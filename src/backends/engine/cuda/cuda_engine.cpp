@@ -84,7 +84,7 @@ class CudaRunner final : public EngineRunner {
     for (size_t id = 0; id < g.values.size(); ++id) {
       const SegmentValue& v = g.values[id];
       if (v.kind != fb::ValueKind::Constant) continue;
-      PLANRT_ASSIGN_OR_RETURN(ConstantRef c, segment_constant(g, v, ctx));
+      PLANRT_ASSIGN_OR_RETURN(ConstantRef c, segment_constant(g.name, g.dims, v, ctx));
       if (c.data.empty()) continue;
       Result<void*> p = backends::weight_cache().acquire(device, c.data, c.name);
       if (!p.ok()) return p.status().with_context(where);

@@ -1,0 +1,18 @@
+// Option values the built-in backends accept, parsed the same way everywhere so a user sees
+// one rule and one message. Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "planrt/core/result.h"
+
+namespace planrt::backends {
+
+// "true"/"1" or "false"/"0"; InvalidArgument naming the key and the value otherwise.
+Result<bool> parse_bool_option(std::string_view key, std::string_view value);
+
+// A byte count or "max"; InvalidArgument naming the key and the value otherwise.
+Result<uint64_t> parse_bytes_option(std::string_view key, std::string_view value);
+
+}  // namespace planrt::backends
