@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "backends/engine/scratch_device.h"
 #include "planrt/platform/device_allocator.h"
@@ -12,6 +13,7 @@ namespace planrt::engine {
 namespace {
 
 std::atomic<bool> g_fail_next_growth{false};
+std::atomic<int64_t> g_record_delay_us{0};
 
 // Host scratch: runs are synchronous and serialized by the device lock, so there is nothing
 // to order beyond it.
@@ -125,6 +127,9 @@ Status ScratchPool::run(Device device, uint64_t required, void* stream, const En
     slot.stats.pool_high_water_bytes = std::max(slot.stats.pool_high_water_bytes, required);
   }
   Status status = enqueue(slot.buffer, slot.capacity);
+  if (int64_t us = g_record_delay_us.load(std::memory_order_relaxed); us > 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(us));  // tests only
+  }
   // Recorded even after a failed enqueue: whatever it did enqueue is covered.
   Status recorded = dev.record_handoff(stream);
   ++slot.stats.pooled_runs;
@@ -188,6 +193,7 @@ void ScratchPool::remove_context(Device device, uint64_t id) {
 
 namespace testing {
 void fail_next_growth() { g_fail_next_growth = true; }
+void set_record_delay(std::chrono::microseconds delay) { g_record_delay_us = delay.count(); }
 std::unique_lock<std::mutex> hold_device_lock(Device device) {
   return std::unique_lock<std::mutex>(slot_of(device).mu);
 }

@@ -30,6 +30,7 @@
 // Thread safety: everything here may be called from any thread.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <mutex>
 
@@ -58,6 +59,10 @@ void fail_next_growth();
 // Holds `device`'s lock (as a pooled run on it does) until the returned lock is released:
 // for the test that runs on other devices do not wait for it.
 std::unique_lock<std::mutex> hold_device_lock(Device device);
+// Sleeps this long between a pooled run's enqueue and its handoff record (0: off), so a
+// test can widen the window in which a run that released the lock too early would let
+// another run take the buffer unordered.
+void set_record_delay(std::chrono::microseconds delay);
 }  // namespace testing
 
 }  // namespace planrt::engine

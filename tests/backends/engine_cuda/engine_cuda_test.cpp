@@ -83,6 +83,31 @@ class GpuEngine {
     }
     return {};
   }
+  // The three parts of enqueue() apart, for tests that park streams in between (a
+  // pageable upload must not sit behind a parked stream).
+  Status upload(int64_t s, float phase, cudaStream_t stream) {
+    staged_ = make_x(s, f_.features, phase);
+    if (cudaMemcpyAsync(x_, staged_.data(), staged_.size() * 4, cudaMemcpyHostToDevice, stream) != cudaSuccess ||
+        cudaStreamSynchronize(stream) != cudaSuccess) {
+      return Status(ErrorCode::Internal, "upload");
+    }
+    return {};
+  }
+  Status execute_only(int64_t s, cudaStream_t stream) {
+    Shape shape = *Shape::from(std::vector<int64_t>{s, f_.features});
+    TensorView in = TensorView::contiguous(x_, DType::F32, shape, f_.device);
+    TensorView o = TensorView::contiguous(y_, DType::F32, shape, f_.device);
+    return backend_->execute(handle_, {&in, 1}, {&o, 1}, stream);
+  }
+  Result<std::vector<float>> download(int64_t s, cudaStream_t stream) {
+    std::vector<float> out(static_cast<size_t>(s * f_.features));
+    if (cudaMemcpyAsync(out.data(), y_, out.size() * 4, cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
+        cudaStreamSynchronize(stream) != cudaSuccess) {
+      return Status(ErrorCode::Internal, "download");
+    }
+    return out;
+  }
+
   // One run, finished.
   Result<std::vector<float>> run(int64_t s, float phase, cudaStream_t stream) {
     std::vector<float> x, out;
@@ -103,6 +128,7 @@ class GpuEngine {
   Status status_;
   void* x_ = nullptr;
   void* y_ = nullptr;
+  std::vector<float> staged_;
 };
 
 double max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
@@ -115,6 +141,14 @@ double max_rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   return worst;
 }
 
+struct ParkedStream {
+  std::atomic<bool> released{false};
+  static void CUDART_CB wait(void* self) {
+    auto* p = static_cast<ParkedStream*>(self);
+    while (!p->released.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
+
 class EngineCudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -126,9 +160,10 @@ class EngineCudaTest : public ::testing::Test {
 };
 
 // Two threads, two streams, two pooled engines of different sizes sharing one buffer,
-// 1000 runs each: outputs identical to a serial run. The mutation this catches (checked on
-// the CPU twin of this test, tests/backends/engine): releasing the device lock before the
-// handoff record lets the second run take the buffer while the first still uses it.
+// 1000 runs each: outputs identical to a serial run. Its CPU twin (tests/backends/engine)
+// fails when the lock is released before the enqueue; the lock-before-record mutant passes
+// here (its window is too short to hit), which RunsReleasedTogetherAreStillOrderedByTheHandoff
+// covers.
 TEST_F(EngineCudaTest, TwoThreadsTwoStreamsSharingOneBufferMatchASerialRun) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   GpuEngine a(engine_fixture(32, 256, Device::cuda(0)), kPooled);
@@ -169,14 +204,6 @@ TEST_F(EngineCudaTest, TwoThreadsTwoStreamsSharingOneBufferMatchASerialRun) {
   EXPECT_LT(max_rel_error(sa[5], a.expected(s_of(5, 0), 0.005f)), 1e-6);
 }
 
-struct ParkedStream {
-  std::atomic<bool> released{false};
-  static void CUDART_CB wait(void* self) {
-    auto* p = static_cast<ParkedStream*>(self);
-    while (!p->released.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-};
-
 // A growth while a host function parks a stream the pool never used returns without
 // waiting for that stream (the old buffer is freed stream-ordered, not by cudaFree).
 TEST_F(EngineCudaTest, AGrowthDoesNotWaitForAStreamThePoolNeverUsed) {
@@ -201,6 +228,48 @@ TEST_F(EngineCudaTest, AGrowthDoesNotWaitForAStreamThePoolNeverUsed) {
   EXPECT_LT(max_rel_error(*y, e.expected(4096, 1.f)), 1e-6);
   cudaStreamDestroy(run_stream);
   cudaStreamDestroy(parked);
+}
+
+// Two pooled runs from two threads whose streams are parked while they enqueue, then
+// released together: without the handoff ordering their kernels would run at once on the
+// same buffer. The pool sleeps between each enqueue and its handoff record here, so a run
+// that let go of the device lock before the record would hand the buffer to the other
+// thread inside that window (the mutant this test is for: lock released before the record;
+// under it this test never finished in three runs, bench/results/gpu_lane.jsonl).
+TEST_F(EngineCudaTest, RunsReleasedTogetherAreStillOrderedByTheHandoff) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  GpuEngine a(engine_fixture(256, 4096, Device::cuda(0)), kPooled);
+  GpuEngine b(engine_fixture(256, 4096, Device::cuda(0)), kPooled);
+  ASSERT_TRUE(a.status().ok() && b.status().ok());
+  cudaStream_t sa = nullptr, sb = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking), cudaSuccess);
+  engine::testing::set_record_delay(std::chrono::milliseconds(2));
+  int wrong = 0;
+  constexpr int kRounds = 20;
+  for (int i = 0; i < kRounds; ++i) {
+    const int64_t n = 4096 - 64 * i;
+    ASSERT_TRUE(a.upload(n, 0.3f * i, sa).ok() && b.upload(n, 0.3f * i + 100.f, sb).ok());
+    ParkedStream park;
+    ASSERT_EQ(cudaLaunchHostFunc(sa, &ParkedStream::wait, &park), cudaSuccess);
+    ASSERT_EQ(cudaLaunchHostFunc(sb, &ParkedStream::wait, &park), cudaSuccess);
+    Status ra, rb;
+    std::thread ta([&] { cudaSetDevice(0); ra = a.execute_only(n, sa); });
+    std::this_thread::sleep_for(std::chrono::microseconds(500));  // b arrives inside a's window
+    std::thread tb([&] { cudaSetDevice(0); rb = b.execute_only(n, sb); });
+    ta.join();
+    tb.join();
+    park.released = true;
+    ASSERT_TRUE(ra.ok() && rb.ok()) << ra.to_string() << rb.to_string();
+    Result<std::vector<float>> ya = a.download(n, sa), yb = b.download(n, sb);
+    ASSERT_TRUE(ya.ok() && yb.ok());
+    wrong += max_rel_error(*ya, a.expected(n, 0.3f * i)) > 1e-6;
+    wrong += max_rel_error(*yb, b.expected(n, 0.3f * i + 100.f)) > 1e-6;
+  }
+  engine::testing::set_record_delay(std::chrono::microseconds(0));
+  EXPECT_EQ(wrong, 0) << "of " << 2 * kRounds << " outputs";
+  cudaStreamDestroy(sa);
+  cudaStreamDestroy(sb);
 }
 
 TEST_F(EngineCudaTest, AFailedGrowthReturnsAnErrorAndTheNextCallRunsOnTheOldBuffer) {
