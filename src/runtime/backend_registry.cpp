@@ -78,4 +78,17 @@ Status set_backend_option(std::string_view name, std::string_view key, std::stri
   return s;
 }
 
+Status register_backend_once(std::string name, Backend* backend) {
+  static std::mutex mu;  // check-then-register as one step
+  std::lock_guard lock(mu);
+  Backend* current = get_backend(name);
+  if (current != nullptr && current == backend) return {};
+  if (current != nullptr) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "cannot register the {} backend: another backend is registered as \"{}\"; "
+                      "unregister it first", name, name);
+  }
+  return register_backend(std::move(name), backend);
+}
+
 }  // namespace planrt

@@ -28,6 +28,18 @@ TEST(BackendRegistry, DuplicateNullOrUnnamedRegistrationIsRefused) {
   ASSERT_TRUE(unregister_backend("fake").ok());
 }
 
+TEST(BackendRegistry, RegisterOnceAcceptsTheSameBackendAgainButNoOther) {
+  testing::TestDeviceBackend a, b;
+  ASSERT_TRUE(register_backend_once("fake", &a).ok());
+  EXPECT_TRUE(register_backend_once("fake", &a).ok());
+  Status other = register_backend_once("fake", &b);
+  EXPECT_EQ(other.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(other.message().find("\"fake\""), std::string::npos) << other.to_string();
+  EXPECT_EQ(get_backend("fake"), &a);
+  EXPECT_EQ(register_backend_once("other", nullptr).code(), ErrorCode::InvalidArgument);
+  ASSERT_TRUE(unregister_backend("fake").ok());
+}
+
 TEST(BackendRegistry, UnregisteringAnUnknownNameIsNotFound) {
   Status s = unregister_backend("nobody");
   EXPECT_EQ(s.code(), ErrorCode::NotFound);

@@ -92,6 +92,10 @@ class Backend {
 
 // InvalidArgument for an empty name, a null backend or a name already registered.
 Status register_backend(std::string name, Backend* backend);
+// For a backend's own register function: ok when `backend` itself is already registered
+// as `name` (so registering twice is harmless), InvalidArgument naming `name` when another
+// backend holds it, else register_backend. Atomic with respect to other calls of it.
+Status register_backend_once(std::string name, Backend* backend);
 // NotFound when nothing is registered under `name`.
 Status unregister_backend(std::string_view name);
 // nullptr when nothing is registered under `name`.

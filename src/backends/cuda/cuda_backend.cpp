@@ -474,17 +474,8 @@ CudaBackend& the_backend() {
 }  // namespace
 
 Status register_cuda_backend() {
-  static std::mutex mu;
-  std::lock_guard lock(mu);
   PLANRT_RETURN_IF_ERROR(register_cuda_allocator());
-  Backend* current = get_backend("cuda");
-  if (current == &the_backend()) return {};
-  if (current != nullptr) {
-    return make_error(ErrorCode::InvalidArgument,
-                      "cannot register the cuda backend: another backend is registered as "
-                      "\"cuda\"; unregister it first");
-  }
-  return register_backend("cuda", &the_backend());
+  return register_backend_once("cuda", &the_backend());
 }
 
 CudaBackendStats cuda_backend_stats() {

@@ -148,19 +148,10 @@ EngineBackend& the_backend() {
 }  // namespace
 
 Status register_engine_backend() {
-  static std::mutex mu;
-  std::lock_guard lock(mu);
 #ifdef PLANRT_HAVE_CUDA
   PLANRT_RETURN_IF_ERROR(register_cuda_allocator());
 #endif
-  Backend* current = get_backend("engine");
-  if (current == &the_backend()) return {};
-  if (current != nullptr) {
-    return make_error(ErrorCode::InvalidArgument,
-                      "cannot register the engine backend: another backend is registered as "
-                      "\"engine\"; unregister it first");
-  }
-  return register_backend("engine", &the_backend());
+  return register_backend_once("engine", &the_backend());
 }
 
 Result<EngineScratchStats> engine_scratch_stats(Device device) {
