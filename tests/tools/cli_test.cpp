@@ -320,6 +320,25 @@ TEST_F(CliTest, RunReportsEngineScratchPrivateAndPooled) {
   EXPECT_NE(bad.err.find("use_shared_activation_scratch"), std::string::npos) << bad.err;
 }
 
+// --save-model writes the template as a model description whose build runs to the same
+// outputs (the round trip bench/torch_reference.py relies on).
+TEST_F(CliTest, SavedModelBuildsToTheSameProgramOutputs) {
+  std::string prog = path("t.prog"), again = path("again.prog"), model = path("t.json");
+  CommandResult built = planrt("build --template transformer --layers 2 --d-model 32 --heads 4 "
+                               "--ffn 64 --max-seq 16 --weights random:4 --save-model " + model +
+                               " -o " + prog);
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_TRUE(fs::exists(path("t.safetensors")));
+  CommandResult rebuilt = planrt("build " + model + " -o " + again);
+  ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.err;
+  auto mean = [&](const std::string& p) {
+    CommandResult r = planrt("run " + p + " --random-inputs 9 --dim S=5 --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["outputs"][0]["mean"].get<double>();
+  };
+  EXPECT_EQ(mean(prog), mean(again));
+}
+
 TEST_F(CliTest, BuildRejectsUnknownTemplateAndBadJson) {
   CommandResult r = planrt("build --template resnet -o " + path("x.prog"));
   EXPECT_NE(r.exit_code, 0);

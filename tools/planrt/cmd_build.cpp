@@ -1,6 +1,8 @@
-// planrt build MODEL.json [--shared-scratch] -o OUT.prog
+// planrt build MODEL.json [--shared-scratch] [--save-model M.json] -o OUT.prog
 // planrt build --template transformer [--layers N] [--partition P] [--device D] ... -o OUT.prog
 #include <charconv>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -100,6 +102,22 @@ int run_build(const BuildArgs& args) {
 
   fmt::print("wrote {} ({} constants, {})\n", args.output, built->num_constants(),
              format_bytes(built->constants_bytes()));
+  if (!args.save_model.empty()) {
+    // The model itself, for other tools (bench/torch_reference.py): JSON + its weights beside.
+    std::filesystem::path json_path(args.save_model);
+    std::filesystem::path weights = json_path;
+    weights.replace_extension(".safetensors");
+    Result<std::string> text = builder::model_to_json(*model, weights.filename().string());
+    if (!text.ok()) return report_error(text.status());
+    Status w = builder::write_weights_safetensors(*model, weights.string());
+    if (!w.ok()) return report_error(w);
+    std::ofstream out(json_path, std::ios::binary | std::ios::trunc);
+    out << *text << "\n";
+    if (!out.good()) {
+      return report_error(make_error(ErrorCode::IoError, "cannot write '{}'", json_path.string()));
+    }
+    fmt::print("wrote {} and {} (the model and its weights)\n", json_path.string(), weights.string());
+  }
   for (const builder::PlanSummary& p : built->plans()) {
     fmt::print("  plan {} on {}: {} planned, lower bound {}, ratio {:.3f} ({} tensors, {})\n",
                p.method, to_string(p.device), format_bytes(p.planned_bytes),

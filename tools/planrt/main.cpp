@@ -51,6 +51,9 @@ int run_cli(int argc, char** argv) {
   build_cmd->add_flag("--shared-scratch", build.shared_scratch,
                       "Engines draw activation scratch from one shared pool per device (the "
                       "program's compile spec use_shared_activation_scratch=true)");
+  build_cmd->add_option("--save-model", build.save_model,
+                        "Also write the model as JSON here, with its weights in a .safetensors "
+                        "file beside it (e.g. for bench/torch_reference.py)");
   build_cmd->add_option("-o,--output", build.output, "Program file to write")->required();
 
   InspectArgs inspect;

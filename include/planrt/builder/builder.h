@@ -120,6 +120,12 @@ Status check_transformer_options(const TransformerOptions& options);
 // load the same weights into PyTorch for a comparison.
 Status write_weights_safetensors(const Model& model, const std::string& path);
 
+// The model as a description (docs/model-format.md) whose weights are the safetensors file
+// `weights_file` (a path relative to the JSON's directory, as the reader resolves it):
+// write_weights_safetensors beside it, and read_model_json gives the same model back. Any
+// model works, the templates included, so other tools (bench/torch_reference.py) can run it.
+Result<std::string> model_to_json(const Model& model, std::string_view weights_file);
+
 struct BuildOptions {
   // Plan with the no-reuse planner (arena = sum of tensor sizes): for debugging aliasing.
   bool no_reuse = false;

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Side by side with PyTorch (issue 5): for each model of the list, build the program with
+# planrt (and the same model as JSON + safetensors, --save-model), run PyTorch eager on it
+# (bench/torch_reference.py) and planrt on the same input, and append one JSON line per
+# model to bench/results/compare.jsonl: relative error of the output, device memory above
+# weights on both sides, latency medians and p90s.
+#
+#   PLANRT=build/release/tools/planrt bench/compare.sh [MODEL_SPEC ...]
+# MODEL_SPEC: LAYERS:SEQ:PARTITION (default list below). Run on a GPU machine with torch.
+# What each side's latency covers: PyTorch, CUDA events around the forward with the input
+# already on the device; planrt, `planrt run`'s host-timed Method::run, which also copies
+# the input in and the output out (so planrt's figure includes two transfers torch's omits).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+planrt=${PLANRT:-build/release/tools/planrt}
+work=${COMPARE_DIR:-out/compare}
+results=${COMPARE_RESULTS:-bench/results/compare.jsonl}
+iters=${COMPARE_ITERS:-50}
+commit=${PLANRT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+specs=("$@")
+if [ ${#specs[@]} -eq 0 ]; then
+  specs=(2:2048:cuda 2:2048:engine-per-block 12:2048:cuda 12:2048:engine-per-block
+         24:2048:cuda 24:2048:engine-per-block 2:128:cuda 12:128:cuda 24:128:cuda)
+fi
+mkdir -p "$work"
+for spec in "${specs[@]}"; do
+  IFS=: read -r layers seq partition <<< "$spec"
+  name="t${layers}_s${seq}_${partition}"
+  dir="$work/$name"
+  mkdir -p "$dir"
+  "$planrt" build --template transformer --layers "$layers" --d-model 512 --heads 8 --ffn 2048 \
+    --max-seq "$seq" --weights random:1 --partition "$partition" \
+    --save-model "$dir/model.json" -o "$dir/model.prog" > /dev/null
+  python3 -c "import numpy as np; np.save('$dir/x.npy', np.random.default_rng(7).standard_normal((1, $seq, 512)).astype(np.float32))"
+  python3 bench/torch_reference.py "$dir/model.json" --input "x=$dir/x.npy" \
+    --output-dir "$dir/torch" --iterations "$iters" > "$dir/torch.json"
+  options=()
+  [ "$partition" != "${partition#engine}" ] && options=(--backend-option engine.use_shared_activation_scratch=true)
+  "$planrt" run "$dir/model.prog" --input "x=$dir/x.npy" --warmup 5 --iterations "$iters" \
+    --output-dir "$dir/planrt" --json "${options[@]}" > "$dir/planrt.json"
+  python3 - "$dir" "$name" "$layers" "$seq" "$partition" "$commit" >> "$results" <<'PY'
+import json, sys
+import numpy as np
+d, name, layers, seq, partition, commit = sys.argv[1:]
+t = json.load(open(f"{d}/torch.json"))
+p = json.load(open(f"{d}/planrt.json"))
+a = np.load(f"{d}/planrt/y.npy").astype(np.float64)
+b = np.load(f"{d}/torch/y.npy").astype(np.float64)
+rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
+cuda = next(x for x in p["memory"]["devices"] if x["device"] == "cuda:0")
+weights = cuda["weights_bytes"]
+planrt_above = cuda.get("device_used_after_run_bytes", 0) - cuda.get("device_used_before_load_bytes", 0) - weights
+line = {"bench": "compare", "model": name, "layers": int(layers), "seq": int(seq),
+        "partition": partition, "dtype": "f32", "commit": commit,
+        "device": t.get("device_name"), "torch": t["torch"], "rel_error": rel,
+        "torch_median_ms": t["latency_ms"]["median"], "torch_p90_ms": t["latency_ms"]["p90"],
+        "planrt_median_ms": p["latency_ms"]["median"], "planrt_p90_ms": p["latency_ms"]["p90"],
+        "torch_max_allocated_above_weights_bytes": t["memory"]["max_allocated_above_weights_bytes"],
+        "torch_device_used_delta_bytes": t["memory"]["device_used_delta_bytes"],
+        "torch_weights_bytes": t["memory"]["weights_bytes"],
+        "planrt_weights_bytes": weights,
+        "planrt_device_used_above_weights_bytes": planrt_above,
+        "planrt_planned_bytes": cuda["planned_bytes"],
+        "planrt_scratch_pool_bytes": cuda.get("scratch_pool_capacity_bytes", 0),
+        "planrt_scratch_private_bytes": cuda.get("scratch_private_bytes", 0),
+        "planrt_pool_used_high_bytes": cuda.get("pool", {}).get("used_high_bytes", 0),
+        "iterations": p["latency_ms"]["iterations"],
+        "timers": "torch: cuda events around forward (input on device); planrt: host clock around Method::run incl. H2D/D2H copies"}
+print(json.dumps(line))
+print(f"{name}: rel {rel:.2e}  torch {t['latency_ms']['median']:.3f} ms  planrt {p['latency_ms']['median']:.3f} ms  "
+      f"above weights: torch {line['torch_max_allocated_above_weights_bytes']/2**20:.1f} MiB  planrt {planrt_above/2**20:.1f} MiB",
+      file=sys.stderr)
+PY
+done

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""PyTorch reference executor for planrt model descriptions (docs/model-format.md).
+
+Reads a model JSON and its safetensors weights (write them with
+`planrt build ... --save-model model.json`), runs one method in PyTorch eager, op by op,
+with the torch function each op of DESIGN section 9 names, and reports outputs, device
+memory and latency. It is the oracle for correctness and the baseline for memory and speed
+(bench/compare.sh runs it beside planrt).
+
+  python3 bench/torch_reference.py model.json --input x=x.npy --output-dir out/ \
+      [--method forward] [--device cuda] [--dtype f32|bf16] [--iterations 50] [--warmup 5]
+
+Prints one JSON object: outputs (name, shape, path), latency_ms {median, p90} timed with
+CUDA events around the forward (inputs already on the device), memory {weights_bytes,
+max_allocated_above_weights_bytes (torch.cuda.max_memory_allocated minus the weights),
+device_used_delta_bytes (cudaMemGetInfo after the runs minus before loading)}.
+TF32 is off (torch.backends.*.allow_tf32 = False), as planrt's default.
+Needs only torch and numpy (safetensors is parsed here).
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+          "I32": torch.int32, "I64": torch.int64}
+NAMES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def read_safetensors(path, device):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        dtype = DTYPES[info["dtype"]]
+        t = torch.frombuffer(bytearray(data[begin:end]), dtype=dtype) if end > begin else \
+            torch.empty(0, dtype=dtype)
+        out[name] = t.reshape(info["shape"]).to(device)
+    return out
+
+
+def resolve_shape(spec, dims, x):
+    """reshape's `shape`: ints, dim names (bound from the inputs) and at most one -1."""
+    return [dims[e] if isinstance(e, str) else int(e) for e in spec]
+
+
+def run_node(op, args, attrs, dims):
+    a = args
+    if op == "linear":
+        return F.linear(a[0], a[1], a[2] if len(a) > 2 else None)
+    if op == "matmul":
+        return torch.matmul(a[0], a[1])
+    if op == "add":
+        return a[0] + a[1]
+    if op == "sub":
+        return a[0] - a[1]
+    if op == "mul":
+        return a[0] * a[1]
+    if op == "div":
+        return a[0] / a[1]
+    if op == "layer_norm":
+        return F.layer_norm(a[0], (a[0].shape[-1],), a[1] if len(a) > 1 else None,
+                            a[2] if len(a) > 2 else None, attrs.get("eps", 1e-5))
+    if op == "rms_norm":
+        return F.rms_norm(a[0], (a[0].shape[-1],), a[1] if len(a) > 1 else None,
+                          attrs.get("eps", 1e-6))
+    if op == "softmax":
+        return torch.softmax(a[0], dim=attrs.get("dim", -1))
+    if op == "gelu":
+        return F.gelu(a[0], approximate=attrs.get("approximate", "none"))
+    if op == "relu":
+        return torch.relu(a[0])
+    if op == "silu":
+        return F.silu(a[0])
+    if op == "reshape":
+        return a[0].reshape(resolve_shape(attrs["shape"], dims, a[0]))
+    if op == "permute":
+        return a[0].permute(*attrs["dims"])
+    if op == "transpose":
+        return a[0].transpose(attrs["dim0"], attrs["dim1"])
+    if op == "scaled_dot_product_attention":
+        return F.scaled_dot_product_attention(a[0], a[1], a[2], is_causal=attrs.get("causal", False),
+                                              scale=attrs.get("scale"))
+    if op == "embedding":
+        return F.embedding(a[0].long(), a[1])
+    if op == "concat":
+        return torch.cat(a, dim=attrs.get("dim", 0))
+    if op == "slice":
+        index = [slice(None)] * a[0].dim()
+        index[attrs.get("dim", 0)] = slice(attrs.get("start", 0), attrs.get("end"))
+        return a[0][tuple(index)]
+    raise ValueError(f"op '{op}' has no torch reference")
+
+
+class Executor:
+    def __init__(self, model, method, weights, dtype):
+        self.method = method
+        self.weights = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in weights.items()}
+        self.dtype = dtype
+
+    def bind_dims(self, inputs):
+        dims = {}
+        for decl, t in zip(self.method["inputs"], inputs):
+            for e, n in zip(decl["shape"], t.shape):
+                if isinstance(e, str):
+                    dims[e] = int(n)
+        return dims
+
+    def forward(self, inputs):
+        values = {decl["name"]: t for decl, t in zip(self.method["inputs"], inputs)}
+        dims = self.bind_dims(inputs)
+        for node in self.method["nodes"]:
+            args = [values[i] if i in values else self.weights[i] if i is not None else None
+                    for i in node["inputs"]]
+            while args and args[-1] is None:
+                args.pop()
+            out = run_node(node["op"], args, node.get("attrs", {}), dims)
+            values[node["outputs"][0]] = out
+        return [values[name] for name in self.method["outputs"]]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("model")
+    p.add_argument("--method", default="forward")
+    p.add_argument("--input", action="append", default=[], help="NAME=PATH.npy")
+    p.add_argument("--output-dir", default="")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--dtype", default="f32", choices=sorted(NAMES))
+    p.add_argument("--iterations", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=5)
+    a = p.parse_args()
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device(a.device)
+    cuda = dev.type == "cuda"
+    with open(a.model) as f:
+        model = json.load(f)
+    method = next((m for m in model["methods"] if m["name"] == a.method), None)
+    if method is None:
+        sys.exit(f"error: no method '{a.method}' in {a.model}")
+    if cuda:
+        torch.cuda.init()
+        torch.cuda.synchronize()
+        free0, total = torch.cuda.mem_get_info(dev)
+    weights_file = model.get("weights", {}).get("file")
+    weights = {}
+    if weights_file:
+        weights = read_safetensors(os.path.join(os.path.dirname(os.path.abspath(a.model)), weights_file), dev)
+    dtype = NAMES[a.dtype]
+    ex = Executor(model, method, weights, dtype)
+    weights_bytes = sum(t.numel() * t.element_size() for t in ex.weights.values())
+
+    given = dict(s.split("=", 1) for s in a.input)
+    inputs = []
+    for decl in method["inputs"]:
+        arr = np.load(given[decl["name"]])
+        t = torch.from_numpy(arr).to(dev)
+        inputs.append(t.to(dtype) if t.is_floating_point() else t)
+
+    with torch.inference_mode():
+        for _ in range(a.warmup):
+            ex.forward(inputs)
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats(dev)
+        times = []
+        for _ in range(a.iterations):
+            if cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                outs = ex.forward(inputs)
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            else:
+                import time
+                t0 = time.perf_counter()
+                outs = ex.forward(inputs)
+                times.append((time.perf_counter() - t0) * 1e3)
+    result = {"model": a.model, "method": a.method, "dtype": a.dtype, "device": str(dev),
+              "torch": torch.__version__}
+    if cuda:
+        torch.cuda.synchronize()
+        free1, _ = torch.cuda.mem_get_info(dev)
+        result["device_name"] = torch.cuda.get_device_name(dev)
+        result["memory"] = {
+            "weights_bytes": weights_bytes,
+            "max_allocated_bytes": torch.cuda.max_memory_allocated(dev),
+            "max_allocated_above_weights_bytes": torch.cuda.max_memory_allocated(dev) - weights_bytes,
+            "device_used_delta_bytes": free0 - free1,
+        }
+    times.sort()
+    q = lambda f: times[min(len(times) - 1, int(round(f * (len(times) - 1))))]
+    result["latency_ms"] = {"median": q(0.5), "p90": q(0.9), "iterations": len(times),
+                            "warmup": a.warmup, "timer": "cuda events" if cuda else "perf_counter"}
+    result["outputs"] = []
+    for name, t in zip(method["outputs"], outs):
+        o = {"name": name, "shape": list(t.shape)}
+        if a.output_dir:
+            os.makedirs(a.output_dir, exist_ok=True)
+            path = os.path.join(a.output_dir, name + ".npy")
+            np.save(path, t.float().cpu().numpy())
+            o["path"] = path
+        result["outputs"].append(o)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
