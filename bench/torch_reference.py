@@ -117,15 +117,35 @@ class Executor:
                     dims[e] = int(n)
         return dims
 
+    def last_uses(self):
+        # Each value is dropped after the last node reading it, as eager module code drops
+        # its locals, so the reference holds no more memory than PyTorch itself would.
+        last = {}
+        for k, node in enumerate(self.method["nodes"]):
+            for i in node["inputs"]:
+                if i is not None:
+                    last[i] = k
+        keep = set(self.method["outputs"])
+        drops = [[] for _ in self.method["nodes"]]
+        for name, k in last.items():
+            if name not in keep and name not in self.weights:
+                drops[k].append(name)
+        return drops
+
     def forward(self, inputs):
         values = {decl["name"]: t for decl, t in zip(self.method["inputs"], inputs)}
         dims = self.bind_dims(inputs)
-        for node in self.method["nodes"]:
+        if not hasattr(self, "_drops"):
+            self._drops = self.last_uses()
+        for k, node in enumerate(self.method["nodes"]):
             args = [values[i] if i in values else self.weights[i] if i is not None else None
                     for i in node["inputs"]]
             while args and args[-1] is None:
                 args.pop()
             out = run_node(node["op"], args, node.get("attrs", {}), dims)
+            del args
+            for name in self._drops[k]:
+                values.pop(name, None)
             values[node["outputs"][0]] = out
         return [values[name] for name in self.method["outputs"]]
 
