@@ -2,8 +2,11 @@
 // init the delegate segments. Any failure returns before the Method exists; the RAII
 // members of the half-built Impl give back whatever was taken.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
+
+#include <unistd.h>
 
 #include <fmt/ranges.h>
 
@@ -22,6 +25,24 @@ using runtime_detail::to_dtype;
 using runtime_detail::to_options;
 
 namespace {
+
+// The machine's physical memory, the default bound on a method's host planned bytes; 0 when
+// the system does not say (no bound then).
+uint64_t physical_memory_bytes() {
+  static const uint64_t bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return uint64_t{0};
+    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+  }();
+  return bytes;
+}
+
+// Saturating: a file may declare many buffers near the per-buffer limit.
+uint64_t add_saturating(uint64_t a, uint64_t b) {
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  return a > kMax - b ? kMax : a + b;
+}
 
 std::vector<uint32_t> ids_of(const flatbuffers::Vector<uint32_t>* v) {
   return v == nullptr ? std::vector<uint32_t>() : std::vector<uint32_t>(v->begin(), v->end());
@@ -383,6 +404,46 @@ class Loader {
     return {};
   }
 
+  // 0: no bound on `device` (see LoadMethodOptions::max_planned_bytes_per_device).
+  uint64_t limit_on(Device device) const {
+    if (options_.max_planned_bytes_per_device != 0) return options_.max_planned_bytes_per_device;
+    return device.is_cpu() ? physical_memory_bytes() : 0;
+  }
+
+  Status check_limit(Device device, uint64_t bytes, std::string_view what) const {
+    uint64_t limit = limit_on(device);
+    if (limit == 0 || bytes <= limit) return {};
+    return error(ErrorCode::OutOfMemory,
+                 fmt::format("{} on {} total {} bytes, above the limit of {} bytes "
+                             "(LoadMethodOptions::max_planned_bytes_per_device{}); nothing was "
+                             "allocated",
+                             what, to_string(device), bytes, limit,
+                             options_.max_planned_bytes_per_device != 0
+                                 ? ""
+                                 : ", by default the device's physical memory"));
+  }
+
+  // Before any arena: the sizes are the file's, and only a bound checked here keeps a
+  // hostile file from making the loader allocate (and zero-fill) more than it could need.
+  Status check_planned_limits(bool shared) const {
+    std::map<Device, uint64_t> per_device;
+    for (const PlannedBufferInfo& b : impl_.meta.planned_buffers) {
+      per_device[b.device] = add_saturating(per_device[b.device], b.size_bytes);
+    }
+    for (const auto& [device, bytes] : per_device) {
+      PLANRT_RETURN_IF_ERROR(check_limit(device, bytes, "its planned buffers"));
+    }
+    if (shared) {
+      uint64_t total = 0;
+      for (uint64_t size : impl_.program->shared_sizes) total = add_saturating(total, size);
+      PLANRT_RETURN_IF_ERROR(check_limit(
+          Device::cpu(), total,
+          "the program's shared host arenas (the largest host-method size at each buffer index; "
+          "load with share_memory_arenas = false to size arenas for this method alone)"));
+    }
+    return {};
+  }
+
   Status place_arenas() {
     const MethodMeta& meta = impl_.meta;
     std::vector<uint64_t> sizes;
@@ -392,7 +453,9 @@ class Loader {
       devices.push_back(b.device);
     }
     // Rule 3: a device method never shares; rule 2: host methods share unless told not to.
-    if (meta.uses_device_memory() || !options_.share_memory_arenas) {
+    bool own = meta.uses_device_memory() || !options_.share_memory_arenas;
+    PLANRT_RETURN_IF_ERROR(check_planned_limits(!own));
+    if (own) {
       PLANRT_ASSIGN_OR_RETURN(MemoryManager memory, MemoryManager::create(sizes, devices, name_));
       impl_.arenas = std::make_shared<ArenaSet>();
       impl_.arenas->memory = std::move(memory);

@@ -50,6 +50,17 @@ struct LoadMethodOptions {
   // errors right there, so an asynchronous failure names the step that caused it (the
   // way CUDA_LAUNCH_BLOCKING does). Costs one host wait per device step.
   bool synchronize_each_step = false;
+  // The most planned-buffer bytes this load may allocate on any one device (the sum of the
+  // method's planned buffers there; for a host method sharing arenas, the larger of that
+  // and the shared set's total). Sizes come from the file, which is untrusted: without a
+  // bound a file could ask for terabytes the host allocator would hand out lazily and the
+  // zero-fill would then fault in. Above the limit load_method returns OutOfMemory naming
+  // the method, the device, the planned bytes and the limit, before allocating anything.
+  // 0 (the default): the device's total memory where the runtime knows it, which for the
+  // CPU is the machine's physical memory; other devices (CUDA) are left to their
+  // allocator, which fails an allocation it cannot serve. Non-zero: that limit on every
+  // device, the CPU included.
+  uint64_t max_planned_bytes_per_device = 0;
 };
 
 struct MethodRunStats {

@@ -59,7 +59,9 @@ class Program {
   // arenas (device first), inits the delegate segments, and for a host method attaches the
   // shared host arenas. Errors: NotFound (method; an unknown op naming the node; an
   // unregistered backend naming backend, segment and method), InvalidProgram (a kernel on a
-  // device value, an op with the wrong operand count), NotSupported / OutOfMemory from the
+  // device value, an op with the wrong operand count), OutOfMemory when the planned bytes on
+  // a device exceed LoadMethodOptions::max_planned_bytes_per_device (naming method, device,
+  // bytes and limit; checked before any allocation), NotSupported / OutOfMemory from the
   // arenas naming method, buffer index, device and bytes. A failure leaves nothing
   // allocated and methods loaded before keep working.
   Result<Method> load_method(std::string_view name, const LoadMethodOptions& options = {}) const;
