@@ -81,7 +81,9 @@ struct EngineScratchStats {
 Result<EngineScratchStats> engine_scratch_stats(Device device);
 
 // Gives the pool's buffer on `device` back (waiting for pooled work already enqueued).
-// The next pooled run grows it again.
+// The next pooled run grows it again. On the CPU the pool, like private scratch, draws from
+// the allocator registered for the CPU at the time of the growth and gives each buffer back
+// to the allocator it came from: trim before unregistering an allocator it may have used.
 Status trim_engine_scratch_pool(Device device);
 
 }  // namespace planrt

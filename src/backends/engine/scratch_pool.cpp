@@ -1,6 +1,7 @@
 #include "backends/engine/scratch_pool.h"
 
 #include <atomic>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,19 +17,36 @@ std::atomic<bool> g_fail_next_growth{false};
 std::atomic<int64_t> g_record_delay_us{0};
 
 // Host scratch: runs are synchronous and serialized by the device lock, so there is nothing
-// to order beyond it.
+// to order beyond it. Memory comes from the allocator registered for the CPU (as the
+// arenas' does), so a caller that counts or limits host memory sees the pool too. The
+// buffer outlives any one call, and the CPU registration may change meanwhile: each buffer
+// goes back to the allocator that gave it (which must stay alive until then, the registry's
+// rule: trim the pool before unregistering an allocator it drew from).
 class HostScratchDevice final : public ScratchDevice {
  public:
   Result<void*> allocate(uint64_t bytes, void*) override {
-    return host_allocator().allocate(bytes, Device::cpu());
+    if (bytes > std::numeric_limits<size_t>::max()) {
+      return make_error(ErrorCode::OutOfMemory, "{} bytes exceed the address space", bytes);
+    }
+    DeviceAllocator* allocator = get_device_allocator(DeviceType::CPU);
+    Result<void*> p = allocator->allocate(static_cast<size_t>(bytes), Device::cpu());
+    if (p.ok() && *p != nullptr) owners_[*p] = allocator;
+    return p;
   }
   void free(void* ptr, uint64_t bytes, void*) override {
-    host_allocator().deallocate(ptr, bytes, Device::cpu());
+    if (ptr == nullptr) return;
+    auto it = owners_.find(ptr);
+    DeviceAllocator* allocator = it == owners_.end() ? &host_allocator() : it->second;
+    if (it != owners_.end()) owners_.erase(it);
+    allocator->deallocate(ptr, static_cast<size_t>(bytes), Device::cpu());
   }
   Status wait_handoff(void*) override { return {}; }
   Status record_handoff(void*) override { return {}; }
   Status synchronize_handoff() override { return {}; }
   Result<bool> capturing(void*) override { return false; }
+
+ private:
+  std::map<void*, DeviceAllocator*> owners_;  // under the slot's lock, as every call here
 };
 
 struct Slot {
