@@ -26,17 +26,20 @@ def load(path):
 
 
 def table(rows):
-    out = ["| model | partition | rel. error | PyTorch ms (median / p90) | planrt ms (median / p90) | "
-           "latency planrt/PyTorch | PyTorch above weights | planrt above weights |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| model | partition | rel. error | PyTorch host-to-host ms (median / p90) | planrt host-to-host ms (median / p90) | "
+           "planrt/PyTorch | PyTorch forward ms (CUDA events) | device used above weights: PyTorch / planrt | PyTorch allocator peak above weights |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
+        th = r.get("torch_host_to_host_median_ms")
         out.append(
             f"| {r['layers']} blocks, S={r['seq']} | {r['partition']} | {r['rel_error']:.1e} | "
-            f"{r['torch_median_ms']:.3f} / {r['torch_p90_ms']:.3f} | "
-            f"{r['planrt_median_ms']:.3f} / {r['planrt_p90_ms']:.3f} | "
-            f"{r['planrt_median_ms'] / r['torch_median_ms']:.2f} | "
-            f"{r['torch_max_allocated_above_weights_bytes'] / MIB:.1f} MiB | "
-            f"{r['planrt_device_used_above_weights_bytes'] / MIB:.1f} MiB |")
+            + (f"{th:.3f} / {r['torch_host_to_host_p90_ms']:.3f} | " if th else "- | ")
+            + f"{r['planrt_median_ms']:.3f} / {r['planrt_p90_ms']:.3f} | "
+            + (f"{r['planrt_median_ms'] / th:.2f} | " if th else "- | ")
+            + f"{r['torch_median_ms']:.3f} | "
+            + (f"{r['torch_device_used_above_weights_bytes'] / MIB:.1f} / " if 'torch_device_used_above_weights_bytes' in r else "- / ")
+            + f"{r['planrt_device_used_above_weights_bytes'] / MIB:.1f} MiB | "
+            + f"{r['torch_max_allocated_above_weights_bytes'] / MIB:.1f} MiB |")
     commits = sorted({r["commit"] for r in rows})
     devices = sorted({str(r.get("device")) for r in rows})
     out.append("")
@@ -48,11 +51,12 @@ def table(rows):
 def svg(rows):
     bar_h, gap, left, width = 12, 10, 230, 420
     top = 40
-    vmax = max([max(r["torch_median_ms"], r["planrt_median_ms"]) for r in rows] + [1e-9])
+    vmax = max([max(r.get("torch_host_to_host_median_ms", r["torch_median_ms"]), r["planrt_median_ms"])
+                for r in rows] + [1e-9])
     height = top + len(rows) * (2 * bar_h + gap) + 30
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}" height="{height}" '
              f'font-family="sans-serif" font-size="11">',
-             '<text x="10" y="18" font-size="13">Median latency, planrt vs PyTorch eager (ms)</text>',
+             '<text x="10" y="18" font-size="13">Median latency host to host, planrt vs PyTorch eager (ms)</text>',
              f'<rect x="{left}" y="24" width="10" height="10" fill="#4c72b0"/>'
              f'<text x="{left + 14}" y="33">PyTorch</text>',
              f'<rect x="{left + 80}" y="24" width="10" height="10" fill="#dd8452"/>'
@@ -61,7 +65,8 @@ def svg(rows):
     for r in rows:
         label = f"{r['layers']} blocks S={r['seq']} {r['partition']}"
         parts.append(f'<text x="10" y="{y + bar_h + 4}">{label}</text>')
-        for value, color in ((r["torch_median_ms"], "#4c72b0"), (r["planrt_median_ms"], "#dd8452")):
+        torch_ms = r.get("torch_host_to_host_median_ms", r["torch_median_ms"])
+        for value, color in ((torch_ms, "#4c72b0"), (r["planrt_median_ms"], "#dd8452")):
             w = width * value / vmax
             parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{color}"/>')
             parts.append(f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 2}">{value:.2f}</text>')

@@ -11,7 +11,8 @@ memory and latency. It is the oracle for correctness and the baseline for memory
       [--method forward] [--device cuda] [--dtype f32|bf16] [--iterations 50] [--warmup 5]
 
 Prints one JSON object: outputs (name, shape, path), latency_ms {median, p90} timed with
-CUDA events around the forward (inputs already on the device), memory {weights_bytes,
+CUDA events around the forward (inputs already on the device), host_to_host_ms {median,
+p90} (host clock around copy in + forward + copy out, what `planrt run` times), memory {weights_bytes,
 max_allocated_above_weights_bytes (torch.cuda.max_memory_allocated minus the weights),
 device_used_delta_bytes (cudaMemGetInfo after the runs minus before loading)}.
 TF32 is off (torch.backends.*.allow_tf32 = False), as planrt's default.
@@ -210,6 +211,18 @@ def main():
                 t0 = time.perf_counter()
                 outs = ex.forward(inputs)
                 times.append((time.perf_counter() - t0) * 1e3)
+        # The same forward host to host, as `planrt run` times Method::run: the inputs copied
+        # from host memory, the outputs copied back, timed on the host.
+        import time
+        host_inputs = [t.cpu() for t in inputs]
+        host_times = []
+        for _ in range(a.iterations):
+            t0 = time.perf_counter()
+            outs_h = ex.forward([t.to(dev) for t in host_inputs])
+            _ = [o.cpu() for o in outs_h]
+            if cuda:
+                torch.cuda.synchronize()
+            host_times.append((time.perf_counter() - t0) * 1e3)
     result = {"model": a.model, "method": a.method, "dtype": a.dtype, "device": str(dev),
               "torch": torch.__version__}
     if cuda:
@@ -226,6 +239,9 @@ def main():
     q = lambda f: times[min(len(times) - 1, int(round(f * (len(times) - 1))))]
     result["latency_ms"] = {"median": q(0.5), "p90": q(0.9), "iterations": len(times),
                             "warmup": a.warmup, "timer": "cuda events" if cuda else "perf_counter"}
+    host_times.sort()
+    result["host_to_host_ms"] = {"median": host_times[len(host_times) // 2],
+                                 "p90": host_times[min(len(host_times) - 1, int(round(0.9 * (len(host_times) - 1))))]}
     result["outputs"] = []
     for name, t in zip(method["outputs"], outs):
         o = {"name": name, "shape": list(t.shape)}
