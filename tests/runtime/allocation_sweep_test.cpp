@@ -69,6 +69,7 @@ int64_t run_sweep(const Sweep& sweep, const Attempt& attempt) {
                 << " failing allocations, then success)\n";
       return n;
     }
+    std::cout << "[sweep] " << sweep.name << ": point " << n << ": " << s.to_string() << "\n";
     EXPECT_TRUE(fired) << "failed without the injected failure: " << s.to_string();
     EXPECT_EQ(s.code(), ErrorCode::OutOfMemory) << s.to_string();
     const std::string& msg = s.message();
@@ -181,7 +182,7 @@ TEST_F(MixedProgramSweep, ExecuteOfBothMethodsAllocatesNothingThroughTheAllocato
 
 // ------------------------------------------------ the builder's engines on the CPU device
 
-builder::TransformerOptions engine_blocks() {
+builder::TransformerOptions engine_blocks(const std::string& partition) {
   builder::TransformerOptions o;
   o.layers = 3;
   o.d_model = 32;
@@ -189,13 +190,13 @@ builder::TransformerOptions engine_blocks() {
   o.ffn_per_block = {64, 256, 1024};  // three engines, three different requirements
   o.max_seq = 32;
   o.weights = "random:3";
-  o.partition = "engine-per-block";
+  o.partition = partition;
   o.device = "cpu";
   return o;
 }
 
-Result<Program> build_engines(bool shared) {
-  PLANRT_ASSIGN_OR_RETURN(builder::Model model, builder::make_transformer(engine_blocks()));
+Result<Program> build_engines(bool shared, const std::string& partition = "engine-per-block") {
+  PLANRT_ASSIGN_OR_RETURN(builder::Model model, builder::make_transformer(engine_blocks(partition)));
   builder::BuildOptions b;
   b.shared_scratch = shared;
   PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(model, b));
@@ -269,22 +270,25 @@ class EngineSweep : public ::testing::Test {
 };
 
 TEST_F(EngineSweep, LoadingPrivateEnginesFailsCleanlyAtEveryAllocation) {
-  Result<Program> program = build_engines(false);
-  ASSERT_TRUE(program.ok()) << program.status().to_string();
-  const std::vector<float> want = reference(*program, 32);
-  ASSERT_FALSE(want.empty());
-  int64_t points = run_sweep(
-      {"load_method engine-per-block private scratch, cpu allocations", &host_.allocator(),
-       {&host_.allocator()}, {"method 'forward'"}},
-      [&](int64_t n) -> Status {
-        host_->fail_nth_allocation(n);
-        Result<Method> m = program->load_method("forward");
-        host_->fail_nth_allocation(0);
-        if (!m.ok()) return m.status();
-        PLANRT_ASSIGN_OR_RETURN(std::vector<float> out, forward(*m, 32));
-        return expect_equal(out, want);
-      });
-  EXPECT_GE(points, 4);  // the arena and three private scratches at least
+  // One engine for the whole model, and one per block.
+  for (auto [partition, least] : {std::pair{"engine", 2}, {"engine-per-block", 4}}) {
+    Result<Program> program = build_engines(false, partition);
+    ASSERT_TRUE(program.ok()) << program.status().to_string();
+    const std::vector<float> want = reference(*program, 32);
+    ASSERT_FALSE(want.empty());
+    int64_t points = run_sweep(
+        {std::string("load_method ") + partition + " private scratch, cpu allocations",
+         &host_.allocator(), {&host_.allocator()}, {"method 'forward'"}},
+        [&](int64_t n) -> Status {
+          host_->fail_nth_allocation(n);
+          Result<Method> m = program->load_method("forward");
+          host_->fail_nth_allocation(0);
+          if (!m.ok()) return m.status();
+          PLANRT_ASSIGN_OR_RETURN(std::vector<float> out, forward(*m, 32));
+          return expect_equal(out, want);
+        });
+    EXPECT_GE(points, least) << partition;  // the arena and each engine's private scratch
+  }
 }
 
 // Pooled engines allocate while running: the pool grows once per engine whose call needs
