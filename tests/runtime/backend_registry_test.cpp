@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "planrt/runtime/backend.h"
 #include "support/test_device.h"
 
@@ -11,7 +13,9 @@ TEST(BackendRegistry, RegisteredBackendIsFoundUntilUnregistered) {
   EXPECT_EQ(get_backend("fake"), nullptr);
   ASSERT_TRUE(register_backend("fake", &backend).ok());
   EXPECT_EQ(get_backend("fake"), &backend);
-  EXPECT_EQ(registered_backends(), std::vector<std::string>{"fake"});
+  // Other tests of this binary may have registered the built-in backends: look for ours.
+  std::vector<std::string> names = registered_backends();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "fake"), 1);
   ASSERT_TRUE(unregister_backend("fake").ok());
   EXPECT_EQ(get_backend("fake"), nullptr);
 }
