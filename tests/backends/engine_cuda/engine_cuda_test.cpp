@@ -163,7 +163,7 @@ class EngineCudaTest : public ::testing::Test {
 // 1000 runs each: outputs identical to a serial run. Its CPU twin (tests/backends/engine)
 // fails when the lock is released before the enqueue; the lock-before-record mutant passes
 // here (its window is too short to hit), which RunsReleasedTogetherAreStillOrderedByTheHandoff
-// covers.
+// is meant to cover.
 TEST_F(EngineCudaTest, TwoThreadsTwoStreamsSharingOneBufferMatchASerialRun) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   GpuEngine a(engine_fixture(32, 256, Device::cuda(0)), kPooled);
@@ -235,7 +235,8 @@ TEST_F(EngineCudaTest, AGrowthDoesNotWaitForAStreamThePoolNeverUsed) {
 // same buffer. The pool sleeps between each enqueue and its handoff record here, so a run
 // that let go of the device lock before the record would hand the buffer to the other
 // thread inside that window (the mutant this test is for: lock released before the record;
-// under it this test never finished in three runs, bench/results/gpu_lane.jsonl).
+// not yet shown to kill it: the runs of bench/results/gpu_lane.jsonl hung on lazy module
+// loading, fixed by the warm-up below).
 TEST_F(EngineCudaTest, RunsReleasedTogetherAreStillOrderedByTheHandoff) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   GpuEngine a(engine_fixture(256, 4096, Device::cuda(0)), kPooled);
@@ -244,6 +245,11 @@ TEST_F(EngineCudaTest, RunsReleasedTogetherAreStillOrderedByTheHandoff) {
   cudaStream_t sa = nullptr, sb = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking), cudaSuccess);
+  // Run both once unparked first: with lazy module loading (CUDA's default) the first
+  // launch of a kernel loads its module, which waits for the context's streams, and a
+  // parked stream then deadlocks it (seen: this test hung in a fresh process).
+  ASSERT_TRUE(a.run(64, 0.f, sa).ok());
+  ASSERT_TRUE(b.run(64, 0.f, sb).ok());
   engine::testing::set_record_delay(std::chrono::milliseconds(2));
   int wrong = 0;
   constexpr int kRounds = 20;
