@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_stats.h"
 #include "builder/planner.h"
 #include "support/plan_cases.h"
 
@@ -101,12 +102,7 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2.0;
-}
+using planrt::bench::median;
 
 struct FamilyResult {
   double max_ratio = 0.0;

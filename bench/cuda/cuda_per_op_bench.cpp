@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../bench_stats.h"
 #include "planrt/backends/cuda.h"
 #include "planrt/builder/builder.h"
 #include "planrt/platform/cuda.h"
@@ -41,11 +42,7 @@ int fail(const std::string& what) {
   return 1;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using planrt::bench::median;
 
 uint64_t device_used() {
   Result<CudaDeviceMemory> m = cuda_device_memory(Device::cuda(0));

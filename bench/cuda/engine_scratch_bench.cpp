@@ -31,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../bench_stats.h"
 #include "planrt/backends/cuda.h"
 #include "planrt/backends/engine.h"
 #include "planrt/builder/builder.h"
@@ -48,12 +49,7 @@ int fail(const std::string& what) {
   return 1;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using planrt::bench::median;
 
 int64_t device_used() {
   Result<CudaDeviceMemory> m = cuda_device_memory(Device::cuda(0));

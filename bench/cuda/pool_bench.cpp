@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../bench_stats.h"
 #include "planrt/platform/cuda.h"
 #include "platform/cuda/pool.h"
 #include "platform/cuda/stream.h"
@@ -37,11 +38,7 @@ int fail(const std::string& what) {
   return 1;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using planrt::bench::median;
 
 // Median microseconds of allocate + memset 256 B + free + synchronize; -1 on error.
 double measure(const PoolOptions& options, size_t bytes, int iters, std::string* error) {
