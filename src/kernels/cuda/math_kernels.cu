@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/index_map.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace planrt::kernels::cuda::launch {
@@ -60,15 +61,9 @@ __global__ void binary_broadcast_kernel(const float* a, const float* b, float* y
                                         IndexMap map) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t rest = i;
     int64_t oa = 0;
     int64_t ob = 0;
-    for (int d = map.rank - 1; d >= 0; --d) {
-      const int64_t idx = rest % map.size[d];
-      rest /= map.size[d];
-      oa += idx * map.stride_a[d];
-      ob += idx * map.stride_b[d];
-    }
+    map_offsets(i, map, &oa, &ob);
     y[i] = apply_binary<Op>(a[oa], b[ob]);
   }
 }

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "kernels/cuda/index_map.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace planrt::kernels::cuda::launch {
@@ -25,15 +26,6 @@ size_t unit_for(uint64_t combined) {
     if (combined % unit == 0) return unit;
   }
   return 1;
-}
-
-__device__ __forceinline__ int64_t map_offset(int64_t i, const IndexMap& map) {
-  int64_t offset = 0;
-  for (int d = map.rank - 1; d >= 0; --d) {
-    offset += (i % map.size[d]) * map.stride_a[d];
-    i /= map.size[d];
-  }
-  return offset;
 }
 
 template <typename T>
@@ -100,15 +92,9 @@ __global__ void gemm_pointers_kernel(const float* a, const float* b, float* c, i
                                      const float** b_ptrs, float** c_ptrs) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t rest = i;
     int64_t oa = 0;
     int64_t ob = 0;
-    for (int d = map.rank - 1; d >= 0; --d) {
-      const int64_t idx = rest % map.size[d];
-      rest /= map.size[d];
-      oa += idx * map.stride_a[d];
-      ob += idx * map.stride_b[d];
-    }
+    map_offsets(i, map, &oa, &ob);
     a_ptrs[i] = a + oa;
     b_ptrs[i] = b + ob;
     c_ptrs[i] = c + i * c_stride;
