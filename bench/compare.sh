@@ -20,8 +20,12 @@ iters=${COMPARE_ITERS:-50}
 commit=${PLANRT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 specs=("$@")
 if [ ${#specs[@]} -eq 0 ]; then
-  specs=(2:2048:cuda 2:2048:engine-per-block 12:2048:cuda 12:2048:engine-per-block
-         24:2048:cuda 24:2048:engine-per-block 2:128:cuda 12:128:cuda 24:128:cuda)
+  specs=()
+  for layers in 2 6 12 24; do
+    for seq in 2048 128; do
+      specs+=("$layers:$seq:cuda" "$layers:$seq:engine-per-block")
+    done
+  done
 fi
 mkdir -p "$work"
 for spec in "${specs[@]}"; do

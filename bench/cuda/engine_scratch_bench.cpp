@@ -15,8 +15,10 @@
 // mode (target: pooled within 3% of private) and whether outputs are identical. Then a
 // dynamic-S check: the pool settles at the largest call made, not the profile max.
 //
+// Attention is unfused by default (--attention=unfused): the reference's figures come from
+// engines that hold the [heads, S, S] scores; --attention=fused measures the one-pass kernel.
 // Appends JSON lines to bench/results/engine_scratch.jsonl (or --out=PATH).
-//   engine_scratch_bench [--seq=N] [--iters=N] [--out=PATH]
+//   engine_scratch_bench [--seq=N] [--iters=N] [--attention=unfused|fused] [--out=PATH]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -72,7 +74,7 @@ struct ModeResult {
   std::vector<float> output;
 };
 
-Result<std::vector<uint8_t>> build(const Scenario& s, int64_t seq) {
+Result<std::vector<uint8_t>> build(const Scenario& s, int64_t seq, bool fused_attention) {
   builder::TransformerOptions t;
   t.layers = s.layers;
   t.d_model = 512;
@@ -82,6 +84,7 @@ Result<std::vector<uint8_t>> build(const Scenario& s, int64_t seq) {
   t.max_seq = seq;
   t.partition = s.partition;
   t.device = "cuda:0";
+  t.fused_attention = fused_attention;
   PLANRT_ASSIGN_OR_RETURN(builder::Model model, builder::make_transformer(t));
   PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(model));
   return built.serialize();
@@ -133,6 +136,7 @@ int main(int argc, char** argv) {
   std::string out_path = (source_dir / "results" / "engine_scratch.jsonl").string();
   int64_t seq = 2048;
   int iters = 20;
+  bool fused_attention = false;
   std::string command;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -140,6 +144,9 @@ int main(int argc, char** argv) {
     if (a.rfind("--out=", 0) == 0) out_path = a.substr(6);
     else if (a.rfind("--seq=", 0) == 0) seq = std::atoll(a.c_str() + 6);
     else if (a.rfind("--iters=", 0) == 0) iters = std::max(3, std::atoi(a.c_str() + 8));
+    else if (a == "--attention=fused") fused_attention = true;
+    else if (a == "--attention=unfused") fused_attention = false;
+    else if (i > 0) return fail("unknown argument " + a);
   }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return fail("no CUDA device visible");
@@ -172,7 +179,7 @@ int main(int argc, char** argv) {
               "sum MiB", "largest", "pool MiB", "ratio", "dev priv MiB", "dev pool MiB",
               "priv ms", "pool ms", "lat", "same");
   for (const Scenario& s : scenarios) {
-    Result<std::vector<uint8_t>> bytes = build(s, seq);
+    Result<std::vector<uint8_t>> bytes = build(s, seq, fused_attention);
     if (!bytes.ok()) return fail(s.name + ": " + bytes.status().to_string());
     Result<Program> program = Program::load_bytes(std::move(bytes).value());
     if (!program.ok()) return fail(program.status().to_string());
@@ -200,7 +207,7 @@ int main(int argc, char** argv) {
     nlohmann::json line = {
         {"bench", "engine_scratch"}, {"scenario", s.name}, {"commit", commit},
         {"device", prop.name}, {"command", command}, {"partition", s.partition},
-        {"layers", s.layers}, {"ffn_per_block", s.ffn_per_block}, {"seq", seq},
+        {"attention", fused_attention ? "fused" : "unfused"}, {"layers", s.layers}, {"ffn_per_block", s.ffn_per_block}, {"seq", seq},
         {"contexts", pool.contexts},
         {"private_scratch_sum_bytes", priv.private_bytes},
         {"largest_requirement_bytes", pool.largest},
@@ -219,7 +226,7 @@ int main(int argc, char** argv) {
   // Dynamic S: calls at S = seq/4 then seq/2 on the differing-sizes method settle the pool at
   // the S = seq/2 requirement, below the profile max.
   {
-    Result<std::vector<uint8_t>> bytes = build(scenarios[2], seq);
+    Result<std::vector<uint8_t>> bytes = build(scenarios[2], seq, fused_attention);
     if (!bytes.ok()) return fail(bytes.status().to_string());
     Result<Program> program = Program::load_bytes(std::move(bytes).value());
     if (!program.ok()) return fail(program.status().to_string());
@@ -247,6 +254,7 @@ int main(int argc, char** argv) {
                 settles ? "settles at the largest call" : "NOT below the profile max");
     nlohmann::json line = {{"bench", "engine_scratch_dynamic_s"}, {"commit", commit},
                            {"device", prop.name}, {"command", command},
+                           {"attention", fused_attention ? "fused" : "unfused"},
                            {"calls_seq", {sizes[0], sizes[1]}},
                            {"capacity_after_bytes", {capacity[0], capacity[1]}},
                            {"profile_max_bytes", profile_max},

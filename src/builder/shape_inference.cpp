@@ -347,6 +347,10 @@ Result<InferredNode> sdpa(Ctx& c) {
     PLANRT_ASSIGN_OR_RETURN(double scale, attr_float(c, "scale", 0.0));
     c.out.attrs["scale"] = scale;
   }
+  if (find_attr(c, "fused") != nullptr) {  // kept only when given: the default is fused
+    PLANRT_ASSIGN_OR_RETURN(bool fused, attr_bool(c, "fused", true));
+    c.out.attrs["fused"] = fused;
+  }
   return emit(c, {c.type(0).dtype, SymShape{q[0], q[1], q[2], v[3]}});
 }
 
@@ -459,7 +463,7 @@ const std::initializer_list<Rule>& rules() {
       {"reshape", {"shape"}, reshape},
       {"permute", {"dims"}, permute},
       {"transpose", {"dim0", "dim1"}, transpose},
-      {"scaled_dot_product_attention", {"causal", "scale"}, sdpa},
+      {"scaled_dot_product_attention", {"causal", "scale", "fused"}, sdpa},
       {"embedding", {}, embedding},
       {"concat", {"dim"}, concat},
       {"slice", {"dim", "start", "end", "step"}, slice},

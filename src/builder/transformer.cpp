@@ -166,7 +166,9 @@ size_t add_block(ir::Method& method, GraphMaker& g, const TransformerOptions& o,
     return g.node("permute", {split}, p + ".attn." + which + ".bhsd", {{"dims", swap_s_h}});
   };
   std::string q = project("q"), k = project("k"), v = project("v");
-  std::string att = g.node("scaled_dot_product_attention", {q, k, v}, p + ".attn.sdpa");
+  ir::Attrs sdpa_attrs;
+  if (!o.fused_attention) sdpa_attrs["fused"] = false;  // absent means fused
+  std::string att = g.node("scaled_dot_product_attention", {q, k, v}, p + ".attn.sdpa", sdpa_attrs);
   std::string back = g.node("permute", {att}, p + ".attn.bshd", {{"dims", swap_s_h}});
   std::string merged = g.node("reshape", {back}, p + ".attn.merged", {{"shape", model_shape}});
   std::string proj = g.linear(merged, p + ".attn.o", d, d, p + ".attn.o.out");

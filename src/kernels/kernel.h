@@ -64,7 +64,8 @@ struct OpInfo {
 //   concat: dim (int, 0)                slice: dim (int, 0), start (int, 0),
 //                                        end (int, size), step (int, only 1)
 //   scaled_dot_product_attention: causal (bool, false; top-left aligned as PyTorch's
-//     is_causal), scale (float, 1/sqrt(D))
+//     is_causal), scale (float, 1/sqrt(D)), fused (bool, true: the CUDA kernel may run in
+//     one pass without the [Sq, Sk] scores; false keeps them, see workspace.h)
 // Dtypes: arithmetic ops are f32 (another input dtype: NotSupported); embedding takes i32
 // or i64 ids and a table of any dtype; data movement works for every dtype.
 // Aliasing: elementwise ops and reshape may write over an input of the output's shape;

@@ -211,6 +211,7 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
   PLANRT_ASSIGN_OR_RETURN(plan.causal, with_op(op, attrs.get_bool("causal", false)));
   PLANRT_ASSIGN_OR_RETURN(plan.scale,
                           with_op(op, attrs.get_float("scale", 1.0 / std::sqrt(double(plan.d)))));
+  PLANRT_ASSIGN_OR_RETURN(plan.fused, with_op(op, attrs.get_bool("fused", true)));
   return plan;
 }
 

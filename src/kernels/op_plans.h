@@ -83,6 +83,7 @@ struct AttentionPlan {
   int64_t dv = 0;
   bool causal = false;
   double scale = 0.0;
+  bool fused = true;  // attribute `fused`: may the CUDA kernel skip the score matrix
 };
 Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                      std::span<const TensorView> outputs);

@@ -7,6 +7,10 @@
 
 namespace planrt::kernels {
 
+bool attention_runs_fused(const AttentionPlan& plan) {
+  return plan.fused && plan.d == 64 && plan.dv == 64;
+}
+
 int64_t attention_head_group(int64_t heads, int64_t head_bytes) {
   if (head_bytes <= 0) return std::max<int64_t>(1, heads);
   return std::max<int64_t>(1, std::min(heads, kScoreBudget / head_bytes));
@@ -27,6 +31,7 @@ Result<uint64_t> cuda_workspace_bytes(std::string_view op, const OpAttrs& attrs,
   if (op == "scaled_dot_product_attention") {
     PLANRT_ASSIGN_OR_RETURN(AttentionPlan p, plan_attention(attrs, inputs, outputs));
     if (p.heads == 0 || p.sq == 0 || p.dv == 0 || p.sk == 0) return uint64_t{0};
+    if (attention_runs_fused(p)) return uint64_t{0};
     if (p.sq > std::numeric_limits<int64_t>::max() / int64_t{sizeof(float)} / p.sk) {
       return make_error(ErrorCode::OutOfMemory, "{}: a score matrix of {} x {} floats overflows",
                         op, p.sq, p.sk);

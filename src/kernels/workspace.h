@@ -3,9 +3,10 @@
 // size their temporaries with these functions, and an engine (DESIGN §6) plans the same
 // figures into its activation scratch, so both always agree.
 //
-// Only two CUDA kernels take any: scaled_dot_product_attention (score rows of a group of
-// heads, at most kScoreBudget bytes unless one head alone needs more) and matmul with mixed
-// broadcasting (three pointer arrays). The CPU kernels take none from a caller.
+// Only two CUDA kernels take any: scaled_dot_product_attention when it keeps its scores
+// (score rows of a group of heads, at most kScoreBudget bytes unless one head alone needs
+// more; the fused kernel takes none) and matmul with mixed broadcasting (three pointer
+// arrays). The CPU kernels take none from a caller.
 // Errors: those of the op's plan (op_plans.h), for operands the kernel would refuse.
 // Pure and thread-safe; data pointers are not read (views may carry null data).
 #pragma once
@@ -15,11 +16,18 @@
 #include <string_view>
 
 #include "kernels/kernel.h"
+#include "kernels/op_plans.h"
 
 namespace planrt::kernels {
 
 // Scores of one attention call are computed a group of heads at a time, in this much.
 inline constexpr int64_t kScoreBudget = int64_t{256} << 20;
+
+// Whether the CUDA scaled_dot_product_attention runs fused (one pass, online softmax, no
+// score matrix and no workspace): the op's `fused` attribute allows it (the default) and
+// the head dims are the fused kernel's (d == dv == 64). Otherwise it keeps the scores:
+// GEMM, softmax, GEMM, the seed's scratch figures.
+bool attention_runs_fused(const AttentionPlan& plan);
 
 // The heads scaled_dot_product_attention processes at once, given one head's score bytes.
 int64_t attention_head_group(int64_t heads, int64_t head_bytes);

@@ -561,6 +561,7 @@ Result<std::unique_ptr<Method::Impl>> load_method_impl(std::shared_ptr<Program::
   impl->program = std::move(state);
   impl->meta = runtime_detail::build_method_meta(impl->program->file, method);
   PLANRT_RETURN_IF_ERROR(Loader(*impl, method, options).load());
+  impl->find_inputs_read_only_by_device_copies();
   return impl;
 }
 

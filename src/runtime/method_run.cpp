@@ -1,5 +1,6 @@
 // Running a loaded method: bind dims from the inputs, compute every value's shape, copy the
 // inputs in, run the steps in order, copy the outputs out.
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -61,6 +62,23 @@ Status run_copy(const Step& step, const TensorView& src, const TensorView& dst, 
 }
 
 }  // namespace
+
+void Method::Impl::find_inputs_read_only_by_device_copies() {
+  input_read_by_copies_only.assign(inputs.size(), false);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const uint32_t id = inputs[i];
+    if (std::find(outputs.begin(), outputs.end(), id) != outputs.end()) continue;
+    bool read = false;
+    bool only_copies = true;
+    for (const Step& s : steps) {
+      if (std::find(s.inputs.begin(), s.inputs.end(), id) == s.inputs.end()) continue;
+      read = true;
+      only_copies = only_copies && s.kind == fb::InstructionKind::Copy &&
+                    s.copy == CopyKind::HostToDevice;
+    }
+    input_read_by_copies_only[i] = read && only_copies;
+  }
+}
 
 MethodStream::~MethodStream() {
   if (handle_ == nullptr) return;
@@ -134,11 +152,25 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
   }
   for (size_t i = 0; i < args.size(); ++i) {
     size_t n = args[i].nbytes();
-    if (n != 0) std::memcpy(values[inputs[i]].data, args[i].data, n);
+    if (n != 0 && !input_read_by_copies_only[i]) {
+      std::memcpy(values[inputs[i]].data, args[i].data, n);
+    }
   }
+  // A host-to-device copy's source may be reused once the call returns (DeviceAllocator),
+  // so the caller's memory serves as the source for this run and is not read after it.
+  auto source_of = [&](uint32_t id) {
+    TensorView v = view_of(id);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i] == id && input_read_by_copies_only[i]) v.data = args[i].data;
+    }
+    return v;
+  };
   for (size_t k = 0; k < steps.size(); ++k) {
     Step& s = steps[k];
-    for (size_t i = 0; i < s.inputs.size(); ++i) s.in_views[i] = view_of(s.inputs[i]);
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      s.in_views[i] = s.kind == fb::InstructionKind::Copy ? source_of(s.inputs[i])
+                                                          : view_of(s.inputs[i]);
+    }
     for (size_t i = 0; i < s.outputs.size(); ++i) s.out_views[i] = view_of(s.outputs[i]);
     // Host work reads what device work wrote: wait for it first. A copy between devices
     // waits for the source device's stream.

@@ -91,6 +91,10 @@ TEST(ShapeInference, SdpaChecksEveryOperand) {
             std::string::npos);
   EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32(q), f32(q)}, {{"causal", int64_t{1}}})).find("'causal' must be true or false"),
             std::string::npos);
+  EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32(q), f32(q)}, {{"fused", std::string("yes")}})).find("'fused' must be true or false"),
+            std::string::npos);
+  EXPECT_EQ(out_shape(infer("scaled_dot_product_attention", {f32(q), f32(q), f32(q)}, {{"fused", false}})),
+            "[1, 2, S, 8]");
 }
 
 TEST(ShapeInference, OpWithoutRuleIsReportedNotGuessed) {

@@ -127,6 +127,29 @@ TEST(Transformer, PerBlockFfnWidths) {
   EXPECT_EQ(model.graph().find_constant("blocks.0.mlp.fc2.weight")->shape, (std::vector<int64_t>{64, 32}));
 }
 
+// fused_attention = false marks every attention node fused=false (the score-keeping CUDA
+// path); the default leaves the attribute out (fused where the kernel can).
+TEST(Transformer, UnfusedAttentionMarksEveryAttentionNode) {
+  for (bool fused : {true, false}) {
+    TransformerOptions o = small(2);
+    o.fused_attention = fused;
+    ASSERT_OK_AND_ASSIGN(Model model, make_transformer(o));
+    int attention_nodes = 0;
+    for (const ir::Node& n : model.graph().methods.at(0).nodes) {
+      if (n.op != "scaled_dot_product_attention") continue;
+      ++attention_nodes;
+      auto it = n.attrs.find("fused");
+      if (fused) {
+        EXPECT_EQ(it, n.attrs.end());
+      } else {
+        ASSERT_NE(it, n.attrs.end());
+        EXPECT_EQ(std::get<bool>(it->second), false);
+      }
+    }
+    EXPECT_EQ(attention_nodes, 2);
+  }
+}
+
 TEST(Transformer, NoReusePlanArenaIsTheSumOfTensorSizes) {
   ASSERT_OK_AND_ASSIGN(Model model, make_transformer(small(2)));
   BuildOptions opts;

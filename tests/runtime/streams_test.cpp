@@ -77,6 +77,37 @@ TEST(MethodStreams, DeviceMethodRunsOnOneStreamAndWaitsOncePerRun) {
   EXPECT_EQ(backend->counts().finishes, 3);
 }
 
+// An input that only a device copy reads goes to the device from the caller's memory; one
+// that a host kernel reads too is copied into its planned buffer first. Both give the
+// same numbers, run after run with different inputs. (x 0, y 1, x_dev 2, y_dev 3.)
+TEST(MethodStreams, InputsReachTheDeviceWhetherOrNotAHostKernelReadsThem) {
+  ScopedTestAllocator cuda;
+  ScopedTestBackend backend("cuda", &cuda.allocator());
+  for (bool host_reads_x : {false, true}) {
+    SCOPED_TRACE(host_reads_x ? "x read by a host kernel too" : "x read by the copy only");
+    fixtures::FixtureProgram f = device_program();
+    if (host_reads_x) {
+      auto add = instruction(fb::InstructionKind::Kernel, {1, 0}, {1});
+      add->op = "add";
+      f.program.methods[0]->instructions.push_back(std::move(add));
+    }
+    Program p = load_fixture(std::move(f));
+    Result<Method> m = p.load_method("forward");
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    for (int64_t s : {5, 2, 9}) {
+      std::vector<float> x = make_x(s);
+      std::vector<float> want = fixtures::relu_add_reference(x, kFeatures);
+      if (host_reads_x) {
+        for (size_t i = 0; i < want.size(); ++i) want[i] += x[i];
+      }
+      TensorView in = view_of(x, {s, kFeatures});
+      Result<std::vector<Tensor>> out = m->execute({&in, 1});
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      EXPECT_EQ(floats((*out)[0]), want) << "S=" << s;
+    }
+  }
+}
+
 TEST(MethodStreams, HostStepBetweenDeviceStepsWaitsForTheDevice) {
   ScopedTestAllocator cuda;
   ScopedTestBackend backend("cuda", &cuda.allocator());

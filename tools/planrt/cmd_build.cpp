@@ -71,6 +71,7 @@ int run_build(const BuildArgs& args) {
     }
     t.weights = args.weights;
     t.partition = args.partition;
+    t.fused_attention = args.attention == "fused";
     if (!args.device.empty()) t.device = args.device;
     t.progress = progress;
     // Options that cannot work together (a cuda partition on --device cpu) are flag

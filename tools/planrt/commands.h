@@ -35,6 +35,7 @@ struct BuildArgs {
   bool no_reuse = false;
   bool external_weights = false;
   bool shared_scratch = false;
+  std::string attention = "fused";  // template: fused | unfused
   std::string save_model;  // also write the model as JSON (+ .safetensors weights) here
   std::string output;
 };

@@ -45,6 +45,10 @@ int run_cli(int argc, char** argv) {
   build_cmd->add_option("--device", build.device,
                         "Template: where delegate segments run, cpu or cuda:N (default cuda:0); "
                         "engines run on either, cuda segments need cuda:N");
+  build_cmd->add_option("--attention", build.attention,
+                        "Template: fused (one-pass CUDA attention, no [S, S] scores; the "
+                        "default) or unfused (scores kept: GEMM, softmax, GEMM)")
+      ->check(CLI::IsMember({"fused", "unfused"}));
   build_cmd->add_flag("--no-reuse", build.no_reuse, "Plan without reusing memory (debugging)");
   build_cmd->add_flag("--external-weights", build.external_weights,
                       "Write weights to OUT.safetensors beside the program instead of inside it");

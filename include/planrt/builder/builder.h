@@ -108,6 +108,10 @@ struct TransformerOptions {
   // engine-cuda-interleaved) need a CUDA device: InvalidArgument otherwise. Unused by
   // partition "cpu" (but still checked).
   std::string device = "cuda:0";
+  // false: attention keeps its [S, S] scores (GEMM, softmax, GEMM: the attribute
+  // fused=false on every scaled_dot_product_attention), as the seed's scratch figures
+  // assume; true: the CUDA kernel runs in one pass where it can (head dim 64).
+  bool fused_attention = true;
   WeightProgressFn progress;
 };
 Result<Model> make_transformer(const TransformerOptions& options);

@@ -82,7 +82,9 @@ class Method {
   bool shares_memory_arenas() const;
 
   // Binds dims, copies `inputs` (contiguous host views, in the method's input order) in,
-  // runs every instruction and returns the outputs as owned tensors.
+  // runs every instruction and returns the outputs as owned tensors. An input that only a
+  // copy to a device reads goes to the device straight from `inputs` (no host copy first);
+  // either way `inputs` are read during the call only.
   Result<std::vector<Tensor>> execute(std::span<const TensorView> inputs);
 
   // The loop the CLI times: everything execute() does except copying the outputs out.

@@ -21,7 +21,8 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
-  const auto [heads, sq, sk, d, dv, causal, scale] = plan;
+  // `fused` concerns the CUDA kernel only: this one works a head at a time either way.
+  const auto [heads, sq, sk, d, dv, causal, scale, fused] = plan;
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, sq, sk, d));
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, sq, dv, sk));
 

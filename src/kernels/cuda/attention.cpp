@@ -1,7 +1,9 @@
-// scaled_dot_product_attention, f32: scores = scale * q @ k^T (strided-batched GEMM over
-// the heads), softmax of each score row with the optional causal mask (one kernel, in
-// place), then scores @ v (strided-batched GEMM). Scores live in temporary memory, at most
-// kScoreBudget bytes at a time: heads are processed in groups that fit (one head at least).
+// scaled_dot_product_attention, f32. Fused (attention_runs_fused: the default for head dim
+// 64): one kernel, online softmax, no scores in memory (attention_kernels.cu). Otherwise:
+// scores = scale * q @ k^T (strided-batched GEMM over the heads), softmax of each score row
+// with the optional causal mask (one kernel, in place), then scores @ v (strided-batched
+// GEMM). Those scores live in temporary memory, at most kScoreBudget bytes at a time: heads
+// are processed in groups that fit (one head at least).
 #include <algorithm>
 #include <limits>
 
@@ -22,7 +24,7 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
-  const auto [heads, sq, sk, d, dv, causal, scale] = plan;
+  const auto [heads, sq, sk, d, dv, causal, scale, fused] = plan;
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, sk, d));
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, dv, sk));
 
@@ -31,6 +33,14 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   if (sk == 0) {  // softmax over no keys weighs nothing: the weighted sum is empty
     return cuda_status(op, "cudaMemsetAsync",
                        cudaMemsetAsync(out, 0, outputs[0].nbytes(), ctx.stream));
+  }
+  const float* pq = inputs[0].data_as<const float>();
+  const float* pk = inputs[1].data_as<const float>();
+  const float* pv = inputs[2].data_as<const float>();
+  if (attention_runs_fused(plan)) {  // as cuda_workspace_bytes says: no temporary memory
+    return cuda_status(op, "kernel launch",
+                       launch::fused_attention(pq, pk, pv, out, heads, sq, sk,
+                                               static_cast<float>(scale), causal, ctx.stream));
   }
   if (sq > std::numeric_limits<int64_t>::max() / int64_t{sizeof(float)} / sk) {
     return make_error(ErrorCode::OutOfMemory, "{}: a score matrix of {} x {} floats overflows", op,
@@ -41,9 +51,6 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   TempBuffer scores(ctx);
   PLANRT_RETURN_IF_ERROR(scores.allocate(op, static_cast<size_t>(group * head_bytes)));
   auto* s = static_cast<float*>(scores.get());
-  const float* pq = inputs[0].data_as<const float>();
-  const float* pk = inputs[1].data_as<const float>();
-  const float* pv = inputs[2].data_as<const float>();
   for (int64_t h = 0; h < heads; h += group) {
     const int64_t count = std::min(group, heads - h);
     PLANRT_RETURN_IF_ERROR(gemm_strided(op, ctx, BLayout::NK, sq, sk, d,

@@ -47,6 +47,13 @@ cudaError_t softmax_rows(const float* x, float* y, int64_t rows, int64_t n,
 cudaError_t softmax_strided(const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
                             cudaStream_t stream);
 
+// One-pass attention for head dim 64 (d == dv == 64): q [heads, sq, 64], k and v
+// [heads, sk, 64], out [heads, sq, 64], all contiguous; sk > 0. Online softmax, no score
+// matrix, no temporary memory (attention_kernels.cu).
+cudaError_t fused_attention(const float* q, const float* k, const float* v, float* out,
+                            int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
+                            cudaStream_t stream);
+
 // y[r, :] = row[:] for r < rows (the bias of linear before a beta = 1 GEMM).
 cudaError_t fill_rows(const float* row, float* y, int64_t rows, int64_t n, cudaStream_t stream);
 

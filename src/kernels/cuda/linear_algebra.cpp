@@ -3,6 +3,7 @@
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemm_lt.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
 #include "kernels/workspace.h"
@@ -22,7 +23,14 @@ Status linear(const CudaKernelContext& ctx, const OpAttrs&, std::span<const Tens
 
   const TensorView bias = inputs.size() > 2 ? inputs[2] : TensorView::none();
   float* y = outputs[0].data_as<float>();
-  // As on the CPU: the bias goes in first and the GEMM accumulates onto it (beta = 1).
+  if (!bias.is_none()) {  // one cuBLASLt call with the bias in its epilogue, where it applies
+    PLANRT_ASSIGN_OR_RETURN(bool done, gemm_bias_nk(op, ctx, m, n, k,
+                                                    inputs[0].data_as<const float>(),
+                                                    inputs[1].data_as<const float>(),
+                                                    bias.data_as<const float>(), y));
+    if (done) return {};
+  }
+  // Else, as on the CPU: the bias goes in first and the GEMM accumulates onto it (beta = 1).
   if (!bias.is_none()) {
     PLANRT_RETURN_IF_ERROR(cuda_status(
         op, "kernel launch",

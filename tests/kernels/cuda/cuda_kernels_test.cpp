@@ -193,6 +193,76 @@ TEST(CudaKernels, AttentionMatchesTheCpuCausalAndNot) {
               {1, 2, 3, 5});
 }
 
+// Head dim 64 takes the fused kernel (one pass, online softmax): row and key counts around
+// its 64-row tiles, more keys than queries and fewer, causal and not, and fused=false (the
+// unfused path) on the same inputs.
+TEST(CudaKernels, FusedAttentionMatchesTheCpuAndTheUnfusedPath) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  struct Case {
+    int64_t heads, sq, sk;
+  };
+  uint32_t seed = 401;
+  for (const Case& c : {Case{1, 1, 1}, Case{2, 64, 64}, Case{3, 65, 130}, Case{1, 130, 65},
+                        Case{2, 200, 333}, Case{1, 5, 1000}, Case{8, 512, 512}}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("heads {} Sq {} Sk {} causal {}", c.heads, c.sq, c.sk, causal));
+      HostTensor q = rnd({1, c.heads, c.sq, 64}, seed++, -2.0f, 2.0f);
+      HostTensor k = rnd({1, c.heads, c.sk, 64}, seed++, -2.0f, 2.0f);
+      HostTensor v = rnd({1, c.heads, c.sk, 64}, seed++);
+      const Shape out{1, c.heads, c.sq, 64};
+      ExpectAgree(r, "scaled_dot_product_attention", attrs_of({{"causal", causal}}), {q, k, v},
+                  DType::F32, out);
+      ExpectAgree(r, "scaled_dot_product_attention",
+                  attrs_of({{"causal", causal}, {"fused", false}}), {q, k, v}, DType::F32, out);
+    }
+  }
+}
+
+// Runs `op` on operands placed one float off 16-byte alignment and checks the result
+// against the CPU kernel: the vectorized kernels (fused attention, cuBLASLt's bias
+// epilogue) take their fallback paths there.
+void ExpectAgreeOffAlignment(CudaRunner& r, std::string_view op, const OpAttrs& attrs,
+                             const std::vector<HostTensor>& inputs, const Shape& out_shape) {
+  testing::Comparison ref = r.compare(op, attrs, inputs, DType::F32, out_shape);
+  ASSERT_TRUE(ref.cpu.ok()) << ref.cpu.to_string();
+  std::vector<TensorView> in;
+  for (const HostTensor& t : inputs) in.push_back(r.upload(t, sizeof(float)));
+  std::vector<TensorView> out{r.device_output(DType::F32, out_shape, sizeof(float))};
+  Result<CudaKernelFn> kernel = find_cuda_kernel(op);
+  ASSERT_TRUE(kernel.ok());
+  ASSERT_TRUE((*kernel)(r.ctx(), attrs, in, out).ok());
+  ASSERT_TRUE(r.synchronize().ok());
+  EXPECT_LE(testing::relative_error(r.download(out[0]), ref.cpu_out), kTolerance);
+}
+
+TEST(CudaKernels, FusedAttentionOnOperandsOffAlignment) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  const Shape shape{1, 2, 97, 64};
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(fmt::format("causal {}", causal));
+    ExpectAgreeOffAlignment(r, "scaled_dot_product_attention", attrs_of({{"causal", causal}}),
+                            {rnd(shape, 421, -2.0f, 2.0f), rnd(shape, 422, -2.0f, 2.0f),
+                             rnd(shape, 423)},
+                            shape);
+  }
+}
+
+TEST(CudaKernels, LinearWithBiasOnOperandsOffAlignment) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  ExpectAgreeOffAlignment(r, "linear", {}, {rnd({33, 40}, 431), rnd({24, 40}, 432), rnd({24}, 433)},
+                          {33, 24});
+}
+
+TEST(CudaKernels, ElementwiseOnOperandsOffAlignment) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  ExpectAgreeOffAlignment(r, "add", {}, {rnd({1001}, 441), rnd({1001}, 442)}, {1001});
+  ExpectAgreeOffAlignment(r, "gelu", {}, {rnd({3, 333}, 443, -6.0f, 6.0f)}, {3, 333});
+}
+
 TEST(CudaKernels, EmbeddingGathersRowsForI32AndI64Ids) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;
@@ -225,6 +295,35 @@ TEST(CudaKernels, EmbeddingRecordsTheFirstBadIdAndReadsNothingOutside) {
     EXPECT_EQ(c.cuda_out.f()[4 * 4 + col], 0.0f);
     EXPECT_EQ(c.cuda_out.f()[0 * 4 + col],
               table.f()[static_cast<int32_t*>(ids.data())[0] * 4 + col]);
+  }
+}
+
+// A permute that keeps the innermost dim in place moves 16-byte runs when the rows allow
+// it (the head split and merge of attention); rows that do not (odd widths, operands off
+// alignment) take the element-wise path. Both must agree with the CPU, for every size.
+TEST(CudaKernels, PermuteKeepingTheInnermostDimMatchesTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 141;
+  const OpAttrs swap = attrs_of({{"dims", std::vector<int64_t>{0, 2, 1, 3}}});
+  for (DType dt : {DType::F32, DType::F16, DType::I64, DType::BF16}) {
+    for (int64_t width : {64, 8, 6, 3}) {
+      SCOPED_TRACE(fmt::format("{} width {}", dtype_name(dt), width));
+      HostTensor x = HostTensor::random({2, 37, 5, width}, seed++, -1.0f, 1.0f, dt);
+      ExpectAgree(r, "permute", swap, {x}, dt, {2, 5, 37, width});
+      // One element off 16-byte alignment (elements themselves stay aligned).
+      const size_t offset = element_size(dt);
+      TensorView off = r.upload(x, offset);
+      TensorView out = r.device_output(dt, {2, 5, 37, width}, offset);
+      Result<CudaKernelFn> permute = find_cuda_kernel("permute");
+      ASSERT_TRUE(permute.ok());
+      std::vector<TensorView> in{off};
+      std::vector<TensorView> o{out};
+      ASSERT_TRUE((*permute)(r.ctx(), swap, in, o).ok());
+      ASSERT_TRUE(r.synchronize().ok());
+      testing::Comparison ref = r.compare("permute", swap, {x}, dt, {2, 5, 37, width});
+      EXPECT_TRUE(testing::same_bytes(r.download(out), ref.cpu_out));
+    }
   }
 }
 

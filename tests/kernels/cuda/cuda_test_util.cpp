@@ -116,10 +116,10 @@ CudaRunner::~CudaRunner() {
   }
 }
 
-TensorView CudaRunner::upload(const HostTensor& t) {
+TensorView CudaRunner::upload(const HostTensor& t, size_t offset_bytes) {
   if (t.is_none()) return TensorView::none();
-  buffers_.emplace_back(t.nbytes());
-  void* p = buffers_.back().get();
+  buffers_.emplace_back(t.nbytes() + offset_bytes);
+  void* p = static_cast<char*>(buffers_.back().get()) + offset_bytes;
   EXPECT_EQ(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
   // cudaMemcpy from pageable memory may return before its DMA lands, and kernels run on a
   // non-blocking stream that does not wait for the legacy stream: without this, an
@@ -131,10 +131,10 @@ TensorView CudaRunner::upload(const HostTensor& t) {
   return TensorView::contiguous(p, t.dtype(), t.shape(), Device::cuda(device));
 }
 
-TensorView CudaRunner::device_output(DType dtype, const Shape& shape) {
+TensorView CudaRunner::device_output(DType dtype, const Shape& shape, size_t offset_bytes) {
   HostTensor fill(dtype, shape);
   std::memset(fill.data(), 0xff, fill.nbytes());
-  return upload(fill);
+  return upload(fill, offset_bytes);
 }
 
 HostTensor CudaRunner::download(const TensorView& v) {

@@ -84,10 +84,12 @@ class CudaRunner {
   cudaStream_t stream() const { return stream_; }
 
   // A device copy of `t` (none stays none); the memory lives as long as the runner.
-  TensorView upload(const HostTensor& t);
+  // offset_bytes > 0 places it that far into its allocation (e.g. 4: off 16-byte
+  // alignment, which kernels with vectorized paths must handle too).
+  TensorView upload(const HostTensor& t, size_t offset_bytes = 0);
   // A device output of `dtype`/`shape` filled with 0xff bytes (NaN for f32), so an
   // element the kernel leaves unwritten never matches.
-  TensorView device_output(DType dtype, const Shape& shape);
+  TensorView device_output(DType dtype, const Shape& shape, size_t offset_bytes = 0);
   HostTensor download(const TensorView& v);
   Status synchronize();
   CudaDeviceError device_errors();  // a host copy of ctx().device_errors

@@ -1,0 +1,280 @@
+// Device code of fused attention: softmax(scale * q k^T [causal mask]) v in one pass over the
+// keys, with an online softmax, so no [sq, sk] score matrix ever exists in memory (the
+// unfused path in attention.cpp keeps one per group of heads). f32 throughout, FFMA only
+// (no TF32), for head dim 64 (d == dv == 64, the common case; others take the unfused path).
+//
+// Work split: one block of 128 threads per 64 query rows of one head. Keys and values come
+// through shared memory 64 rows at a time, double-buffered with cp.async so the next tile
+// loads while this one computes. Thread (ty, tx), ty in 0..15 and tx in 0..7, owns query
+// rows ty*4..ty*4+3 and, of each 64-key tile, keys tx + 8j (j < 8): strided keys keep the
+// eight threads of a row on eight different shared-memory banks. Per tile a thread computes
+// its 4 x 8 scores, folds them into the running max m and sum l of its rows (the max is
+// shared by the eight threads of a row through warp shuffles; l stays per thread until the
+// end), writes the probabilities to shared memory transposed, and accumulates its 4 x 8
+// slice of the output (columns tx*4..+3 and 32+tx*4..+3) from them and the value tile.
+// Exponentials are base 2 with log2(e) folded into the scale.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda/launch.h"
+
+namespace planrt::kernels::cuda::launch {
+namespace {
+
+constexpr int kHeadDim = 64;
+constexpr int kRows = 64;     // query rows per block
+constexpr int kKeys = 64;     // keys per tile
+constexpr int kThreads = 128;
+constexpr int kPitch = kHeadDim + 4;  // padded rows of Q, K and P: conflict-free strided reads
+constexpr int kMaxGridY = 65535;
+
+constexpr size_t kQFloats = size_t{kRows} * kPitch;
+constexpr size_t kKFloats = size_t{kKeys} * kPitch;      // one stage
+constexpr size_t kVFloats = size_t{kKeys} * kHeadDim;    // one stage
+constexpr size_t kPFloats = size_t{kKeys} * kPitch;      // P transposed: [key][row]
+constexpr size_t kSharedBytes = (kQFloats + 2 * kKFloats + 2 * kVFloats + kPFloats) * sizeof(float);
+
+// Copies `bytes` (4 or 16) from global to shared memory asynchronously; fills zeros instead
+// when !valid (rows past the end of q, k or v).
+template <int Bytes>
+__device__ __forceinline__ void copy_async(float* dst, const float* src, bool valid) {
+  const unsigned dst_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const int src_bytes = valid ? Bytes : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst_addr), "l"(src),
+               "n"(Bytes), "r"(src_bytes));
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int Pending>
+__device__ __forceinline__ void wait_copies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+// Rows [first, first + 64) of a [rows, 64] matrix into shared memory of row pitch `pitch`;
+// rows at or past `rows` read as zeros. Vec: 16-byte copies (every row start is 16-byte
+// aligned), else 4-byte ones.
+template <bool Vec>
+__device__ __forceinline__ void load_tile(float* dst, int pitch, const float* src, int64_t first,
+                                          int64_t rows) {
+  constexpr int kUnit = Vec ? 4 : 1;                      // floats per copy
+  constexpr int kUnitsPerRow = kHeadDim / kUnit;
+  constexpr int kPerThread = kRows * kUnitsPerRow / kThreads;
+#pragma unroll
+  for (int u = 0; u < kPerThread; ++u) {
+    const int unit = threadIdx.x + u * kThreads;
+    const int row = unit / kUnitsPerRow;
+    const int col = (unit % kUnitsPerRow) * kUnit;
+    const bool valid = first + row < rows;
+    const float* from = valid ? src + (first + row) * kHeadDim + col : src;
+    copy_async<kUnit * 4>(dst + row * pitch + col, from, valid);
+  }
+}
+
+template <bool Causal, bool Vec>
+__global__ void __launch_bounds__(kThreads, 2)
+    fused_attention_d64_kernel(const float* q, const float* k, const float* v, float* out,
+                               int64_t heads, int64_t sq, int64_t sk, float scale_log2) {
+  extern __shared__ float4 shared4[];
+  float* shared = reinterpret_cast<float*>(shared4);
+  float* q_s = shared;
+  float* k_s = q_s + kQFloats;        // [2][64][kPitch]
+  float* v_s = k_s + 2 * kKFloats;    // [2][64][64]
+  float* p_s = v_s + 2 * kVFloats;    // [64 keys][kPitch]
+  const int tx = threadIdx.x & 7;
+  const int ty = threadIdx.x >> 3;
+  const int64_t q0 = int64_t{blockIdx.x} * kRows;
+
+  // Keys a block needs: all, or under the causal mask those up to its last query row.
+  int64_t key_end = sk;
+  if (Causal) key_end = min(sk, min(q0 + kRows, sq));
+  const int tiles = static_cast<int>((key_end + kKeys - 1) / kKeys);
+
+  for (int64_t head = blockIdx.y; head < heads; head += gridDim.y) {
+    const float* qh = q + head * sq * kHeadDim;
+    const float* kh = k + head * sk * kHeadDim;
+    const float* vh = v + head * sk * kHeadDim;
+    float* oh = out + head * sq * kHeadDim;
+
+    load_tile<Vec>(q_s, kPitch, qh, q0, sq);
+    load_tile<Vec>(k_s, kPitch, kh, 0, sk);
+    load_tile<Vec>(v_s, kHeadDim, vh, 0, sk);
+    commit_copies();
+
+    float o[4][8];
+    float m[4];
+    float l[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      m[i] = -INFINITY;
+      l[i] = 0.0f;
+#pragma unroll
+      for (int c = 0; c < 8; ++c) o[i][c] = 0.0f;
+    }
+
+    for (int t = 0; t < tiles; ++t) {
+      const int stage = t & 1;
+      if (t + 1 < tiles) {  // the next tile's stage was last read before the previous barrier
+        load_tile<Vec>(k_s + (stage ^ 1) * kKFloats, kPitch, kh, int64_t{t + 1} * kKeys, sk);
+        load_tile<Vec>(v_s + (stage ^ 1) * kVFloats, kHeadDim, vh, int64_t{t + 1} * kKeys, sk);
+        commit_copies();
+        wait_copies<1>();
+      } else {
+        wait_copies<0>();
+      }
+      __syncthreads();
+
+      // Scores: s[i][j] = q[row i] . k[key j].
+      const float* kt = k_s + stage * kKFloats;
+      float s[4][8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) s[i][j] = 0.0f;
+      }
+#pragma unroll 4
+      for (int d = 0; d < kHeadDim; d += 4) {
+        float4 qa[4];
+        float4 kb[8];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          qa[i] = *reinterpret_cast<const float4*>(q_s + (ty * 4 + i) * kPitch + d);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          kb[j] = *reinterpret_cast<const float4*>(kt + (tx + 8 * j) * kPitch + d);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            s[i][j] = fmaf(qa[i].x, kb[j].x, s[i][j]);
+            s[i][j] = fmaf(qa[i].y, kb[j].y, s[i][j]);
+            s[i][j] = fmaf(qa[i].z, kb[j].z, s[i][j]);
+            s[i][j] = fmaf(qa[i].w, kb[j].w, s[i][j]);
+          }
+        }
+      }
+
+      // Online softmax: mask, new running max per row, rescale what came before.
+      const int64_t key0 = int64_t{t} * kKeys + tx;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int64_t row = q0 + ty * 4 + i;
+        float tile_max = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int64_t key = key0 + 8 * j;
+          const bool masked = key >= sk || (Causal && key > row);
+          s[i][j] = masked ? -INFINITY : s[i][j] * scale_log2;
+          tile_max = fmaxf(tile_max, s[i][j]);
+        }
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 4));
+        const float m_new = fmaxf(m[i], tile_max);
+        // A row with every key so far masked keeps weight 0 instead of exp2(-inf + inf).
+        const bool empty = m_new == -INFINITY;
+        const float alpha = empty ? 1.0f : exp2f(m[i] - m_new);
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          s[i][j] = empty ? 0.0f : exp2f(s[i][j] - m_new);
+          sum += s[i][j];
+        }
+        l[i] = l[i] * alpha + sum;
+        m[i] = m_new;
+#pragma unroll
+        for (int c = 0; c < 8; ++c) o[i][c] *= alpha;
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        *reinterpret_cast<float4*>(p_s + (tx + 8 * j) * kPitch + ty * 4) =
+            make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
+      }
+      __syncthreads();
+
+      // o += p v over the tile's keys.
+      const float* vt = v_s + stage * kVFloats;
+#pragma unroll 8
+      for (int key = 0; key < kKeys; ++key) {
+        const float4 p = *reinterpret_cast<const float4*>(p_s + key * kPitch + ty * 4);
+        const float4 va = *reinterpret_cast<const float4*>(vt + key * kHeadDim + tx * 4);
+        const float4 vb = *reinterpret_cast<const float4*>(vt + key * kHeadDim + 32 + tx * 4);
+        const float pr[4] = {p.x, p.y, p.z, p.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          o[i][0] = fmaf(pr[i], va.x, o[i][0]);
+          o[i][1] = fmaf(pr[i], va.y, o[i][1]);
+          o[i][2] = fmaf(pr[i], va.z, o[i][2]);
+          o[i][3] = fmaf(pr[i], va.w, o[i][3]);
+          o[i][4] = fmaf(pr[i], vb.x, o[i][4]);
+          o[i][5] = fmaf(pr[i], vb.y, o[i][5]);
+          o[i][6] = fmaf(pr[i], vb.z, o[i][6]);
+          o[i][7] = fmaf(pr[i], vb.w, o[i][7]);
+        }
+      }
+      __syncthreads();  // p_s and this stage are free for the next tile
+    }
+
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float total = l[i];
+      total += __shfl_xor_sync(0xffffffffu, total, 1);
+      total += __shfl_xor_sync(0xffffffffu, total, 2);
+      total += __shfl_xor_sync(0xffffffffu, total, 4);
+      const int64_t row = q0 + ty * 4 + i;
+      if (row >= sq) continue;
+      const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+      float* orow = oh + row * kHeadDim;
+      if (Vec) {
+        *reinterpret_cast<float4*>(orow + tx * 4) =
+            make_float4(o[i][0] * inv, o[i][1] * inv, o[i][2] * inv, o[i][3] * inv);
+        *reinterpret_cast<float4*>(orow + 32 + tx * 4) =
+            make_float4(o[i][4] * inv, o[i][5] * inv, o[i][6] * inv, o[i][7] * inv);
+      } else {
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          orow[tx * 4 + c] = o[i][c] * inv;
+          orow[32 + tx * 4 + c] = o[i][4 + c] * inv;
+        }
+      }
+    }
+    __syncthreads();  // q_s and the stages are reloaded for the next head
+  }
+}
+
+template <bool Causal, bool Vec>
+cudaError_t launch_fused(const float* q, const float* k, const float* v, float* out,
+                         int64_t heads, int64_t sq, int64_t sk, float scale_log2,
+                         cudaStream_t stream) {
+  auto kernel = fused_attention_d64_kernel<Causal, Vec>;
+  // Above the 48 KiB default: allowed per function (cheap; repeated calls are no-ops).
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kSharedBytes));
+  if (err != cudaSuccess) return err;
+  const dim3 grid(static_cast<unsigned>((sq + kRows - 1) / kRows),
+                  static_cast<unsigned>(heads < kMaxGridY ? heads : kMaxGridY));
+  kernel<<<grid, kThreads, kSharedBytes, stream>>>(q, k, v, out, heads, sq, sk, scale_log2);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t fused_attention(const float* q, const float* k, const float* v, float* out,
+                            int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
+                            cudaStream_t stream) {
+  if (heads == 0 || sq == 0) return cudaSuccess;
+  const float scale_log2 = scale * 1.4426950408889634f;  // exp(x) = exp2(x * log2(e))
+  const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
+                     reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(out)) &
+                    15u) == 0;
+  if (causal) {
+    return vec ? launch_fused<true, true>(q, k, v, out, heads, sq, sk, scale_log2, stream)
+               : launch_fused<true, false>(q, k, v, out, heads, sq, sk, scale_log2, stream);
+  }
+  return vec ? launch_fused<false, true>(q, k, v, out, heads, sq, sk, scale_log2, stream)
+             : launch_fused<false, false>(q, k, v, out, heads, sq, sk, scale_log2, stream);
+}
+
+}  // namespace planrt::kernels::cuda::launch
