@@ -5,8 +5,11 @@
 # model to bench/results/compare.jsonl: relative error of the output, device memory above
 # weights on both sides, latency medians and p90s.
 #
-#   PLANRT=build/release/tools/planrt bench/compare.sh [MODEL_SPEC ...]
-# MODEL_SPEC: LAYERS:SEQ:PARTITION (default list below). Run on a GPU machine with torch.
+#   bench/compare.sh [MODEL_SPEC ...]     # then: python3 bench/report_compare.py
+# MODEL_SPEC: LAYERS:SEQ:PARTITION (default: the list of issue 5 below). Run on a GPU machine
+# with torch, from a clean checkout: without PLANRT it installs the Debian packages
+# (scripts/deps.sh), builds build/release with CUDA and uses its CLI; PLANRT=path/to/planrt
+# uses a CLI built elsewhere. It first measures the ceilings of the floors (bench/floors.py).
 # Latency, like for like: both sides host to host (copy in + forward + copy out, host clock:
 # `planrt run`'s Method::run, and the same loop in torch_reference.py); PyTorch's forward
 # alone (CUDA events, input on the device) is recorded too. Memory, like for like: the
@@ -27,7 +30,13 @@ if [ ${#specs[@]} -eq 0 ]; then
     done
   done
 fi
-mkdir -p "$work"
+if [ -z "${PLANRT:-}" ]; then
+  ./scripts/deps.sh
+  cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DPLANRT_CUDA=ON > /dev/null
+  cmake --build build/release -j "$(nproc)" --target planrt_cli > /dev/null
+fi
+mkdir -p "$work" "$(dirname "$results")"
+python3 bench/floors.py >> "$results"
 for spec in "${specs[@]}"; do
   IFS=: read -r layers seq partition <<< "$spec"
   name="t${layers}_s${seq}_${partition}"

@@ -12,8 +12,12 @@ import json
 MIB = 1024.0 * 1024.0
 
 
+# The template bench/compare.sh builds: d_model 512, 8 heads, FFN 2048, f32.
+D_MODEL, FFN, BYTES_PER_VALUE = 512, 2048, 4
+
+
 def load(path):
-    rows = {}
+    rows, floors = {}, None
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -21,16 +25,38 @@ def load(path):
                 continue
             r = json.loads(line)
             if r.get("bench") == "compare":
-                rows[r["model"]] = r  # the latest line of each model wins
-    return sorted(rows.values(), key=lambda r: (r["seq"], r["layers"], r["partition"]))
+                rows[(r["model"], r.get("dtype", "f32"))] = r  # the latest line of each wins
+            elif r.get("bench") == "floors":
+                floors = r
+    return sorted(rows.values(), key=lambda r: (r["seq"], r["layers"], r["partition"])), floors
 
 
-def table(rows):
+def floor_ms(r, floors):
+    """Host-to-host floor: FLOPs over the matrix rate or compulsory bytes (weights once,
+    input and output) over the copy bandwidth, whichever is larger, plus the two pageable
+    copies; None without measured ceilings."""
+    if floors is None or str(r["seq"]) not in floors["pageable_copies"]:
+        return None
+    s, d, layers = r["seq"], D_MODEL, r["layers"]
+    flops = layers * (8 * s * d * d + 4 * s * d * FFN + 4 * s * s * d)
+    weight_values = layers * (4 * d * d + 2 * d * FFN + 4 * d + d + FFN + 4 * d)
+    moved = BYTES_PER_VALUE * (weight_values + 2 * s * d)
+    forward = max(flops / (floors["f32_matrix_tflops"] * 1e12),
+                  moved / (floors["copy_bandwidth_gbps"] * 1e9)) * 1e3
+    copies = floors["pageable_copies"][str(s)]
+    return forward + copies["host_to_device_ms"] + copies["device_to_host_ms"]
+
+
+def table(rows, floors):
     out = ["| model | partition | rel. error | PyTorch host-to-host ms (median / p90) | planrt host-to-host ms (median / p90) | "
-           "planrt/PyTorch | PyTorch forward ms (CUDA events) | device used above weights: PyTorch / planrt | PyTorch allocator peak above weights |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "planrt/PyTorch | PyTorch forward ms (CUDA events) | device used above weights: PyTorch / planrt | PyTorch allocator peak above weights | "
+           "floor ms: PyTorch / planrt at x floor |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         th = r.get("torch_host_to_host_median_ms")
+        floor = floor_ms(r, floors)
+        floor_cell = (f"{floor:.3f}: {th / floor:.1f}x / {r['planrt_median_ms'] / floor:.1f}x |"
+                      if floor and th else "- |")
         out.append(
             f"| {r['layers']} blocks, S={r['seq']} | {r['partition']} | {r['rel_error']:.1e} | "
             + (f"{th:.3f} / {r['torch_host_to_host_p90_ms']:.3f} | " if th else "- | ")
@@ -39,12 +65,21 @@ def table(rows):
             + f"{r['torch_median_ms']:.3f} | "
             + (f"{r['torch_device_used_above_weights_bytes'] / MIB:.1f} / " if 'torch_device_used_above_weights_bytes' in r else "- / ")
             + f"{r['planrt_device_used_above_weights_bytes'] / MIB:.1f} MiB | "
-            + f"{r['torch_max_allocated_above_weights_bytes'] / MIB:.1f} MiB |")
+            + f"{r['torch_max_allocated_above_weights_bytes'] / MIB:.1f} MiB | "
+            + floor_cell)
     commits = sorted({r["commit"] for r in rows})
     devices = sorted({str(r.get("device")) for r in rows})
     out.append("")
     out.append(f"Commit(s) {', '.join(commits)}; device {', '.join(devices)}; "
                f"{rows[0]['iterations'] if rows else 0} timed runs per side after warm-up.")
+    if floors:
+        copies = ", ".join(f"S={s}: {c['host_to_device_ms']:.3f} + {c['device_to_host_ms']:.3f} ms"
+                           for s, c in sorted(floors["pageable_copies"].items(), key=lambda i: int(i[0])))
+        out.append("")
+        out.append(f"Floors from ceilings measured on {floors['device']} (bench/floors.py): f32 matrix "
+                   f"rate {floors['f32_matrix_tflops']:.1f} TFLOP/s (SGEMM 8192^3, TF32 off), copy "
+                   f"bandwidth {floors['copy_bandwidth_gbps']:.0f} GB/s, pageable input + output copies "
+                   f"{copies}.")
     return "\n".join(out) + "\n"
 
 
@@ -82,9 +117,9 @@ def main():
     p.add_argument("--table", default="docs/performance_table.md")
     p.add_argument("--svg", default="docs/performance.svg")
     a = p.parse_args()
-    rows = load(a.results)
+    rows, floors = load(a.results)
     with open(a.table, "w") as f:
-        f.write(table(rows))
+        f.write(table(rows, floors))
     with open(a.svg, "w") as f:
         f.write(svg(rows))
     print(f"{len(rows)} models -> {a.table}, {a.svg}")

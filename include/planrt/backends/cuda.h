@@ -33,6 +33,9 @@
 // Options (compile specs of the program/segment, then load-time options for "cuda", a
 // later key wins; a bad value is InvalidArgument naming the key):
 //   "allow_tf32"             "true" | "false" (default false): cuBLAS TF32 math
+//   "fuse_kernels"           "true" | "false" (default true): an add whose result a
+//                            layer_norm reads next runs as one kernel; false runs every op
+//                            as its own kernel (for A/B measurements)
 //   "use_private_pool"       "true" | "false" (default true): false draws the temporaries
 //                            from the device's default pool instead (for A/B measurements)
 //   "pool_release_threshold" bytes or "max" (default max): what the private pool keeps

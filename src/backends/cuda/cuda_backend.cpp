@@ -91,6 +91,7 @@ struct Segment {
   std::vector<GraphStep> steps;
   uint64_t scratch_bytes = 0;
   bool has_planned = false;
+  bool fuse = true;  // option fuse_kernels
 
   cuda::PoolHandle pool;
   std::unique_ptr<PoolTempMemory> temp;
@@ -138,6 +139,7 @@ using backends::parse_bytes_option;
 
 struct SegmentOptions {
   bool allow_tf32 = false;
+  bool fuse_kernels = true;  // fuse_add_layer_norm; false runs every op as its own kernel
   cuda::PoolOptions pool;
 };
 
@@ -150,6 +152,8 @@ Result<SegmentOptions> parse_options(std::span<const BackendOption> compile_spec
     for (const BackendOption& o : list) {
       if (o.key == "allow_tf32") {
         PLANRT_ASSIGN_OR_RETURN(out.allow_tf32, parse_bool_option(o.key, o.value));
+      } else if (o.key == "fuse_kernels") {
+        PLANRT_ASSIGN_OR_RETURN(out.fuse_kernels, parse_bool_option(o.key, o.value));
       } else if (o.key == "use_private_pool") {
         PLANRT_ASSIGN_OR_RETURN(out.pool.use_private_pool, parse_bool_option(o.key, o.value));
       } else if (o.key == "pool_release_threshold") {
@@ -160,8 +164,56 @@ Result<SegmentOptions> parse_options(std::span<const BackendOption> compile_spec
   return out;
 }
 
+bool same_static_or_symbolic_shape(const GraphValue& a, const GraphValue& b) {
+  if (a.dtype != b.dtype || a.shape.size() != b.shape.size()) return false;
+  for (size_t d = 0; d < a.shape.size(); ++d) {
+    if (a.shape[d].dim != b.shape[d].dim || a.shape[d].value != b.shape[d].value) return false;
+  }
+  return true;
+}
+
+// An add whose result a layer_norm reads next becomes one kernel (kernels::cuda::
+// add_layer_norm: a transformer's residual add and the norm after it), saving a pass over
+// the rows. Only when the add does not broadcast and the norm's output is a temporary of
+// this segment: temporaries are allocated before the fused step, so that output never
+// shares memory with the add's inputs, which a planned operand placed after the add could.
+void fuse_add_layer_norm(Segment& seg) {
+  std::vector<GraphStep> steps;
+  for (size_t k = 0; k < seg.steps.size(); ++k) {
+    GraphStep& add = seg.steps[k];
+    if (k + 1 < seg.steps.size() && add.op == "add" && seg.steps[k + 1].op == "layer_norm") {
+      GraphStep& norm = seg.steps[k + 1];
+      const uint32_t sum = add.outputs[0];
+      const uint32_t normed = norm.outputs[0];
+      const GraphValue& out = seg.values[normed];
+      const bool fits =
+          norm.inputs[0] == sum && add.inputs[0] != kNoValue && add.inputs[1] != kNoValue &&
+          seg.values[sum].dtype == DType::F32 &&
+          same_static_or_symbolic_shape(seg.values[add.inputs[0]], seg.values[sum]) &&
+          same_static_or_symbolic_shape(seg.values[add.inputs[1]], seg.values[sum]) &&
+          !out.operand && out.kind == fb::ValueKind::Temporary;
+      if (fits) {
+        GraphStep fused;
+        fused.op = "add_layer_norm";
+        fused.node = add.node + " + " + norm.node;
+        fused.fn = &kernels::cuda::add_layer_norm;
+        fused.attrs = std::move(norm.attrs);
+        fused.inputs = {add.inputs[0], add.inputs[1]};
+        fused.inputs.insert(fused.inputs.end(), norm.inputs.begin() + 1, norm.inputs.end());
+        fused.outputs = {sum, normed};
+        steps.push_back(std::move(fused));
+        ++k;
+        continue;
+      }
+    }
+    steps.push_back(std::move(add));
+  }
+  seg.steps = std::move(steps);
+}
+
 // The blob is checked and parsed by the shared parser (backends/segment_graph.h); what is
-// this backend's own is the kernel of each step and when each Temporary lives.
+// this backend's own is the kernel of each step (fused where it can) and when each
+// Temporary lives.
 Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendInitContext& ctx) {
   PLANRT_ASSIGN_OR_RETURN(SegmentGraph g, parse_segment_graph(blob, ctx));
   seg.scratch_bytes = g.scratch_bytes;
@@ -188,6 +240,7 @@ Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendIni
     step.outputs = std::move(st.outputs);
     seg.steps.push_back(std::move(step));
   }
+  if (seg.fuse) fuse_add_layer_norm(seg);
   const size_t n = seg.values.size();
   // Lifetimes of the Temporaries: allocated before the first step touching them, freed
   // after the last (stream-ordered, so the pool reuses the block for later ones).
@@ -270,6 +323,7 @@ Result<BackendHandle> CudaBackend::init(std::span<const uint8_t> blob,
   seg->dims.assign(context.dims.begin(), context.dims.end());
   Result<SegmentOptions> options = parse_options(compile_specs, context.options);
   if (!options.ok()) return options.status().with_context(fmt::format("segment '{}'", seg->name));
+  seg->fuse = options->fuse_kernels;
   // Everything that needs no device first: a bad graph or an unknown op is reported the
   // same with or without a GPU.
   PLANRT_RETURN_IF_ERROR(parse_graph(*seg, blob, context));

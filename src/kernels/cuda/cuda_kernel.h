@@ -108,6 +108,15 @@ using CudaKernelFn = Status (*)(const CudaKernelContext& ctx, const OpAttrs& att
 // The CUDA implementation of `name`; NotFound for an unknown op.
 Result<CudaKernelFn> find_cuda_kernel(std::string_view name);
 
+// Fused kernels no op of the table names: a backend substitutes one for a sequence of ops
+// it has checked, with the operands of the ops it replaces.
+// add_layer_norm: inputs {a, b, weight?, bias?}, outputs {sum, normed}, attrs those of the
+// layer_norm: sum = a + b (equal shapes, no broadcasting), normed = layer_norm(sum), in one
+// pass over the rows instead of an add kernel and a layer_norm kernel. Each output must be
+// disjoint from every input.
+Status add_layer_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
+                      std::span<const TensorView> inputs, std::span<const TensorView> outputs);
+
 // A host copy of a CudaDeviceError record as a Status: ok when nothing was recorded,
 // otherwise the error the CPU kernel would have returned (OutOfRange for embedding ids).
 Status device_error_status(const CudaDeviceError& host_copy);

@@ -39,6 +39,10 @@ cudaError_t layer_norm(const float* x, const float* w, const float* b, float* y,
                        int64_t n, double eps, cudaStream_t stream);
 cudaError_t rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t n,
                      double eps, cudaStream_t stream);
+// sum = x + residual (same shape), y = layer_norm(sum): one pass over the rows.
+cudaError_t add_layer_norm(const float* x, const float* residual, float* sum, const float* w,
+                           const float* b, float* y, int64_t rows, int64_t n, double eps,
+                           cudaStream_t stream);
 // Softmax of each contiguous row of n (y may equal x). causal_period > 0: row r is query
 // i = r % causal_period and keys j > i are masked (weight 0), PyTorch's top-left is_causal.
 cudaError_t softmax_rows(const float* x, float* y, int64_t rows, int64_t n,

@@ -147,8 +147,11 @@ __device__ T block_reduce(T v, Op op, T* shared) {
 
 // The norms accumulate in double, as the CPU kernel does: a float sum of a row whose mean
 // is large against its spread loses the 1e-5 relative accuracy the tests ask for.
-__global__ void layer_norm_kernel(const float* x, const float* w, const float* b, float* y,
-                                  int64_t rows, int64_t n, double eps) {
+// residual != nullptr: the row normalised is x + residual (an f32 add, as the add kernel),
+// written to `sum` on the way: a residual add and the layer_norm after it in one pass.
+__global__ void layer_norm_kernel(const float* x, const float* residual, float* sum_out,
+                                  const float* w, const float* b, float* y, int64_t rows,
+                                  int64_t n, double eps) {
   __shared__ double shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * n;
@@ -156,7 +159,16 @@ __global__ void layer_norm_kernel(const float* x, const float* w, const float* b
     // Two passes (mean, then the centred squares), as the CPU kernel: no cancellation when
     // the mean is large against the spread.
     double sum = 0.0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += xr[i];
+    if (residual != nullptr) {
+      float* sr = sum_out + r * n;
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        sr[i] = xr[i] + residual[r * n + i];
+        sum += sr[i];
+      }
+      xr = sr;  // each thread reads back only what it wrote
+    } else {
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += xr[i];
+    }
     const double mean = block_reduce(sum, SumOp<double>{}, shared) / static_cast<double>(n);
     double sq = 0.0;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
@@ -321,7 +333,17 @@ cudaError_t unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t 
 cudaError_t layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows,
                        int64_t n, double eps, cudaStream_t stream) {
   if (rows == 0 || n == 0) return cudaSuccess;
-  layer_norm_kernel<<<grid_for_rows(rows), kThreads, 0, stream>>>(x, w, b, y, rows, n, eps);
+  layer_norm_kernel<<<grid_for_rows(rows), kThreads, 0, stream>>>(x, nullptr, nullptr, w, b, y,
+                                                                  rows, n, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t add_layer_norm(const float* x, const float* residual, float* sum, const float* w,
+                           const float* b, float* y, int64_t rows, int64_t n, double eps,
+                           cudaStream_t stream) {
+  if (rows == 0 || n == 0) return cudaSuccess;
+  layer_norm_kernel<<<grid_for_rows(rows), kThreads, 0, stream>>>(x, residual, sum, w, b, y,
+                                                                  rows, n, eps);
   return cudaGetLastError();
 }
 

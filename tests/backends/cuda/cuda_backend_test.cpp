@@ -158,6 +158,32 @@ TEST_F(CudaBackendTest, TransformerPartitionCudaMatchesCpu) {
   }
 }
 
+// fuse_kernels (default true) runs each residual add and the layer_norm after it as one
+// kernel: the same f32 add and the same norm, so every output bit matches the unfused run.
+TEST_F(CudaBackendTest, FusedAddAndLayerNormChangeNoOutputBit) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> gpu = load_model(builder::make_transformer(small_transformer("cuda")));
+  ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
+  LoadMethodOptions unfused;
+  unfused.backend_options["cuda"] = {BackendOption{"fuse_kernels", "false"}};
+  Result<Method> fused = gpu->load_method("forward");
+  Result<Method> plain = gpu->load_method("forward", unfused);
+  ASSERT_TRUE(fused.ok() && plain.ok());
+  for (int64_t s : {1, 33}) {
+    std::vector<float> x = make_input(s * 128, 0.25f);
+    Result<std::vector<float>> a = run(*fused, x, {1, s, 128});
+    Result<std::vector<float>> b = run(*plain, x, {1, s, 128});
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(*a, *b) << "S=" << s;
+  }
+  LoadMethodOptions bad;
+  bad.backend_options["cuda"] = {BackendOption{"fuse_kernels", "sometimes"}};
+  Result<Method> refused = gpu->load_method("forward", bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(refused.status().message().find("fuse_kernels"), std::string::npos);
+}
+
 TEST_F(CudaBackendTest, AllowTf32OptionIsParsed) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   Result<Program> p = two_methods();

@@ -156,6 +156,40 @@ TEST(CudaKernels, NormalizationsMatchTheCpu) {
               DType::F32, {6, 16});
 }
 
+// The fused residual add + layer_norm against the two CPU kernels it stands for, with and
+// without the affine operands; operands of two shapes are refused before anything runs.
+TEST(CudaKernels, AddLayerNormMatchesAddThenLayerNorm) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  const Shape shape{3, 5, 200};
+  HostTensor a = rnd(shape, 451, -3.0f, 3.0f);
+  HostTensor b = rnd(shape, 452);
+  HostTensor w = rnd({200}, 453);
+  HostTensor bias = rnd({200}, 454);
+  testing::Comparison sum = r.compare("add", {}, {a, b}, DType::F32, shape);
+  ASSERT_TRUE(sum.cpu.ok());
+  for (bool affine : {true, false}) {
+    SCOPED_TRACE(affine ? "weight and bias" : "no affine");
+    std::vector<HostTensor> norm_in{sum.cpu_out};
+    if (affine) norm_in.insert(norm_in.end(), {w, bias});
+    testing::Comparison norm = r.compare("layer_norm", {}, norm_in, DType::F32, shape);
+    ASSERT_TRUE(norm.cpu.ok());
+    std::vector<TensorView> in{r.upload(a), r.upload(b)};
+    if (affine) in.insert(in.end(), {r.upload(w), r.upload(bias)});
+    std::vector<TensorView> out{r.device_output(DType::F32, shape),
+                                r.device_output(DType::F32, shape)};
+    ASSERT_TRUE(add_layer_norm(r.ctx(), {}, in, out).ok());
+    ASSERT_TRUE(r.synchronize().ok());
+    EXPECT_TRUE(testing::same_bytes(r.download(out[0]), sum.cpu_out));
+    EXPECT_LE(testing::relative_error(r.download(out[1]), norm.cpu_out), kTolerance);
+  }
+  std::vector<TensorView> mismatched{r.upload(a), r.upload(rnd({3, 5, 1}, 455))};
+  std::vector<TensorView> out{r.device_output(DType::F32, shape),
+                              r.device_output(DType::F32, shape)};
+  EXPECT_TRUE(IsError(add_layer_norm(r.ctx(), {}, mismatched, out), ErrorCode::InvalidArgument,
+                      {"one shape"}));
+}
+
 TEST(CudaKernels, SoftmaxMatchesTheCpuAlongAnyDim) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;

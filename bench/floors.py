@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""The ceilings behind docs/performance.md's floors, measured on this GPU with PyTorch:
+the f32 matrix rate (cuBLAS SGEMM, TF32 off, 8192^3), the device's copy bandwidth (a 1 GiB
+device-to-device copy, bytes read plus written), and the pageable host-to-device and
+device-to-host copy times of each model input/output size ([1, S, 512] f32), the way both
+sides of the comparison copy. Medians of CUDA-event timings after warm-up. Prints one JSON
+line (bench/compare.sh appends it to its results file); bench/report_compare.py divides
+each model's FLOPs and bytes by these.
+
+  python3 bench/floors.py [--seqs 128,2048] [--width 512]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+
+def median_ms(fn, iters):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def host_ms(fn, iters):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--seqs", default="128,2048")
+    p.add_argument("--width", type=int, default=512)
+    a = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.device("cuda")
+    n = 8192
+    x = torch.randn(n, n, device=dev)
+    y = torch.randn(n, n, device=dev)
+    gemm_ms = median_ms(lambda: torch.mm(x, y), 10)
+    del x, y
+    big = torch.empty(1 << 28, device=dev)  # 1 GiB of f32
+    copy_ms = median_ms(lambda: big.clone(), 10)
+    del big
+    copies = {}
+    for s in (int(v) for v in a.seqs.split(",")):
+        host = torch.randn(1, s, a.width)
+        on_dev = host.to(dev)
+        copies[str(s)] = {"host_to_device_ms": host_ms(lambda: host.to(dev), 20),
+                          "device_to_host_ms": host_ms(lambda: on_dev.cpu(), 20)}
+    print(json.dumps({
+        "bench": "floors", "device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
+        "f32_matrix_tflops": 2 * n ** 3 / (gemm_ms * 1e-3) / 1e12,
+        "copy_bandwidth_gbps": 2 * (1 << 30) / (copy_ms * 1e-3) / 1e9,
+        "pageable_copies": copies,
+    }))
+
+
+if __name__ == "__main__":
+    main()
