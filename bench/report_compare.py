@@ -5,6 +5,7 @@ the two latencies per model. Standard library only.
 
   python3 bench/report_compare.py [--results bench/results/compare.jsonl]
                                   [--table docs/performance_table.md] [--svg docs/performance.svg]
+                                  [--doc docs/performance.md]
 """
 import argparse
 import json
@@ -111,17 +112,35 @@ def svg(rows):
     return "\n".join(parts) + "\n"
 
 
+def splice(path, text):
+    """Puts `text` between the table markers of the document at `path`, if it has them."""
+    try:
+        with open(path) as f:
+            doc = f.read()
+    except FileNotFoundError:
+        return
+    begin, end = doc.find("<!-- table:begin"), doc.find("<!-- table:end -->")
+    if begin < 0 or end < begin:
+        return
+    begin = doc.index("\n", begin) + 1
+    with open(path, "w") as f:
+        f.write(doc[:begin] + text + doc[end:])
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--results", default="bench/results/compare.jsonl")
     p.add_argument("--table", default="docs/performance_table.md")
     p.add_argument("--svg", default="docs/performance.svg")
+    p.add_argument("--doc", default="docs/performance.md",
+                   help="also written between its table:begin and table:end markers")
     a = p.parse_args()
     rows, floors = load(a.results)
     with open(a.table, "w") as f:
         f.write(table(rows, floors))
     with open(a.svg, "w") as f:
         f.write(svg(rows))
+    splice(a.doc, table(rows, floors))
     print(f"{len(rows)} models -> {a.table}, {a.svg}")
 
 
