@@ -10,6 +10,10 @@ void DeviceAllocator::destroy_stream(void*, Device) {}
 
 Status DeviceAllocator::synchronize(void*, Device) { return {}; }
 
+Result<bool> DeviceAllocator::pin_host_memory(void*, size_t, Device) { return false; }
+
+void DeviceAllocator::unpin_host_memory(void*, size_t, Device) {}
+
 Status DeviceAllocator::copy_host_to_device_async(void* dst, const void* src, size_t nbytes,
                                                   Device device, void*) {
   return copy_host_to_device(dst, src, nbytes, device);

@@ -101,6 +101,30 @@ struct Step {
   std::vector<TensorView> out_views;
 };
 
+// A host range a device's allocator page-locked (DeviceAllocator::pin_host_memory); unpinned
+// when destroyed. Move-only.
+class PinnedHostRange {
+ public:
+  PinnedHostRange(DeviceAllocator* allocator, void* ptr, size_t bytes, Device device)
+      : allocator_(allocator), ptr_(ptr), bytes_(bytes), device_(device) {}
+  PinnedHostRange(PinnedHostRange&& other) noexcept
+      : allocator_(std::exchange(other.allocator_, nullptr)), ptr_(other.ptr_),
+        bytes_(other.bytes_), device_(other.device_) {}
+  PinnedHostRange(const PinnedHostRange&) = delete;
+  PinnedHostRange& operator=(const PinnedHostRange&) = delete;
+  PinnedHostRange& operator=(PinnedHostRange&&) = delete;
+  ~PinnedHostRange() {
+    if (allocator_ != nullptr) allocator_->unpin_host_memory(ptr_, bytes_, device_);
+  }
+  const void* data() const { return ptr_; }
+
+ private:
+  DeviceAllocator* allocator_;
+  void* ptr_;
+  size_t bytes_;
+  Device device_;
+};
+
 struct Method::Impl {
   // Declared first so it is destroyed last: everything below points into the file.
   std::shared_ptr<Program::State> program;
@@ -111,6 +135,10 @@ struct Method::Impl {
   std::vector<Step> steps;
   std::shared_ptr<ArenaSet> arenas;
   bool shared_arenas = false;
+  // The host arenas device-to-host copies write, pinned by the device's allocator so those
+  // copies run as DMA. After `arenas`: unpinned before the memory is freed (and after the
+  // streams, declared later, have drained).
+  std::vector<PinnedHostRange> pinned_host;
   // After `arenas`, so handles are destroyed while the memory they saw still exists.
   std::vector<DelegateSlot> delegates;
 
@@ -126,6 +154,8 @@ struct Method::Impl {
   // H200 host). Set at load by find_inputs_read_only_by_device_copies().
   std::vector<bool> input_read_by_copies_only;
   void find_inputs_read_only_by_device_copies();
+  // Pins each own host arena a device-to-host copy writes (once per arena).
+  Status pin_device_copy_destinations();
 
   // State of the last run.
   std::vector<int64_t> bound;  // per named dim, -1 unbound

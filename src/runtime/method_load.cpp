@@ -562,6 +562,7 @@ Result<std::unique_ptr<Method::Impl>> load_method_impl(std::shared_ptr<Program::
   impl->meta = runtime_detail::build_method_meta(impl->program->file, method);
   PLANRT_RETURN_IF_ERROR(Loader(*impl, method, options).load());
   impl->find_inputs_read_only_by_device_copies();
+  PLANRT_RETURN_IF_ERROR(impl->pin_device_copy_destinations());
   return impl;
 }
 

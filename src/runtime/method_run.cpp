@@ -80,6 +80,37 @@ void Method::Impl::find_inputs_read_only_by_device_copies() {
   }
 }
 
+Status Method::Impl::pin_device_copy_destinations() {
+  if (shared_arenas) return {};  // host-only methods: no device copies
+  const MemoryManager& memory = arenas->memory;
+  for (const Step& s : steps) {
+    if (s.kind != fb::InstructionKind::Copy || s.copy != CopyKind::DeviceToHost) continue;
+    const auto* dst = static_cast<const uint8_t*>(values[s.outputs[0]].data);
+    for (size_t i = 0; i < memory.num_buffers(); ++i) {
+      const auto* base = static_cast<const uint8_t*>(memory.buffer(i));
+      if (!memory.device(i).is_cpu() || base == nullptr || dst < base ||
+          dst >= base + memory.size(i)) {
+        continue;
+      }
+      const bool done = std::any_of(pinned_host.begin(), pinned_host.end(),
+                                    [&](const PinnedHostRange& r) { return r.data() == base; });
+      if (done) break;
+      Result<bool> pinned = s.copy_allocator->pin_host_memory(memory.buffer(i), memory.size(i),
+                                                              s.copy_device);
+      if (!pinned.ok()) {
+        return pinned.status().with_context(
+            fmt::format("method '{}': pinning host arena {}", meta.name, i));
+      }
+      if (*pinned) {
+        pinned_host.emplace_back(s.copy_allocator, memory.buffer(i), memory.size(i),
+                                 s.copy_device);
+      }
+      break;
+    }
+  }
+  return {};
+}
+
 MethodStream::~MethodStream() {
   if (handle_ == nullptr) return;
   Status s = allocator_->synchronize(handle_, device_);

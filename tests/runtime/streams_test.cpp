@@ -108,6 +108,36 @@ TEST(MethodStreams, InputsReachTheDeviceWhetherOrNotAHostKernelReadsThem) {
   }
 }
 
+// The host arena a device-to-host copy writes is pinned once at load and unpinned when the
+// method goes; copies from pinned memory read it late (the test allocator defers them as a
+// GPU would), and the outputs stay right.
+TEST(MethodStreams, HostArenaWrittenByDeviceCopiesIsPinnedWhileTheMethodLives) {
+  ScopedTestAllocator cuda;
+  ScopedTestBackend backend("cuda", &cuda.allocator());
+  for (bool pin : {true, false}) {
+    SCOPED_TRACE(pin ? "allocator pins" : "allocator does not pin");
+    cuda->pin_host(pin);
+    const int64_t pins_before = cuda->counts().pins;
+    const int64_t unpins_before = cuda->counts().unpins;
+    {
+      Program p = load_fixture(device_host_device_program());
+      Result<Method> m = p.load_method("forward");
+      ASSERT_TRUE(m.ok()) << m.status().to_string();
+      EXPECT_EQ(cuda->counts().pins - pins_before, pin ? 1 : 0);
+      for (int64_t s : {4, 11}) {
+        std::vector<float> x = make_x(s);
+        TensorView in = view_of(x, {s, kFeatures});
+        Result<std::vector<Tensor>> out = m->execute({&in, 1});
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        EXPECT_EQ(floats((*out)[0]), twice_then_again(x)) << "S=" << s;
+      }
+      EXPECT_EQ(cuda->counts().unpins, unpins_before);
+    }
+    EXPECT_EQ(cuda->counts().unpins - unpins_before, pin ? 1 : 0);
+    EXPECT_EQ(cuda->counts().bad_unpins, 0);
+  }
+}
+
 TEST(MethodStreams, HostStepBetweenDeviceStepsWaitsForTheDevice) {
   ScopedTestAllocator cuda;
   ScopedTestBackend backend("cuda", &cuda.allocator());

@@ -1,6 +1,7 @@
 #include "support/test_device.h"
 
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <utility>
 
@@ -187,12 +188,43 @@ Status TestDeviceAllocator::copy_host_to_device_async(void* dst, const void* src
   TestStream* s = live_stream(stream);
   if (s == nullptr) return make_error(ErrorCode::InvalidArgument, "test allocator: unknown stream");
   PLANRT_RETURN_IF_ERROR(check_range(dst, nbytes, device, "host-to-device destination"));
+  bool pinned_source = false;
+  {
+    std::lock_guard lock(mu_);
+    const auto* p = static_cast<const uint8_t*>(src);
+    auto it = pinned_.upper_bound(p);
+    pinned_source = it != pinned_.begin() && p + nbytes <= std::prev(it)->first + std::prev(it)->second;
+  }
+  if (pinned_source) {  // DMA from pinned memory: read when the stream runs
+    s->enqueue([dst, src, nbytes] { std::memcpy(dst, src, nbytes); });
+    count_copy(&AllocatorCounts::copies_h2d, nbytes);
+    return {};
+  }
   // The source may be overwritten once the call returns: stage it now, land it later.
   auto staged = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(src),
                                                        static_cast<const uint8_t*>(src) + nbytes);
   s->enqueue([dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
   count_copy(&AllocatorCounts::copies_h2d, nbytes);
   return {};
+}
+
+Result<bool> TestDeviceAllocator::pin_host_memory(void* ptr, size_t nbytes, Device) {
+  if (!pin_host_ || ptr == nullptr || nbytes == 0) return false;
+  std::lock_guard lock(mu_);
+  if (!pinned_.emplace(static_cast<const uint8_t*>(ptr), nbytes).second) return false;
+  ++counts_.pins;
+  return true;
+}
+
+void TestDeviceAllocator::unpin_host_memory(void* ptr, size_t nbytes, Device) {
+  std::lock_guard lock(mu_);
+  auto it = pinned_.find(static_cast<const uint8_t*>(ptr));
+  if (it == pinned_.end() || it->second != nbytes) {
+    ++counts_.bad_unpins;
+    return;
+  }
+  pinned_.erase(it);
+  ++counts_.unpins;
 }
 
 Status TestDeviceAllocator::copy_device_to_host_async(void* dst, const void* src, size_t nbytes,

@@ -43,6 +43,9 @@ struct AllocatorCounts {
   int64_t streams_destroyed = 0;
   int64_t synchronizations = 0;   // synchronize() calls on a stream
   int64_t bad_stream_uses = 0;    // a stream this allocator did not create, or destroyed
+  int64_t pins = 0;               // pin_host_memory() calls that pinned
+  int64_t unpins = 0;
+  int64_t bad_unpins = 0;         // a range that is not pinned, or another size
 };
 
 // A device stream on the host: work runs in order, when the stream is drained.
@@ -81,6 +84,13 @@ class TestDeviceAllocator final : public DeviceAllocator {
                                    void* stream) override;
   Status copy_device_to_device_async(void* dst, const void* src, size_t nbytes, Device device,
                                      void* stream) override;
+  // Pins like a real device: a host-to-device copy whose source is pinned reads it when the
+  // stream runs, not when the call returns, so a runtime that wrote pinned memory before
+  // synchronizing would copy the wrong bytes.
+  Result<bool> pin_host_memory(void* ptr, size_t nbytes, Device device) override;
+  void unpin_host_memory(void* ptr, size_t nbytes, Device device) override;
+  // Off: pin_host_memory() pins nothing (on by default).
+  void pin_host(bool on) { pin_host_ = on; }
 
   // Off: create_stream() returns nullptr, as for a synchronous device (on by default).
   void use_streams(bool on) { use_streams_ = on; }
@@ -106,6 +116,8 @@ class TestDeviceAllocator final : public DeviceAllocator {
   int64_t calls_ = 0;
   int64_t fail_at_ = 0;
   std::atomic<bool> use_streams_{true};
+  std::atomic<bool> pin_host_{true};
+  std::map<const uint8_t*, size_t> pinned_;  // host ranges pinned, by start
   std::atomic<bool> fail_next_stream_{false};
   std::set<TestStream*> streams_;
 };

@@ -136,6 +136,27 @@ Status CudaAllocator::copy_device_to_device_async(void* dst, const void* src, si
   return copy(dst, src, nbytes, device, cudaMemcpyDeviceToDevice, "device-to-device", stream);
 }
 
+Result<bool> CudaAllocator::pin_host_memory(void* ptr, size_t nbytes, Device device) {
+  if (ptr == nullptr || nbytes == 0) return false;
+  auto guard = DeviceGuard::set(device.index);
+  if (!guard.ok()) return guard.status().with_context("pinning host memory");
+  // Portable: the pages stay locked for every device, not only the current one.
+  cudaError_t err = cudaHostRegister(ptr, nbytes, cudaHostRegisterPortable);
+  if (err == cudaSuccess) return true;
+  (void)cudaGetLastError();  // clear it: an unpinned buffer is a slower copy, not a failure
+  PLANRT_LOG_DEBUG("cuda:{}: {} bytes of host memory stay pageable ({})", device.index, nbytes,
+                   cudaGetErrorString(err));
+  return false;
+}
+
+void CudaAllocator::unpin_host_memory(void* ptr, size_t, Device device) {
+  cudaError_t err = cudaHostUnregister(ptr);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    PLANRT_LOG_ERROR("{}", cuda_error(err, "unpinning host memory", device.index).to_string());
+  }
+}
+
 CudaAllocator& cuda_allocator() {
   static CudaAllocator allocator;  // stateless; never destroyed before its users by design
   return allocator;

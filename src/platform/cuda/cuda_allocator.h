@@ -37,6 +37,10 @@ class CudaAllocator final : public DeviceAllocator {
                                    void* stream) override;
   Status copy_device_to_device_async(void* dst, const void* src, size_t nbytes, Device device,
                                      void* stream) override;
+  // cudaHostRegister / cudaHostUnregister. Memory some other code registered already, or
+  // memory the driver refuses to lock, stays pageable: false, and the copies work as before.
+  Result<bool> pin_host_memory(void* ptr, size_t nbytes, Device device) override;
+  void unpin_host_memory(void* ptr, size_t nbytes, Device device) override;
 };
 
 // The process's instance (the one register_cuda_allocator() registers).

@@ -184,6 +184,33 @@ TEST_F(CudaBackendTest, FusedAddAndLayerNormChangeNoOutputBit) {
   EXPECT_NE(refused.status().message().find("fuse_kernels"), std::string::npos);
 }
 
+// The host arena the output's device-to-host copy writes is page-locked (so the copy is a
+// DMA) while the method lives, and pageable again once it is gone.
+TEST_F(CudaBackendTest, OutputHostArenaIsPinnedWhileTheMethodLives) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> gpu = load_model(builder::make_transformer(small_transformer("cuda")));
+  ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
+  const void* output = nullptr;
+  auto memory_type = [](const void* p) {
+    cudaPointerAttributes attrs{};
+    EXPECT_EQ(cudaPointerGetAttributes(&attrs, p), cudaSuccess);
+    return attrs.type;
+  };
+  {
+    Result<Method> m = gpu->load_method("forward");
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    std::vector<float> x = make_input(8 * 128, 0.5f);
+    ASSERT_TRUE(run(*m, x, {1, 8, 128}).ok());
+    Result<std::vector<TensorView>> out = m->outputs();
+    ASSERT_TRUE(out.ok());
+    output = (*out)[0].data;
+    EXPECT_EQ(memory_type(output), cudaMemoryTypeHost);
+  }
+  // The arena is freed with the method; a fresh pageable allocation may land elsewhere, so
+  // only the unregistration is checked: nothing stays pinned at that address.
+  EXPECT_NE(memory_type(output), cudaMemoryTypeHost);
+}
+
 TEST_F(CudaBackendTest, AllowTf32OptionIsParsed) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   Result<Program> p = two_methods();
