@@ -22,11 +22,19 @@ for tool in "${tools[@]}"; do
     if [ "$tool" != memcheck ] && [ "$bin" != kernels_cuda_test ] && [ "${PLANRT_SANITIZE_ALL:-0}" != 1 ]; then
       continue
     fi
-    args=(--tool "$tool" --error-exitcode 99)
+    # API errors are not reported: the tests provoke some on purpose (an impossible
+    # allocation must come back as OutOfMemory), and each such test checks the error itself.
+    args=(--tool "$tool" --error-exitcode 99 --report-api-errors no)
     [ "$tool" = memcheck ] && args+=(--leak-check full)
+    filter=()
+    # The 1000-run concurrency tests take minutes under memcheck; racecheck does not apply to
+    # them (no shared memory of their own) and the plain GPU lane runs them.
+    if [ "$bin" = backends_engine_cuda_test ] && [ -z "${GTEST_FILTER:-}" ]; then
+      filter=(--gtest_filter='-*TwoThreadsTwoStreams*')
+    fi
     log="$out/$tool-$bin.log"
     start=$(date +%s)
-    timeout "${PLANRT_SANITIZE_TIMEOUT:-900}" compute-sanitizer "${args[@]}" "$build_dir/tests/$bin" --gtest_brief=1 > "$log" 2>&1
+    timeout "${PLANRT_SANITIZE_TIMEOUT:-900}" compute-sanitizer "${args[@]}" "$build_dir/tests/$bin" --gtest_brief=1 "${filter[@]}" > "$log" 2>&1
     rc=$?
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$log" | tail -1)
     tests=$(grep -E "^\[  PASSED  \]|^\[  FAILED  \]" "$log" | head -2 | tr '\n' ' ')
