@@ -339,6 +339,27 @@ TEST_F(CliTest, SavedModelBuildsToTheSameProgramOutputs) {
   EXPECT_EQ(mean(prog), mean(again));
 }
 
+// --attention unfused marks every attention node fused=false, and the saved model keeps it.
+TEST_F(CliTest, UnfusedAttentionIsWrittenIntoTheSavedModel) {
+  for (const char* attention : {"fused", "unfused"}) {
+    SCOPED_TRACE(attention);
+    std::string model = path(std::string(attention) + ".json");
+    CommandResult built = planrt(std::string("build --template transformer --layers 2 --d-model 32 "
+                                             "--heads 4 --ffn 64 --max-seq 16 --attention ") +
+                                 attention + " --save-model " + model + " -o " + path("a.prog"));
+    ASSERT_EQ(built.exit_code, 0) << built.err;
+    nlohmann::json m = nlohmann::json::parse(std::ifstream(model));
+    int unfused = 0;
+    for (const auto& node : m["methods"][0]["nodes"]) {
+      if (node["op"] == "scaled_dot_product_attention" && node.contains("attrs") &&
+          node["attrs"].value("fused", true) == false) {
+        ++unfused;
+      }
+    }
+    EXPECT_EQ(unfused, std::string(attention) == "unfused" ? 2 : 0);
+  }
+}
+
 TEST_F(CliTest, BuildRejectsUnknownTemplateAndBadJson) {
   CommandResult r = planrt("build --template resnet -o " + path("x.prog"));
   EXPECT_NE(r.exit_code, 0);
@@ -352,7 +373,7 @@ TEST_F(CliTest, BuildRejectsUnknownTemplateAndBadJson) {
 
 TEST_F(CliTest, BuildRejectsBadTemplateFlagsAsUsageErrors) {
   for (const char* flags : {"--partition gpu", "--weights random:abc", "--ffn 0", "--ffn 64,x",
-                            "--layers 0"}) {
+                            "--layers 0", "--attention flash"}) {
     CommandResult r = planrt(std::string("build --template transformer ") + flags + " -o " +
                              path("x.prog"));
     EXPECT_EQ(r.exit_code, 2) << flags << ": " << r.err;
