@@ -10,8 +10,12 @@
 // for them reads stale memory and the tests see wrong numbers.
 //
 // Ownership: the Scoped* guards register on construction and unregister on destruction;
-// declare them before any Program/Method that uses them so they outlive it. Not
-// thread-safe beyond the counters being atomic.
+// declare them before any Program/Method that uses them so they outlive it.
+// Thread safety: as device_allocator.h and backend.h require of a real allocator and
+// backend: every call may come from any thread (one lock each guards the live allocations,
+// streams and counts); a TestStream is used by one thread at a time (it has a lock of its
+// own for enqueue and drain all the same). The test hooks (fail_next_*, use_streams,
+// check_device_memory) are for a test's single-threaded set-up.
 #pragma once
 
 #include <atomic>

@@ -44,9 +44,15 @@
 // other pool options then fails (InvalidArgument). Other keys are ignored.
 //
 // Errors are Status values naming the segment, and for a kernel the step, op and node;
-// nothing aborts or throws. Thread safety: register_cuda_backend and cuda_backend_stats may
-// be called from any thread; segments follow the runtime's rule (one execute per handle at
-// a time, distinct handles concurrently).
+// nothing aborts or throws.
+//
+// Thread safety: register_cuda_backend and cuda_backend_stats may be called from any thread.
+// Segments follow the runtime's rule (one execute per handle at a time, distinct handles
+// concurrently, backend.h): segments on one device share its cuBLAS handle, and each
+// execute enqueues its kernels under that handle's lock (enqueueing on one device is
+// serialized; the kernels still run concurrently on their streams); the weight cache is one
+// process-wide lock (held across a constant's upload and its free: a segment init or
+// destroy can wait for another device's upload or free).
 #pragma once
 
 #include <cstdint>

@@ -33,8 +33,13 @@
 // capturing under the global mode. cudaDeviceReset() destroys the pool's buffer and event:
 // do not reset a device that pooled engines use.
 //
-// Thread safety: every function here may be called from any thread; contexts follow the
-// runtime's rule (one execute per handle at a time, distinct handles concurrently).
+// Thread safety: every function here may be called from any thread, while methods with
+// engines load, run and are destroyed on others. Contexts follow the runtime's rule (one
+// execute per handle at a time, distinct handles concurrently, backend.h): pooled runs on
+// one device take turns on its buffer under the device's lock, from the claim through the
+// handoff record, and private contexts take no lock. trim_engine_scratch_pool and
+// engine_scratch_stats take the same lock, so a trim waits for a pooled run in progress on
+// that device. The process-wide option is an atomic read once per context, at its creation.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,7 @@
 // Device: where memory lives and code runs, as {type, index} ("cpu", "cuda:1").
+//
+// Thread safety: Device is a plain value (copy and share it freely); the functions here are
+// pure and may be called from any thread.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,6 @@
 // DType: the element types a tensor can hold.
+//
+// Thread safety: plain values and pure functions; any thread.
 #pragma once
 
 #include <cstddef>

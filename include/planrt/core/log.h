@@ -1,5 +1,9 @@
 // Logging to stderr with a level the user sets: PLANRT_LOG=debug|info|warn|error
-// (default warn). Thread-safe: each message is written with one call.
+// (default warn).
+//
+// Thread safety: every function may be called from any thread. The level is an atomic
+// (read on every call, PLANRT_LOG read once, at first use), and each message is written to
+// stderr with one call, so lines from different threads do not interleave.
 #pragma once
 
 #include <string_view>

@@ -3,6 +3,10 @@
 // Accessing value() of an error Result is a broken invariant in the caller and aborts
 // with the status printed; library code always checks ok() (or uses PLANRT_ASSIGN_OR_RETURN)
 // first. Move-only T is supported.
+//
+// Thread safety: a Result is a value like the T it holds: several threads may read one
+// object at once (ok(), status(), const value()); moving from it or assigning to it must not
+// race with any other access to that object.
 #pragma once
 
 #include <cstdio>

@@ -3,7 +3,11 @@
 // Contract: planrt never throws across its API and never aborts on bad input or a
 // resource failure. Every fallible call returns a Status (or a Result<T>, result.h)
 // whose message names the operands, so a user can act on it without a debugger.
-// Status is a small value type: cheap to copy when ok (no allocation), safe to share.
+// Status is a small value type: cheap to copy when ok (no allocation).
+//
+// Thread safety: copies share one immutable code and message (a shared_ptr to const), so
+// copies of one Status may be made, read and destroyed on any threads at once. Assigning to
+// a Status object while another thread reads that same object is a race, as for any value.
 #pragma once
 
 #include <cstdint>

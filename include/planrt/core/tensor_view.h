@@ -3,6 +3,10 @@
 // It owns nothing: whoever hands one out keeps the memory alive for as long as the view
 // is used. Sizes and strides are in elements. A "none" view (data == nullptr and
 // dtype/rank unset) stands for an absent optional operand (a linear without bias).
+//
+// Thread safety: Shape and TensorView are plain values; copy and share them freely. A view
+// does nothing to synchronize the memory it points to: whoever writes that memory orders the
+// threads that read it (for the views a Method hands out, see method.h).
 #pragma once
 
 #include <array>

@@ -31,9 +31,19 @@
 // allocator (64-byte aligned) unless a caller registered its own for CPU, which replaces
 // it until unregistered (tests count host allocations this way). For other types the slot
 // is empty until registered; get_device_allocator() then returns nullptr and callers
-// report that the device has no allocator. Registration calls are thread-safe; a pointer
-// returned by get_device_allocator() stays valid only while that allocator is registered
-// and alive, so unregister only when nothing can still be using it.
+// report that the device has no allocator.
+//
+// Thread safety:
+// - The registry functions may be called from any thread (one lock guards the slots). A
+//   pointer returned by get_device_allocator() stays valid only while that allocator is
+//   registered and alive, so unregister only when nothing can still be using it.
+// - What an allocator must allow: the runtime calls it from every thread that loads, runs or
+//   destroys methods, so allocate(), deallocate(), the synchronous copies, create_stream()
+//   and destroy_stream() may be called concurrently and must be thread-safe (the built-in
+//   host allocator and planrt's CUDA allocator are). A stream is used by one thread at a
+//   time: the runtime's work on one method stream (async copies, synchronize, destroy)
+//   comes from runs of one Method, which its lock serializes; distinct streams may be used
+//   concurrently.
 #pragma once
 
 #include <cstddef>

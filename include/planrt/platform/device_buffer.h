@@ -4,7 +4,10 @@
 // produced it when destroyed or reset. It keeps a raw pointer to that allocator, so the
 // allocator must outlive the buffer (see device_allocator.h). A view owns nothing and is
 // valid while its buffer lives.
-// Thread safety: a buffer is not synchronized; share views, not owners, across threads.
+// Thread safety: a buffer is not synchronized: its const members may be called from several
+// threads at once, but reset(), moving and destroying must not race with any other use of
+// it. Share views, not owners, across threads; the bytes themselves are the caller's to
+// order.
 // Errors: allocate() returns the allocator's error with the device and byte count, or
 // NotSupported naming the device when no allocator is registered for its type.
 #pragma once

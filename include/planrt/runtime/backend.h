@@ -19,8 +19,18 @@
 // init() may keep pointers into the blob, the constants and the init context's spans only
 // for its own call; the blob and constant bytes themselves outlive the handle (they belong
 // to the Program, which every Method keeps alive).
-// Thread safety: the registry is thread-safe. The runtime never calls execute() on one
-// handle from two threads at once; distinct handles may run concurrently.
+// Thread safety:
+// - The registry functions may be called from any thread (one lock guards the table;
+//   register_backend_once checks and registers as one step). get_backend()'s pointer is
+//   valid while that backend stays registered and alive.
+// - What a backend must allow: methods load, run and are destroyed on any threads at once,
+//   so init() and destroy() may be called concurrently with each other and with execute()
+//   and finish() on other handles, and set_option()/get_option() concurrently with all of
+//   them: a backend guards its own process-wide state. One handle is used by one run at a
+//   time: the runtime never calls execute() or finish() on one handle from two threads at
+//   once (a handle belongs to one Method, whose lock serializes its runs), nor destroy()
+//   while it runs. Successive runs may come from different threads, so a handle must not
+//   rely on the thread that created it (no thread-local state per handle).
 // Errors: init/execute return Status with the backend's message; the runtime adds the
 // method, segment and instruction.
 #pragma once

@@ -10,8 +10,11 @@
 // `owner` (the method), the buffer index, the device and the byte count.
 //
 // Ownership: move-only; releases every buffer when destroyed, through the allocator that
-// produced it (which must still be alive). Thread safety: none; buffer() pointers may be
-// shared, the manager may not be mutated concurrently.
+// produced it (which must still be alive).
+// Thread safety: the const members may be called from several threads at once (they read
+// what create() fixed); moving or destroying a manager must not race with any other call on
+// it. buffer() pointers may be shared; writes to the arenas are the caller's to order (a
+// Method's lock does it for the runtime, method.h).
 #pragma once
 
 #include <cstdint>

@@ -18,11 +18,20 @@
 // device's allocator at load; its copies and delegate segments are enqueued there in program
 // order and the host waits only where it must: before a host step that follows device work,
 // and once at the end of a run. run_stats() counts those waits.
-// Thread safety: calls that run the method (execute, run) take the lock of its arenas, so
-// calls on one Method, or on host methods sharing arenas, are serialized rather than racing;
-// methods with their own arenas run in parallel. Anything read after run() (outputs(),
-// copy_outputs_into) is valid only until the next run of a method sharing its arenas, and
-// must not race with one.
+// Thread safety (held by tests/runtime/concurrency_stress_test.cpp, also under TSan):
+// - A Method may be shared between threads. execute, run, outputs, copy_outputs_into and
+//   run_stats take the lock of the method's arena set, so calls on one Method, and on the
+//   host methods sharing one arena set (rule 2), are serialized rather than racing. Methods
+//   with arenas of their own (device methods, share_memory_arenas = false) run in parallel;
+//   pooled engines among them take turns on the pool's buffer (planrt/backends/engine.h).
+// - name(), meta() and shares_memory_arenas() read what loading fixed and take no lock.
+// - outputs()' views, and the planned memory copy_outputs_into() reads, hold the last run's
+//   values only until the next run of any method sharing the arena set: a caller reading
+//   them while another thread may run such a method serializes the two itself. execute()
+//   returns copies and needs none of that.
+// - Moving, assigning or destroying a Method must not race with any other call on it.
+//   Loading, running and destroying other Methods of the same Program meanwhile is fine,
+//   the arena set they share included (it goes with the last Method holding it).
 // Errors: execute/run return InvalidArgument (wrong input count, dtype, rank, static dim,
 // dims that disagree across inputs, non-host or non-contiguous input), OutOfRange (a dim
 // outside its bounds, naming input, dim, value and bounds), or the failing instruction's

@@ -2,7 +2,7 @@
 // (and without) loading the method (placement rule 6, DESIGN §3).
 //
 // A plain value: it copies what it reports out of the program, so it stays valid after
-// the Program is gone, and is safe to copy and to share between threads.
+// the Program is gone. Thread safety: that of any value; copy and share it freely.
 #pragma once
 
 #include <cstdint>

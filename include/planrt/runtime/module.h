@@ -2,8 +2,12 @@
 // method on first use (DESIGN §1).
 //
 // Ownership: move-only; owns its Program and the Methods it loaded.
-// Thread safety: none. A Module is used from one thread at a time (first use mutates its
-// table of loaded methods); for concurrency use Program/Method directly.
+// Thread safety: none. A Module is used from one thread at a time, its const members
+// included (first use of a method inserts into the table they read); for concurrency use
+// Program/Method directly. What it hands out follows its own type's rules: a Method* from
+// method() may be used on other threads (method.h), and so may the Program that program()
+// refers to (program.h), as long as the Module meanwhile neither unloads that method nor is
+// moved or destroyed.
 // Errors: those of Program::load, Program::load_method and Method::execute, unchanged.
 #pragma once
 

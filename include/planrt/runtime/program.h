@@ -8,8 +8,11 @@
 //
 // Ownership: move-only; the file and the shared host arenas live in state that loaded
 // Methods share, so Methods may outlive the Program object.
-// Thread safety: every const accessor, and load_method, may be called from several threads
-// at once (the shared host arena set is created under a lock).
+// Thread safety: every const accessor, load_method included, may be called from several
+// threads at once: the verified file is only read, and the shared host arena set is found or
+// created under a lock. Concurrent loads call the backends' init() concurrently (backend.h
+// says what a backend must allow). Moving, assigning or destroying a Program must not race
+// with other calls on that object; the Methods it loaded do not depend on it (see above).
 // Errors: load: IoError / InvalidProgram naming what is wrong. method_meta/load_method:
 // NotFound naming the method and listing the program's methods; see load_method below.
 #pragma once

@@ -3,7 +3,9 @@
 //
 // Ownership: move-only; the bytes come from the built-in host allocator (64-byte aligned)
 // and are released with the Tensor. view() is valid while the Tensor lives.
-// Thread safety: none beyond that of plain data; concurrent reads are fine.
+// Thread safety: that of a plain owner: several threads may call the const members and read
+// the bytes at once; writing the bytes (through data() or values()), moving or destroying a
+// Tensor must not race with any other use of it.
 // Errors: allocation failure (OutOfMemory with the byte count), a negative dim or a size
 // overflow (InvalidArgument), and from_view/copy_to on a non-host or non-contiguous view.
 #pragma once

@@ -1,7 +1,8 @@
 // Symbolic tensor shapes as a program states them: each dim is a constant or a multiple of
 // a named dynamic dim with bounds (docs/program-format.md, "Values and shapes").
 //
-// Plain value types, safe to copy and to share between threads.
+// Thread safety: plain value types, safe to copy and to share between threads; the functions
+// are pure and may be called from any thread.
 #pragma once
 
 #include <cstdint>
