@@ -7,7 +7,7 @@
 //
 // Weights: {"file": NAME} resolves against tests/fuzz/data, which holds one small
 // safetensors file (weights.safetensors) the seed models name; random weights are made in
-// memory.
+// memory, at most ReadOptions::max_random_weight_bytes (16 MiB here) of them.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,7 +20,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace planrt;
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  Result<builder::Model> model = builder::parse_model_json(text, PLANRT_FUZZ_DATA_DIR);
+  builder::ReadOptions options;
+  options.max_random_weight_bytes = uint64_t{16} << 20;
+  Result<builder::Model> model = builder::parse_model_json(text, PLANRT_FUZZ_DATA_DIR, options);
   if (!model.ok()) return 0;
   Result<builder::BuiltProgram> built = builder::build_program(*model);
   if (!built.ok()) return 0;
