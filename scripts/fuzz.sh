@@ -12,9 +12,12 @@
 #   crashes/   crash-*, leak-*, timeout-*, oom-*: each is an input to fix, then to move
 #              into tests/fuzz/regressions/TARGET (replayed by ctest on every CI run)
 #   fuzz.log   libFuzzer's output, ending with -print_final_stats
-# It runs under `nice -n 15`, on one core. A single input running past 10 s is a timeout;
+# It runs under `nice -n 15`, on one core. A single input running past 30 s is a timeout
+# (generous: a niced fuzzer on a busy shared machine may get a fraction of a core);
 # more than 2 GiB resident (or one allocation above it) is an out-of-memory finding: the
 # targets cap what the API lets them cap, so anything above is an unbounded allocation.
+# Two targets may run at once (each on its own core), but start the second once the first
+# has finished building: both build in the same folder.
 # Environment: PLANRT_FUZZ_BUILD_DIR (build/fuzz), PLANRT_FUZZ_OUT (build/fuzz-run),
 # PLANRT_FUZZ_SEEDS (build/fuzz-seeds), CXX/CC (clang++-14/clang-14 when present).
 set -euo pipefail
@@ -81,5 +84,5 @@ fi
 read_dirs=("$committed" "$seeds/$target")
 if [[ -d $regressions ]]; then read_dirs+=("$regressions"); fi
 nice -n 15 "$fuzzer" "$out/corpus" "${read_dirs[@]}" \
-  -max_total_time="$mode" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+  -max_total_time="$mode" -print_final_stats=1 -timeout=30 -rss_limit_mb=2048 \
   -artifact_prefix="$out/crashes/" "$@" 2>&1 | tee "$out/fuzz.log"
