@@ -112,6 +112,15 @@ Result<SegmentGraph> parse_segment_graph(std::span<const uint8_t> blob,
                           "segment '{}': profile entry for dim {} [{}, {}] is invalid (the method has {} dims)",
                           seg.name, b->dim(), b->min(), b->max(), seg.dims.size());
       }
+      // The method never binds a dim outside its own bounds, and the verifier sized every
+      // value only up to them: a wider profile plans scratch for shapes that cannot occur.
+      const DimSpec& dim = seg.dims[b->dim()];
+      if (b->min() < dim.min || b->max() > dim.max) {
+        return make_error(ErrorCode::InvalidProgram,
+                          "segment '{}': profile entry for dim '{}' [{}, {}] is outside the "
+                          "method's bounds [{}, {}]",
+                          seg.name, dim.name, b->min(), b->max(), dim.min, dim.max);
+      }
       seg.profile.push_back({b->dim(), b->min(), b->max()});
     }
   }

@@ -346,6 +346,7 @@ Status read_weights(const json& top, ir::Model& model, const std::string& base_d
   PLANRT_ASSIGN_OR_RETURN(const json* random, member(*weights, "random", json::value_t::object, "weights", true));
   PLANRT_RETURN_IF_ERROR(check_keys(*random, {"seed", "std"}, "weights.random"));
   RandomWeights spec;
+  spec.max_bytes = options.max_random_weight_bytes;
   PLANRT_ASSIGN_OR_RETURN(const json* seed, member(*random, "seed", json::value_t::number_integer, "weights.random", false));
   if (seed != nullptr) {
     if (!seed->is_number_unsigned()) return invalid("weights.random: \"seed\" must be a non-negative integer");

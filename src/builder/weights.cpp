@@ -128,11 +128,19 @@ Status generate_random_weights(ir::Model& model, const RandomWeights& spec,
   }
   WeightProgress p;
   p.stage = "generate";
+  bool total_overflows = false;
   for (const ir::Constant& c : model.constants) {
     if (c.bytes.empty()) {
-      p.total_bytes += c.nbytes();
+      total_overflows = total_overflows || __builtin_add_overflow(p.total_bytes, c.nbytes(), &p.total_bytes);
       ++p.total_tensors;
     }
+  }
+  if (spec.max_bytes != 0 && (total_overflows || p.total_bytes > spec.max_bytes)) {
+    return make_error(ErrorCode::OutOfMemory,
+                      "random weights: {} constants need {} bytes, above the limit of {} "
+                      "(ReadOptions::max_random_weight_bytes)",
+                      p.total_tensors, total_overflows ? std::string("more than 2^64") : std::to_string(p.total_bytes),
+                      spec.max_bytes);
   }
   for (ir::Constant& c : model.constants) {
     if (!c.bytes.empty()) continue;

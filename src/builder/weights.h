@@ -46,9 +46,12 @@ uint16_t f32_to_bf16_bits(float value);
 struct RandomWeights {
   uint64_t seed = 0;
   double std = 0.02;
+  // ReadOptions::max_random_weight_bytes (0: none).
+  uint64_t max_bytes = 0;
 };
 
-// Makes the bytes of every constant that has none yet, following its Init.
+// Makes the bytes of every constant that has none yet, following its Init. OutOfMemory,
+// before allocating anything, when they add up to more than spec.max_bytes.
 Status generate_random_weights(ir::Model& model, const RandomWeights& spec,
                                const WeightProgressFn& progress);
 

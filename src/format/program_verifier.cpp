@@ -125,18 +125,26 @@ Status check_value(const Scope& s, uint32_t id) {
           return invalid(fmt::format("{} at offset {} with {} bytes exceeds the scratch of {} bytes",
                                      value_label(s, id), v.offset(), *nbytes, s.scratch_bytes));
         }
-        return {};
+      } else {
+        const uint32_t nbuf = count(s.method->planned_buffers());
+        if (v.buffer() >= nbuf) {
+          return invalid(fmt::format("{} refers to buffer {} but the method has {} planned buffers",
+                                     value_label(s, id), v.buffer(), nbuf));
+        }
+        const uint64_t size = s.method->planned_buffers()->Get(v.buffer())->size_bytes();
+        if (!range_within(v.offset(), *nbytes, size)) {
+          return invalid(fmt::format(
+              "{} at offset {} with {} bytes (max shape) exceeds buffer {} of {} bytes",
+              value_label(s, id), v.offset(), *nbytes, v.buffer(), size));
+        }
       }
-      const uint32_t nbuf = count(s.method->planned_buffers());
-      if (v.buffer() >= nbuf) {
-        return invalid(fmt::format("{} refers to buffer {} but the method has {} planned buffers",
-                                   value_label(s, id), v.buffer(), nbuf));
-      }
-      const uint64_t size = s.method->planned_buffers()->Get(v.buffer())->size_bytes();
-      if (!range_within(v.offset(), *nbytes, size)) {
-        return invalid(fmt::format(
-            "{} at offset {} with {} bytes (max shape) exceeds buffer {} of {} bytes",
-            value_label(s, id), v.offset(), *nbytes, v.buffer(), size));
+      // Kernels access planned memory as typed elements, and every arena and scratch buffer
+      // is at least 64-byte aligned: an offset off its element size would make those
+      // accesses misaligned (undefined behaviour; tests/fuzz/regressions/program).
+      const size_t element = element_size(*to_dtype(v.dtype()));
+      if (v.offset() % element != 0) {
+        return invalid(fmt::format("{} at offset {} is not aligned to its {}-byte elements",
+                                   value_label(s, id), v.offset(), element));
       }
       return {};
     }

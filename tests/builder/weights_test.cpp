@@ -115,6 +115,26 @@ TEST(RandomWeights, NegativeStdIsRejected) {
   EXPECT_ERROR_CONTAINS(generate_random_weights(m, {.seed = 0, .std = -1}, nullptr), "std must be finite and >= 0");
 }
 
+// A description of under a kilobyte declared a constant of 40 GB that no node reads; with
+// a limit the reader refuses it before generating anything (tests/fuzz/regressions/
+// model_json/unused-40gb-random-constant.json, where the fuzz target sets one).
+TEST(RandomWeights, ALimitRefusesLargeRandomWeightsBeforeGeneratingThem) {
+  btest::OneMethod m;
+  m.nodes = R"({"op": "add", "inputs": ["x", "b"], "outputs": ["y"]})";
+  m.constants = R"("b": {"dtype": "f32", "shape": [8]}, "unused": {"dtype": "f32", "shape": [100000, 100000]})";
+  ReadOptions limited;
+  limited.max_random_weight_bytes = 1 << 20;
+  Result<Model> refused = parse_model_json(m.json(), ".", limited);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::OutOfMemory);
+  EXPECT_ERROR_CONTAINS(refused.status(), "2 constants need 40000000032 bytes, above the limit of 1048576");
+
+  m.constants = R"("b": {"dtype": "f32", "shape": [8]}, "unused": {"dtype": "f32", "shape": [256, 512]})";
+  Result<Model> within = parse_model_json(m.json(), ".", limited);
+  ASSERT_TRUE(within.ok()) << within.status().to_string();
+  EXPECT_EQ(within->constants_bytes(), 32u + 256u * 512u * 4u);
+}
+
 TEST(HalfConversion, RoundsToNearestEven) {
   EXPECT_EQ(f32_to_f16_bits(1.0f), 0x3C00);
   EXPECT_EQ(f32_to_f16_bits(-2.0f), 0xC000);

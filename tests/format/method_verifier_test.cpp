@@ -109,6 +109,18 @@ TEST(MethodVerifier, RefusesAValuePastTheEndOfItsBuffer) {
                  {"with 272 bytes (max shape) exceeds buffer 0"});
 }
 
+// Kernels store typed elements at the planned offset: an f32 two bytes into its buffer was
+// a misaligned store (UBSan, tests/fuzz/regressions/program/misaligned-planned-offset.prog).
+TEST(MethodVerifier, RefusesAPlannedOffsetOffItsElementSize) {
+  expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[3]->offset = 258; }),
+                 {"value 3 'y' at offset 258 is not aligned to its 4-byte elements"});
+  expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) {
+                   g.scratch_bytes = 512;
+                   g.values[2]->offset = 6;
+                 })),
+                 {"graph value 2 't' at offset 6 is not aligned to its 4-byte elements"});
+}
+
 TEST(MethodVerifier, RefusesABufferAboveTheReadLimit) {
   ReadLimits limits;
   limits.max_planned_buffer_bytes = 512;

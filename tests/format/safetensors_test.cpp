@@ -113,7 +113,16 @@ TEST(Safetensors, RefusesOffsetsPastTheDataSection) {
                  "begin > end");
   expect_invalid(SafetensorsFile::from_bytes(raw_file(
                      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", 12)),
-                 "outside");
+                 "not two non-negative integers");
+}
+
+// The reader once echoed malformed offsets with json::dump, which recurses once per level:
+// an array nested a million deep overflowed the stack (tests/fuzz/regressions/safetensors).
+TEST(Safetensors, RefusesDeeplyNestedOffsetsWithoutOverflowingTheStack) {
+  const size_t depth = 1'000'000;
+  std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[)";
+  header += std::string(depth, '[') + std::string(depth, ']') + ",4]}}";
+  expect_invalid(SafetensorsFile::from_bytes(raw_file(header, 4)), "not two non-negative integers");
 }
 
 TEST(Safetensors, RefusesASizeThatDoesNotMatchDtypeAndShape) {

@@ -75,6 +75,13 @@ class Model {
 
 struct ReadOptions {
   WeightProgressFn progress;
+  // The most bytes of random weights ("weights": {"random": ...}) reading may generate,
+  // summed over the declared constants. Their shapes come from the description, which may
+  // be untrusted: 900 bytes of JSON declaring one unused [100000, 100000] constant ask for
+  // 40 GB. Above the limit the read returns OutOfMemory naming the bytes and the limit,
+  // before anything is generated. 0 (the default): no limit beyond what the allocator
+  // refuses. Weights from a file are mapped, not generated, and not counted.
+  uint64_t max_random_weight_bytes = 0;
 };
 
 // Reads a model description (docs/model-format.md). A weights file is resolved relative

@@ -58,7 +58,9 @@ Status matmul(const OpAttrs&, std::span<const TensorView> inputs,
     sb[d] *= k * n;
   }
   int64_t y_offset = 0;
-  for_each_index<2>(batch, {sa, sb}, [&](const std::array<int64_t, 2>& off) {
+  // Explicit copies: clang 14 (the fuzz build, scripts/fuzz.sh) cannot capture structured
+  // bindings, a C++20 addition it lacks.
+  for_each_index<2>(batch, {sa, sb}, [&, m = m, n = n, k = k](const std::array<int64_t, 2>& off) {
     gemm_nn(m, n, k, 1.0f, pa + off[0], pb + off[1], py + y_offset);
     y_offset += m * n;
   });

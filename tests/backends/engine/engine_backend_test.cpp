@@ -318,6 +318,22 @@ TEST_F(EngineBackendTest, ABlobWhoseScratchDisagreesWithItsPlanIsRefused) {
   EXPECT_NE(h.status().message().find("scratch"), std::string::npos);
 }
 
+// A method never binds a dim outside its own bounds, and the verifier sized values only up
+// to them: a file whose engine profile reached 3.5e16 made the scratch plan's strides
+// overflow (UBSan; tests/fuzz/regressions/program/engine-profile-beyond-method-bounds.prog).
+TEST_F(EngineBackendTest, AProfileBeyondTheMethodsBoundsIsRefused) {
+  EngineFixture g = engine_fixture(4, 64);
+  std::unique_ptr<fb::GraphT> graph(flatbuffers::GetRoot<fb::Graph>(g.blob.data())->UnPack());
+  graph->profile[0] = fb::DimBound(0, 1, int64_t{1} << 55);
+  g.blob = fixtures::pack_graph(*graph);
+  EngineHandle h(g, {}, kPrivate);
+  EXPECT_EQ(h.status().code(), ErrorCode::InvalidProgram) << h.status().to_string();
+  EXPECT_NE(h.status().message().find("profile entry for dim 'S' [1, 36028797018963968] is outside "
+                                      "the method's bounds [1, 64]"),
+            std::string::npos)
+      << h.status().to_string();
+}
+
 // Two threads, each with its own pooled engine of a different size, sharing the one CPU
 // buffer: outputs identical to a serial run. (Mutation checked: releasing the device lock
 // before the enqueue makes the two runs share the buffer unordered, and this fails.)

@@ -1,0 +1,36 @@
+// plan_engine_scratch on graphs read from files: dim values that make a shape's element
+// count or byte size overflow are an InvalidProgram error, never undefined behaviour.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "builder/engine_scratch.h"
+#include "support/engine_fixtures.h"
+
+namespace planrt::builder {
+namespace {
+
+// Each dim of [S, 4] fits at S = 2^62, but the element count does not: computing the
+// strides of that shape overflowed (found by tests/fuzz/program_fuzz through an engine
+// profile far above its method's bounds).
+TEST(EngineScratch, ShapesWhoseSizeOverflowsAreInvalidPrograms) {
+  fixtures::EngineFixture f = fixtures::engine_fixture(4, 64);
+  const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(f.blob.data());
+  for (int64_t s : {int64_t{1} << 62, int64_t{1} << 61, INT64_MAX / 4}) {
+    std::vector<int64_t> dims = {s};
+    Result<EngineScratchPlan> plan = plan_engine_scratch(*graph, dims, false);
+    ASSERT_FALSE(plan.ok()) << s;
+    EXPECT_EQ(plan.status().code(), ErrorCode::InvalidProgram);
+    EXPECT_NE(plan.status().message().find("overflows 64-bit sizes"), std::string::npos)
+        << plan.status().to_string();
+  }
+  // The fixture's own max still plans.
+  std::vector<int64_t> max = {64};
+  EXPECT_TRUE(plan_engine_scratch(*graph, max, false).ok());
+}
+
+}  // namespace
+}  // namespace planrt::builder
