@@ -121,6 +121,25 @@ TEST(MethodVerifier, RefusesAPlannedOffsetOffItsElementSize) {
                  {"graph value 2 't' at offset 6 is not aligned to its 4-byte elements"});
 }
 
+// A kernel writes its output while reading its input: concat's memcpy over an output that
+// overlapped its input was undefined behaviour (ASan memcpy-param-overlap,
+// tests/fuzz/regressions/program/kernel-output-overlapping-its-input.prog).
+TEST(MethodVerifier, RefusesAnOutputOverlappingAnOperand) {
+  auto y_at_t_plus = [](uint64_t delta) {
+    return [delta](fb::ProgramT& p) { method(p).values[3]->offset = method(p).values[2]->offset + delta; };
+  };
+  for (uint64_t delta : {0, 4, 252}) {
+    expect_invalid(corrupt(host(), y_at_t_plus(delta)),
+                   {"instruction 1 (relu)", "output 0 (method 'forward' value 3 'y') overlaps its "
+                                            "input 0 (method 'forward' value 2 't') in planned memory"});
+  }
+  // Right after t is fine, and so is writing t itself in place (relu(t) -> t).
+  EXPECT_TRUE(ProgramFile::from_bytes(corrupt(host(), y_at_t_plus(256))).ok());
+  EXPECT_TRUE(ProgramFile::from_bytes(corrupt(host(), [](fb::ProgramT& p) {
+                method(p).instructions[1]->outputs = {2};
+              })).ok());
+}
+
 TEST(MethodVerifier, RefusesABufferAboveTheReadLimit) {
   ReadLimits limits;
   limits.max_planned_buffer_bytes = 512;
