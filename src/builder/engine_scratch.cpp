@@ -16,15 +16,15 @@ constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 
 Status bad(std::string message) { return Status(ErrorCode::InvalidProgram, std::move(message)); }
 
-// The concrete shape of `v` at `dim_values`. Its element count, and its byte size at the
-// widest dtype, must fit in 64 bits as well as each dim: the plan takes strides and byte
-// sizes of these shapes, and a graph read from a file may name any dim values (a program's
-// engine profile far above its method's bounds overflowed the strides; tests/fuzz/
-// regressions/program).
+// The concrete shape of `v` at `dim_values`. Its strides, and its byte size at the widest
+// dtype, must fit in 64 bits as well as each dim: the plan takes strides and byte sizes of
+// these shapes, and a graph read from a file may name any dim values (a program's engine
+// profile far above its method's bounds overflowed the strides; tests/fuzz/regressions/
+// program). A zero dim counts as one: it empties the tensor, not the other dims' strides.
 Result<Shape> shape_at(const fb::Value& v, std::span<const int64_t> dim_values) {
   constexpr int64_t kMaxElementBytes = 8;
   std::vector<int64_t> dims;
-  int64_t numel = 1;
+  int64_t stride_span = 1;
   if (v.shape() != nullptr) {
     for (const fb::DimRef* d : *v.shape()) {
       int64_t size = d->value();
@@ -35,8 +35,8 @@ Result<Shape> shape_at(const fb::Value& v, std::span<const int64_t> dim_values) 
                                  v.name() ? v.name()->str() : "", d->dim(), dim_values.size()));
         }
       }
-      if (size >= 0 && (__builtin_mul_overflow(numel, size, &numel) ||
-                        numel > INT64_MAX / kMaxElementBytes)) {
+      if (__builtin_mul_overflow(stride_span, std::max<int64_t>(size, 1), &stride_span) ||
+          stride_span > INT64_MAX / kMaxElementBytes) {
         return bad(fmt::format("engine value '{}': its shape at dims [{}] overflows 64-bit sizes",
                                v.name() ? v.name()->str() : "", fmt::join(dim_values, ", ")));
       }

@@ -1,5 +1,6 @@
 #include "format/program_verifier.h"
 
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -222,6 +223,53 @@ Status check_delegate(const Scope& s, const std::string& label, const fb::Instru
   return {};
 }
 
+// The bytes a Planned value may occupy, at its max shape: [begin, end) of `buffer` (0 for
+// a segment graph's scratch). Empty for other kinds and for values of no bytes.
+struct PlannedRange {
+  uint32_t buffer = 0;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+std::optional<PlannedRange> planned_range(const Scope& s, uint32_t id) {
+  const fb::Value& v = s.value(id);
+  if (v.kind() != fb::ValueKind::Planned) return std::nullopt;
+  auto nbytes = value_max_nbytes(v, s.dims);  // checked with the value: does not fail here
+  if (!nbytes.ok() || *nbytes == 0) return std::nullopt;
+  return PlannedRange{s.is_graph ? 0u : v.buffer(), v.offset(), v.offset() + *nbytes};
+}
+
+// An instruction writes its outputs while it reads its inputs, and kernels copy with memcpy:
+// an output sharing bytes with a different value among its operands is undefined behaviour
+// (the program fuzz target found a concat whose output overlapped its input). The planner
+// never places them so: lifetimes are inclusive, so an instruction's operands are all alive
+// at it and get disjoint ranges. An output that is itself one of the inputs (in place,
+// y = y + x, which hand-built programs use) stays within that one value's bytes.
+Status check_outputs_overlap_nothing(const Scope& s, const std::string& label,
+                                     const fb::Instruction& ins) {
+  for (uint32_t o = 0; o < count(ins.outputs()); ++o) {
+    const uint32_t out = ins.outputs()->Get(o);
+    const std::optional<PlannedRange> written = planned_range(s, out);
+    if (!written) continue;
+    auto overlapping = [&](const Ids* ids, uint32_t n, std::string_view what) -> Status {
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t id = ids->Get(i);
+        if (id == kNoValue || id == out) continue;
+        const std::optional<PlannedRange> other = planned_range(s, id);
+        if (other && other->buffer == written->buffer && other->begin < written->end &&
+            written->begin < other->end) {
+          return invalid(fmt::format("{} output {} ({}) overlaps its {} {} ({}) in planned memory",
+                                     label, o, value_label(s, out), what, i, value_label(s, id)));
+        }
+      }
+      return {};
+    };
+    PLANRT_RETURN_IF_ERROR(overlapping(ins.inputs(), count(ins.inputs()), "input"));
+    PLANRT_RETURN_IF_ERROR(overlapping(ins.outputs(), o, "output"));
+  }
+  return {};
+}
+
 Status check_instruction(const Scope& s, uint32_t index, const fb::Instruction& ins) {
   std::string label = fmt::format("{} instruction {}", s.where, index);
   if (!str(ins.op()).empty()) label += fmt::format(" ({})", str(ins.op()));
@@ -247,6 +295,7 @@ Status check_instruction(const Scope& s, uint32_t index, const fb::Instruction& 
   if (s.is_graph && ins.kind() != fb::InstructionKind::Kernel) {
     return invalid(fmt::format("{} is not a Kernel instruction (the only kind a graph holds)", label));
   }
+  PLANRT_RETURN_IF_ERROR(check_outputs_overlap_nothing(s, label, ins));
 
   switch (ins.kind()) {
     case fb::InstructionKind::Kernel: {

@@ -94,6 +94,23 @@ TEST(MethodVerifier, RefusesBadShapeEntries) {
                  {"value 2 't'", "overflow"});
 }
 
+// A zero dim makes a value empty but leaves the other dims' strides: [0, 2^58, 64] is 0
+// bytes, yet its outer stride is 2^64 elements, which overflowed contiguous_strides (UBSan;
+// tests/fuzz/regressions/program/zero-dim-beside-huge-dims.prog). The same in a segment graph.
+TEST(MethodVerifier, RefusesAnEmptyShapeWhoseStridesOverflow) {
+  const std::vector<fb::DimRef> empty_but_huge = {fixtures::fixed_dim(0), fixtures::fixed_dim(int64_t{1} << 58),
+                                                  fixtures::fixed_dim(64)};
+  expect_invalid(corrupt(host(), [&](fb::ProgramT& p) { method(p).values[2]->shape = empty_but_huge; }),
+                 {"value 2 't'", "a stride) overflows 64 bits at shape entry 2"});
+  expect_invalid(corrupt(cuda(), on_graph([&](fb::GraphT& g) { g.values[2]->shape = empty_but_huge; })),
+                 {"graph value 2 't'", "a stride) overflows 64 bits"});
+  // Empty with strides that fit is a valid (0-byte) value.
+  auto bytes = corrupt(host(), [](fb::ProgramT& p) {
+    method(p).values[2]->shape = {fixtures::fixed_dim(0), fixtures::fixed_dim(1 << 20), fixtures::fixed_dim(64)};
+  });
+  EXPECT_TRUE(ProgramFile::from_bytes(bytes).ok());
+}
+
 TEST(MethodVerifier, RefusesACorruptedBufferId) {
   expect_invalid(corrupt(host(), [](fb::ProgramT& p) { method(p).values[3]->buffer = 5; }),
                  {"value 3 'y' refers to buffer 5 but the method has 1 planned buffers"});
@@ -119,6 +136,25 @@ TEST(MethodVerifier, RefusesAPlannedOffsetOffItsElementSize) {
                    g.values[2]->offset = 6;
                  })),
                  {"graph value 2 't' at offset 6 is not aligned to its 4-byte elements"});
+}
+
+// A kernel writes its output while reading its input: concat's memcpy over an output that
+// overlapped its input was undefined behaviour (ASan memcpy-param-overlap,
+// tests/fuzz/regressions/program/kernel-output-overlapping-its-input.prog).
+TEST(MethodVerifier, RefusesAnOutputOverlappingAnOperand) {
+  auto y_at_t_plus = [](uint64_t delta) {
+    return [delta](fb::ProgramT& p) { method(p).values[3]->offset = method(p).values[2]->offset + delta; };
+  };
+  for (uint64_t delta : {0, 4, 252}) {
+    expect_invalid(corrupt(host(), y_at_t_plus(delta)),
+                   {"instruction 1 (relu)", "output 0 (method 'forward' value 3 'y') overlaps its "
+                                            "input 0 (method 'forward' value 2 't') in planned memory"});
+  }
+  // Right after t is fine, and so is writing t itself in place (relu(t) -> t).
+  EXPECT_TRUE(ProgramFile::from_bytes(corrupt(host(), y_at_t_plus(256))).ok());
+  EXPECT_TRUE(ProgramFile::from_bytes(corrupt(host(), [](fb::ProgramT& p) {
+                method(p).instructions[1]->outputs = {2};
+              })).ok());
 }
 
 TEST(MethodVerifier, RefusesABufferAboveTheReadLimit) {
