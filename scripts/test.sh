@@ -17,13 +17,15 @@ build_dir=${PLANRT_BUILD_DIR:-build/test}
 jobs=${PLANRT_JOBS:-$(nproc)}
 
 lane_times=()
-lane() {  # lane NAME COMMAND...: runs it and records its wall time
+# lane NAME COMMAND...: runs it and reports its wall time and CPU time. On a shared machine
+# the wall time says little; CPU time over the core count bounds what a dedicated one takes.
+lane() {
   local name=$1 start=$SECONDS
   shift
   echo "=== lane $name"
-  "$@"
+  local TIMEFORMAT="=== lane $name: %0R s wall, %0U s user + %0S s sys CPU"
+  time "$@"
   lane_times+=("$name $((SECONDS - start)) s")
-  echo "=== lane $name passed in $((SECONDS - start)) s"
 }
 
 normal_lane() {
