@@ -36,5 +36,23 @@ function(planrt_test name dir)
     # may allocate on the GPU beside them (two failed that way under ctest -j6).
     list(APPEND props RUN_SERIAL TRUE)
   endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
+  # Tests that start threads say so in their name (PLANRT_CONCURRENCY_TESTS): they carry the
+  # ctest label "concurrency", which the ThreadSanitizer lane runs (scripts/tsan-test.sh).
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${PLANRT_CONCURRENCY_TESTS}"
+                       PROPERTIES ${props} LABELS concurrency)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${PLANRT_CONCURRENCY_TESTS}"
+                       PROPERTIES ${props})
+  # A binary whose sources start threads joins planrt_concurrency_tests, the target the
+  # ThreadSanitizer lane builds (only those binaries, not every test).
+  foreach(src IN LISTS srcs)
+    file(STRINGS ${src} starts_threads REGEX "std::(thread|jthread|async)")
+    if(starts_threads)
+      add_dependencies(planrt_concurrency_tests ${name})
+      break()
+    endif()
+  endforeach()
 endfunction()
+
+# gtest filter of the tests that start threads: "Thread" or "Concurren" in the suite or test
+# name (TwoThreadsWithPooledEnginesMatchASerialRun, ConcurrentRegistrationsLetExactlyOneWin).
+set(PLANRT_CONCURRENCY_TESTS "*Thread*:*Concurren*")
