@@ -4,6 +4,7 @@
 #
 #   ./scripts/fuzz.sh TARGET SECONDS [LIBFUZZER_FLAG...]
 #   ./scripts/fuzz.sh TARGET merge      # minimise tests/fuzz/corpus/TARGET with the run's finds
+#                                       # (check its size: a 30-minute run's finds reach MBs)
 #
 # TARGET is program, model_json, safetensors or npy. A run reads tests/fuzz/corpus/TARGET,
 # tests/fuzz/regressions/TARGET and the seeds scripts/fuzz-corpus.sh writes to

@@ -380,6 +380,11 @@ Status check_segment(const Scope& method_scope, uint32_t index, const fb::Segmen
                                where, seg.blob()->size()));
   }
   const fb::Graph* g = seg.blob_nested_root();
+  // DimBound holds 8-byte fields and is read in place (elements_aligned says why the
+  // FlatBuffers verifier does not catch this).
+  if (!elements_aligned(g->profile())) {
+    return invalid(fmt::format("{} graph has a profile vector that is not 8-byte aligned", where));
+  }
   if (g->scratch_bytes() > method_scope.limits->max_planned_buffer_bytes) {
     return invalid(fmt::format("{} graph asks for {} scratch bytes, above the limit of {}", where,
                                g->scratch_bytes(), method_scope.limits->max_planned_buffer_bytes));

@@ -1,6 +1,9 @@
 // The deep checks of methods, values, instructions and segment graphs: each corruption
 // must be refused with an error naming what is wrong.
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -155,6 +158,21 @@ TEST(MethodVerifier, RefusesAnOutputOverlappingAnOperand) {
   EXPECT_TRUE(ProgramFile::from_bytes(corrupt(host(), [](fb::ProgramT& p) {
                 method(p).instructions[1]->outputs = {2};
               })).ok());
+}
+
+// The FlatBuffers verifier checks a vector's length field alignment, not its elements': a
+// crafted graph put its [DimBound] profile at a 4-byte boundary, and the engine read the
+// 8-byte bounds misaligned (UBSan; found by the program fuzz target, replayed from
+// tests/fuzz/regressions/program/misaligned-engine-profile.prog). The builder cannot write
+// such a file, so the test reads the fuzzer's.
+TEST(MethodVerifier, RefusesAMisalignedEngineProfile) {
+  const char* data = std::getenv("PLANRT_TEST_DATA");
+  ASSERT_NE(data, nullptr) << "PLANRT_TEST_DATA is set by ctest";
+  std::ifstream in(std::string(data) + "/../fuzz/regressions/program/misaligned-engine-profile.prog",
+                   std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(bytes.empty());
+  expect_invalid(bytes, {"graph has a profile vector that is not 8-byte aligned"});
 }
 
 TEST(MethodVerifier, RefusesABufferAboveTheReadLimit) {
