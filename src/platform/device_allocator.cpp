@@ -14,6 +14,8 @@ Result<bool> DeviceAllocator::pin_host_memory(void*, size_t, Device) { return fa
 
 void DeviceAllocator::unpin_host_memory(void*, size_t, Device) {}
 
+uint64_t DeviceAllocator::total_memory(Device) { return 0; }
+
 Status DeviceAllocator::copy_host_to_device_async(void* dst, const void* src, size_t nbytes,
                                                   Device device, void*) {
   return copy_host_to_device(dst, src, nbytes, device);

@@ -407,7 +407,9 @@ class Loader {
   // 0: no bound on `device` (see LoadMethodOptions::max_planned_bytes_per_device).
   uint64_t limit_on(Device device) const {
     if (options_.max_planned_bytes_per_device != 0) return options_.max_planned_bytes_per_device;
-    return device.is_cpu() ? physical_memory_bytes() : 0;
+    if (device.is_cpu()) return physical_memory_bytes();
+    DeviceAllocator* allocator = get_device_allocator(device.type);
+    return allocator != nullptr ? allocator->total_memory(device) : 0;
   }
 
   Status check_limit(Device device, uint64_t bytes, std::string_view what) const {
@@ -418,9 +420,9 @@ class Loader {
                              "(LoadMethodOptions::max_planned_bytes_per_device{}); nothing was "
                              "allocated",
                              what, to_string(device), bytes, limit,
-                             options_.max_planned_bytes_per_device != 0
-                                 ? ""
-                                 : ", by default the device's physical memory"));
+                             options_.max_planned_bytes_per_device != 0 ? ""
+                             : device.is_cpu() ? ", by default the machine's physical memory"
+                                               : ", by default the device's total memory"));
   }
 
   // Before any arena: the sizes are the file's, and only a bound checked here keeps a

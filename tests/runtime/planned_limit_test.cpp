@@ -148,6 +148,35 @@ TEST(PlannedLimit, ByDefaultHostBuffersBeyondPhysicalMemoryAreRefused) {
   }
 }
 
+// A device's default bound is what its allocator says the device holds (CUDA: cudaMemGetInfo's
+// total); an allocator that does not know leaves the device to its own failures.
+TEST(PlannedLimit, ByDefaultDeviceBytesBeyondTheDevicesTotalMemoryAreRefused) {
+  ScopedTestAllocator host(DeviceType::CPU);
+  ScopedTestAllocator cuda;
+  ScopedTestBackend backend("cuda");
+  ASSERT_TRUE(host.status().ok() && cuda.status().ok() && backend.status().ok());
+  Program p = load_fixture(host_and_device_program());
+  const uint64_t on_cuda = planned_on(p, "device", Device::cuda(0));
+  ASSERT_GT(on_cuda, 0u);
+
+  cuda->set_total_memory(on_cuda - 1);
+  Result<Method> refused = p.load_method("device");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::OutOfMemory);
+  expect_names(refused.status(), {"method 'device'", "cuda:0", std::to_string(on_cuda) + " bytes",
+                                  "limit of " + std::to_string(on_cuda - 1) + " bytes",
+                                  "by default the device's total memory"});
+  EXPECT_EQ(cuda->counts().allocations + cuda->counts().failed_allocations, 0);
+  EXPECT_EQ(host->counts().allocations + host->counts().failed_allocations, 0);
+  EXPECT_EQ(backend->counts().inits, 0);
+
+  for (uint64_t total : {on_cuda, uint64_t{0}}) {  // all of it; unknown
+    cuda->set_total_memory(total);
+    Result<Method> loaded = p.load_method("device");
+    EXPECT_TRUE(loaded.ok()) << "total " << total << ": " << loaded.status().to_string();
+  }
+}
+
 // The sum saturates instead of wrapping: buffers whose sizes add past 2^64 are refused,
 // not taken for a small total.
 TEST(PlannedLimit, SizesWhoseSumOverflowsAreRefused) {

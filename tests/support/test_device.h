@@ -93,6 +93,9 @@ class TestDeviceAllocator final : public DeviceAllocator {
   // synchronizing would copy the wrong bytes.
   Result<bool> pin_host_memory(void* ptr, size_t nbytes, Device device) override;
   void unpin_host_memory(void* ptr, size_t nbytes, Device device) override;
+  // What total_memory() reports (0, unknown, by default).
+  void set_total_memory(uint64_t bytes) { total_memory_ = bytes; }
+  uint64_t total_memory(Device) override { return total_memory_; }
   // Off: pin_host_memory() pins nothing (on by default).
   void pin_host(bool on) { pin_host_ = on; }
 
@@ -123,6 +126,7 @@ class TestDeviceAllocator final : public DeviceAllocator {
   std::atomic<bool> pin_host_{true};
   std::map<const uint8_t*, size_t> pinned_;  // host ranges pinned, by start
   std::atomic<bool> fail_next_stream_{false};
+  std::atomic<uint64_t> total_memory_{0};
   std::set<TestStream*> streams_;
 };
 

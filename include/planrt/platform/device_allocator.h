@@ -24,6 +24,10 @@
 //   memory may still read it after the call returns: the runtime writes such memory only
 //   after synchronize(). true: pinned, and unpin_host_memory() gets the same arguments
 //   before the memory is freed; false: not pinned (the default), nothing to undo.
+// - Total memory (optional): total_memory() is the device's whole memory in bytes, or 0 when
+//   the allocator does not know it (the default). The loader bounds a method's planned
+//   bytes on a device by it unless told otherwise (LoadMethodOptions::
+//   max_planned_bytes_per_device). Never fails: an error reads as "unknown".
 // - An allocator is owned by whoever registers it. It must outlive its registration and
 //   every buffer it handed out (DeviceBuffer keeps a raw pointer to it).
 //
@@ -80,6 +84,8 @@ class DeviceAllocator {
   // Pinning (see above). The defaults pin nothing.
   virtual Result<bool> pin_host_memory(void* ptr, size_t nbytes, Device device);
   virtual void unpin_host_memory(void* ptr, size_t nbytes, Device device);
+  // Total memory (see above). The default: 0, unknown.
+  virtual uint64_t total_memory(Device device);
 };
 
 // Errors: InvalidArgument for a null allocator or one whose device_type() differs from

@@ -65,10 +65,11 @@ struct LoadMethodOptions {
   // bound a file could ask for terabytes the host allocator would hand out lazily and the
   // zero-fill would then fault in. Above the limit load_method returns OutOfMemory naming
   // the method, the device, the planned bytes and the limit, before allocating anything.
-  // 0 (the default): the device's total memory where the runtime knows it, which for the
-  // CPU is the machine's physical memory; other devices (CUDA) are left to their
-  // allocator, which fails an allocation it cannot serve. Non-zero: that limit on every
-  // device, the CPU included.
+  // 0 (the default): the device's total memory: for the CPU the machine's physical memory,
+  // for another device what its allocator's total_memory() says (CUDA: cudaMemGetInfo's
+  // total); an allocator that does not know (0) leaves that device unbounded here, and its
+  // allocate() fails what it cannot serve. Non-zero: that limit on every device, the CPU
+  // included.
   uint64_t max_planned_bytes_per_device = 0;
 };
 

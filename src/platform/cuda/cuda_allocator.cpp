@@ -8,6 +8,7 @@
 #include "planrt/platform/cuda.h"
 #include "platform/cuda/cuda_status.h"
 #include "platform/cuda/device_guard.h"
+#include "platform/cuda/fault_injection.h"
 
 namespace planrt::cuda {
 namespace {
@@ -54,7 +55,8 @@ Result<void*> CudaAllocator::allocate(size_t nbytes, Device device) {
         fmt::format("cannot allocate {} bytes on {}", nbytes, to_string(device)));
   }
   void* p = nullptr;
-  cudaError_t err = cudaMalloc(&p, nbytes);
+  cudaError_t err = injected_allocation_failure();
+  if (err == cudaSuccess) err = cudaMalloc(&p, nbytes);
   if (err != cudaSuccess) {
     return cuda_error(err, fmt::format("allocating {} bytes (cudaMalloc)", nbytes), device.index);
   }
@@ -155,6 +157,18 @@ void CudaAllocator::unpin_host_memory(void* ptr, size_t, Device device) {
     (void)cudaGetLastError();
     PLANRT_LOG_ERROR("{}", cuda_error(err, "unpinning host memory", device.index).to_string());
   }
+}
+
+uint64_t CudaAllocator::total_memory(Device device) {
+  if (device.type != DeviceType::CUDA) return 0;
+  auto guard = DeviceGuard::set(device.index);
+  if (!guard.ok()) return 0;
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return total_bytes;
 }
 
 CudaAllocator& cuda_allocator() {

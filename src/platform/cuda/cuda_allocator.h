@@ -41,6 +41,8 @@ class CudaAllocator final : public DeviceAllocator {
   // memory the driver refuses to lock, stays pageable: false, and the copies work as before.
   Result<bool> pin_host_memory(void* ptr, size_t nbytes, Device device) override;
   void unpin_host_memory(void* ptr, size_t nbytes, Device device) override;
+  // cudaMemGetInfo's total; 0 (unknown) for a device that is not there.
+  uint64_t total_memory(Device device) override;
 };
 
 // The process's instance (the one register_cuda_allocator() registers).
