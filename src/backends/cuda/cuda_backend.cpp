@@ -26,6 +26,7 @@
 #include "platform/cuda/cuda_allocator.h"
 #include "platform/cuda/cuda_status.h"
 #include "platform/cuda/device_guard.h"
+#include "platform/cuda/fault_injection.h"
 #include "platform/cuda/pool.h"
 #include "platform/cuda/stream.h"
 #include "runtime/fb_convert.h"
@@ -280,7 +281,7 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
   PLANRT_CUDA_RETURN_IF_ERROR(cudaMemset(seg.device_errors, 0, sizeof(CudaDeviceError)),
                               where + ": clearing the error record", seg.device);
   void* host_record = nullptr;
-  PLANRT_CUDA_RETURN_IF_ERROR(cudaMallocHost(&host_record, sizeof(CudaDeviceError)),
+  PLANRT_CUDA_RETURN_IF_ERROR(cuda::malloc_host(&host_record, sizeof(CudaDeviceError)),
                               where + ": the pinned error record", seg.device);
   seg.host_errors = static_cast<CudaDeviceError*>(host_record);
   *seg.host_errors = CudaDeviceError{};

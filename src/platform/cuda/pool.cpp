@@ -9,6 +9,7 @@
 #include "planrt/core/log.h"
 #include "platform/cuda/cuda_status.h"
 #include "platform/cuda/device_guard.h"
+#include "platform/cuda/fault_injection.h"
 
 namespace planrt::cuda {
 namespace detail {
@@ -205,7 +206,8 @@ Result<void*> PoolHandle::allocate(size_t nbytes, cudaStream_t stream) {
   // A null stream is the legacy default stream of the CURRENT device: make it this one.
   PLANRT_ASSIGN_OR_RETURN(DeviceGuard guard, DeviceGuard::set(device_));
   void* p = nullptr;
-  cudaError_t err = cudaMallocFromPoolAsync(&p, nbytes, pool_, stream);
+  cudaError_t err = injected_allocation_failure();
+  if (err == cudaSuccess) err = cudaMallocFromPoolAsync(&p, nbytes, pool_, stream);
   if (err != cudaSuccess) {
     return cuda_error(err,
                       fmt::format("allocating {} bytes from the {} pool (cudaMallocFromPoolAsync)",

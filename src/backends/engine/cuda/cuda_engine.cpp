@@ -14,6 +14,7 @@
 #include "planrt/core/log.h"
 #include "platform/cuda/cuda_status.h"
 #include "platform/cuda/device_guard.h"
+#include "platform/cuda/fault_injection.h"
 #include "platform/cuda/stream.h"
 
 namespace planrt::engine {
@@ -103,7 +104,7 @@ class CudaRunner final : public EngineRunner {
     PLANRT_CUDA_RETURN_IF_ERROR(cudaMemset(r->device_errors_, 0, sizeof(CudaDeviceError)),
                                 where + ": clearing the error record", device);
     void* host = nullptr;
-    PLANRT_CUDA_RETURN_IF_ERROR(cudaMallocHost(&host, sizeof(CudaDeviceError)),
+    PLANRT_CUDA_RETURN_IF_ERROR(cuda::malloc_host(&host, sizeof(CudaDeviceError)),
                                 where + ": the pinned error record", device);
     r->host_errors_ = static_cast<CudaDeviceError*>(host);
     *r->host_errors_ = CudaDeviceError{};
@@ -227,7 +228,8 @@ class CudaScratchDevice final : public ScratchDevice {
   Result<void*> allocate(uint64_t bytes, void* stream) override {
     PLANRT_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::set(device_));
     void* p = nullptr;
-    cudaError_t err = cudaMallocFromPoolAsync(&p, bytes, pool_, to_stream(stream));
+    cudaError_t err = cuda::injected_allocation_failure();
+    if (err == cudaSuccess) err = cudaMallocFromPoolAsync(&p, bytes, pool_, to_stream(stream));
     if (err != cudaSuccess) {
       (void)cudaGetLastError();
       return cuda::cuda_error(err, fmt::format("allocating {} bytes of shared scratch", bytes), device_);
