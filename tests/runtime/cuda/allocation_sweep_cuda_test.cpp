@@ -155,7 +155,9 @@ class AllocationSweepCuda : public ::testing::Test {
   }
   void TearDown() override {
     fault::fail_nth_allocation(0);
-    if (visible_) EXPECT_TRUE(trim_engine_scratch_pool(kGpu).ok());
+    if (visible_) {
+      EXPECT_TRUE(trim_engine_scratch_pool(kGpu).ok());
+    }
   }
 
   // Load `method` with the n-th allocation failing, then run it unarmed and compare.
