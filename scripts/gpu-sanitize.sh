@@ -31,7 +31,7 @@ for tool in "${tools[@]}"; do
     if [ "$tool" != memcheck ] && [ "${PLANRT_SANITIZE_ALL:-0}" != 1 ]; then
       case $bin in
         kernels_cuda_test) ;;
-        runtime_cuda_test) filter=(--gtest_filter='ConcurrencyStress*') ;;
+        runtime_cuda_test) [ -z "${GTEST_FILTER:-}" ] && filter=(--gtest_filter='ConcurrencyStress*') ;;
         *) continue ;;
       esac
     fi

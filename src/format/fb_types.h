@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 #include "planrt/core/device.h"
 #include "planrt/core/dtype.h"
@@ -43,9 +44,12 @@ VectorItems<T> items(const flatbuffers::Vector<T>* v) {
 
 // flatbuffers::Verifier (2.0.x) checks a vector's length field alignment but not its
 // elements': a crafted file can put a vector of 8-byte elements at a 4-byte boundary.
+// A vector of structs is a Vector<const S*>: the element's alignment is S's, not the
+// pointer's (the same 8 on 64-bit hosts, not on 32-bit ones).
 template <typename T>
 bool elements_aligned(const flatbuffers::Vector<T>* v) {
-  return v == nullptr || reinterpret_cast<uintptr_t>(v->Data()) % alignof(T) == 0;
+  using Element = std::remove_cv_t<std::remove_pointer_t<T>>;
+  return v == nullptr || reinterpret_cast<uintptr_t>(v->Data()) % alignof(Element) == 0;
 }
 
 inline std::optional<DType> to_dtype(fb::DType d) {

@@ -218,8 +218,9 @@ Result<Counts> run(const Program& program, const Program& transient, const Optio
           report("method_meta/run_stats of " + kMethods[m] + ": " + meta.status().to_string());
         }
       }
-      // A host method of the transient program, loaded with the default options (so its
-      // engines follow the process-wide option thread 1 flips), run once and destroyed.
+      // host_mlp, host_norm or engines of the transient program (engines is device-tagged when
+      // its engines run on a GPU), loaded with the default options (so its engines follow
+      // the process-wide option thread 1 flips), run once and destroyed.
       if (i % 5 == 4) {
         const size_t h = static_cast<size_t>(i / 5) % 3;  // host_mlp, host_norm, engines
         Result<Method> once = transient.load_method(kMethods[h]);
@@ -250,8 +251,9 @@ Result<Counts> run(const Program& program, const Program& transient, const Optio
         own[r].emplace(std::move(again).value());
         ++reloads;
       }
-      // The process-wide option changes while contexts are created; every load here names
-      // the option itself, and the load-time option wins, so no output may change.
+      // The process-wide option changes while contexts are created: the threads' own and
+      // shared instances name the option at load (the load-time option wins), the transient
+      // ones follow it; pooled or private, no output may change.
       if (t == 1 && i % 50 == 49) {
         Status set = set_backend_option("engine", kSharedScratchOption, (i / 50) % 2 ? "true" : "false");
         if (!set.ok()) {

@@ -24,12 +24,12 @@
 //   arenas and with pooled or private engine scratch, so pooled and private engines and
 //   arena sets run side by side;
 // - thread 0 also trims the engines' scratch pool on options.pool_device and reads its
-//   statistics now and then, and thread 1 flips the engine backend's process-wide pool
-//   option (those functions may be called from any thread while pooled runs are in
+//   statistics every 50 iterations, and thread 1 flips the engine backend's process-wide
+//   pool option as often (so runs of fewer than 50 iterations do neither) (those functions may be called from any thread while pooled runs are in
 //   flight); every thread reads the Program's and its Methods' const accessors between runs;
-// - now and then a host method of a second Program (the same bytes) loaded for one run and
-//   destroyed: nothing holds that Program's shared host arena set for long, so the threads
-//   create and release it under each other's feet.
+// - every 5 runs host_mlp, host_norm or engines of a second Program (the same bytes) loaded
+//   for one run and destroyed: nothing holds that Program's shared host arena set for long,
+//   so the threads create and release it under each other's feet.
 // Six input sizes (S from 1 to 48), so pooled engines grow the pool while others run on it.
 #pragma once
 

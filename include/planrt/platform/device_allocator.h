@@ -26,8 +26,9 @@
 //   before the memory is freed; false: not pinned (the default), nothing to undo.
 // - Total memory (optional): total_memory() is the device's whole memory in bytes, or 0 when
 //   the allocator does not know it (the default). The loader bounds a method's planned
-//   bytes on a device by it unless told otherwise (LoadMethodOptions::
-//   max_planned_bytes_per_device). Never fails: an error reads as "unknown".
+//   bytes on a device other than the CPU by it unless told otherwise (LoadMethodOptions::
+//   max_planned_bytes_per_device; the CPU's bound is the machine's physical memory,
+//   whatever allocator is registered). Never fails: an error reads as "unknown".
 // - An allocator is owned by whoever registers it. It must outlive its registration and
 //   every buffer it handed out (DeviceBuffer keeps a raw pointer to it).
 //
@@ -42,8 +43,8 @@
 //   pointer returned by get_device_allocator() stays valid only while that allocator is
 //   registered and alive, so unregister only when nothing can still be using it.
 // - What an allocator must allow: the runtime calls it from every thread that loads, runs or
-//   destroys methods, so allocate(), deallocate(), the synchronous copies, create_stream()
-//   and destroy_stream() may be called concurrently and must be thread-safe (the built-in
+//   destroys methods, so allocate(), deallocate(), the synchronous copies, create_stream(),
+//   destroy_stream() and total_memory() may be called concurrently and must be thread-safe (the built-in
 //   host allocator and planrt's CUDA allocator are). A stream is used by one thread at a
 //   time: the runtime's work on one method stream (async copies, synchronize, destroy)
 //   comes from runs of one Method, which its lock serializes; distinct streams may be used

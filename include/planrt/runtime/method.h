@@ -67,7 +67,8 @@ struct LoadMethodOptions {
   // the method, the device, the planned bytes and the limit, before allocating anything.
   // 0 (the default): the device's total memory: for the CPU the machine's physical memory,
   // for another device what its allocator's total_memory() says (CUDA: cudaMemGetInfo's
-  // total); an allocator that does not know (0) leaves that device unbounded here, and its
+  // total; asking creates the device's CUDA context, even for a load then refused); an
+  // allocator that does not know (0) leaves that device unbounded here, and its
   // allocate() fails what it cannot serve. Non-zero: that limit on every device, the CPU
   // included.
   uint64_t max_planned_bytes_per_device = 0;

@@ -5,8 +5,9 @@
 // Every place where planrt asks CUDA for memory asks injected_allocation_failure() first
 // and, when told to fail, takes the path a real cudaErrorMemoryAllocation takes (same
 // error, same message, same cleanup). The places: CudaAllocator::allocate (cudaMalloc:
-// planned arenas, uploaded weights, device error records), PoolHandle::allocate (the warm
-// pool's per-call temporaries), the engines' shared scratch growth and the pinned error
+// planned arenas, uploaded weights, device error records, engines' private scratch),
+// PoolHandle::allocate (per-call temporaries from the warm pool, or the default pool when
+// that option is chosen), the engines' shared scratch growth and the pinned error
 // records (cudaMallocHost) of `cuda` segments and CUDA engines. cuBLAS's own workspace
 // (cublasCreate) is not ours and is not counted.
 //
