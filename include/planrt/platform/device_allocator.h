@@ -44,8 +44,8 @@
 //   registered and alive, so unregister only when nothing can still be using it.
 // - What an allocator must allow: the runtime calls it from every thread that loads, runs or
 //   destroys methods, so allocate(), deallocate(), the synchronous copies, create_stream(),
-//   destroy_stream() and total_memory() may be called concurrently and must be thread-safe (the built-in
-//   host allocator and planrt's CUDA allocator are). A stream is used by one thread at a
+//   destroy_stream() and total_memory() may be called concurrently and must be thread-safe
+//   (the built-in host allocator and planrt's CUDA allocator are). A stream is used by one thread at a
 //   time: the runtime's work on one method stream (async copies, synchronize, destroy)
 //   comes from runs of one Method, which its lock serializes; distinct streams may be used
 //   concurrently.
