@@ -46,11 +46,7 @@ class ConcurrencyStress : public ::testing::Test {
     ASSERT_TRUE(device_->status().ok()) << device_->status().to_string();
     ASSERT_TRUE((*backend_).status().ok()) << (*backend_).status().to_string();
 
-    Result<builder::Model> model = builder::parse_model_json(stress::model_json("cpu"));
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    Result<builder::BuiltProgram> built = builder::build_program(*model);
-    ASSERT_TRUE(built.ok()) << built.status().to_string();
-    Result<std::vector<uint8_t>> bytes = built->serialize();
+    Result<std::vector<uint8_t>> bytes = stress::program_bytes("cpu");
     ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
     Result<Program> program = Program::load_bytes(*bytes);
     ASSERT_TRUE(program.ok()) << program.status().to_string();

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "planrt/backends/engine.h"
+#include "planrt/builder/builder.h"
 
 namespace planrt::stress {
 namespace {
@@ -130,6 +131,12 @@ std::string model_json(std::string_view engines_device) {
   const std::string_view key = "ENGINES_DEVICE";
   s.replace(s.find(key), key.size(), engines_device);
   return s;
+}
+
+Result<std::vector<uint8_t>> program_bytes(std::string_view engines_device) {
+  PLANRT_ASSIGN_OR_RETURN(builder::Model model, builder::parse_model_json(model_json(engines_device)));
+  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(model));
+  return built.serialize();
 }
 
 const std::vector<std::string>& method_names() { return kMethods; }

@@ -46,6 +46,8 @@ namespace planrt::stress {
 
 // The model description; `engines_device` is "cpu" or "cuda:N".
 std::string model_json(std::string_view engines_device);
+// model_json(engines_device) built and serialized: the program both stress tests load.
+Result<std::vector<uint8_t>> program_bytes(std::string_view engines_device);
 // host_mlp, host_norm, engines, device_mlp.
 const std::vector<std::string>& method_names();
 

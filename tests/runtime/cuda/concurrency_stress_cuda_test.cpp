@@ -33,11 +33,7 @@ TEST(ConcurrencyStressCuda, ThreadsRunningCudaSegmentsAndCudaEnginesMatchASerial
   const int threads = stress::env_int("PLANRT_STRESS_THREADS", 4);
   const int iterations = stress::env_int("PLANRT_STRESS_ITERATIONS", 500);
 
-  Result<builder::Model> model = builder::parse_model_json(stress::model_json("cuda:0"));
-  ASSERT_TRUE(model.ok()) << model.status().to_string();
-  Result<builder::BuiltProgram> built = builder::build_program(*model);
-  ASSERT_TRUE(built.ok()) << built.status().to_string();
-  Result<std::vector<uint8_t>> bytes = built->serialize();
+  Result<std::vector<uint8_t>> bytes = stress::program_bytes("cuda:0");
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
   {
     Result<Program> program = load(*bytes), transient = load(*bytes);
