@@ -6,7 +6,8 @@
 # weights on both sides, latency medians and p90s.
 #
 #   bench/compare.sh [MODEL_SPEC ...]     # then: python3 bench/report_compare.py
-# MODEL_SPEC: LAYERS:SEQ:PARTITION (default: the list of issue 5 below). Run on a GPU machine
+# MODEL_SPEC: LAYERS:SEQ:PARTITION[:DTYPE] (DTYPE f32, the default, or bf16; default list:
+# issue 5's, below). Run on a GPU machine
 # with torch, from a clean checkout: without PLANRT it installs the Debian packages
 # (scripts/deps.sh), builds build/release with CUDA and uses its CLI; PLANRT=path/to/planrt
 # uses a CLI built elsewhere. It first measures the ceilings of the floors (bench/floors.py).
@@ -29,6 +30,9 @@ if [ ${#specs[@]} -eq 0 ]; then
       specs+=("$layers:$seq:cuda" "$layers:$seq:engine-per-block")
     done
   done
+  for seq in 2048 128; do
+    specs+=("12:$seq:cuda:bf16" "12:$seq:engine-per-block:bf16")
+  done
 fi
 if [ -z "${PLANRT:-}" ]; then
   ./scripts/deps.sh
@@ -38,34 +42,48 @@ fi
 mkdir -p "$work" "$(dirname "$results")"
 python3 bench/floors.py >> "$results"
 for spec in "${specs[@]}"; do
-  IFS=: read -r layers seq partition <<< "$spec"
+  IFS=: read -r layers seq partition dtype <<< "$spec"
+  dtype=${dtype:-f32}
   name="t${layers}_s${seq}_${partition}"
+  [ "$dtype" = f32 ] || name="${name}_${dtype}"
   dir="$work/$name"
   mkdir -p "$dir"
   "$planrt" build --template transformer --layers "$layers" --d-model 512 --heads 8 --ffn 2048 \
-    --max-seq "$seq" --weights random:1 --partition "$partition" \
+    --max-seq "$seq" --weights random:1 --partition "$partition" --dtype "$dtype" \
     --save-model "$dir/model.json" -o "$dir/model.prog" > /dev/null
   python3 -c "import numpy as np; np.save('$dir/x.npy', np.random.default_rng(7).standard_normal((1, $seq, 512)).astype(np.float32))"
   python3 bench/torch_reference.py "$dir/model.json" --input "x=$dir/x.npy" \
-    --output-dir "$dir/torch" --iterations "$iters" > "$dir/torch.json"
+    --output-dir "$dir/torch" --iterations "$iters" --dtype "$dtype" > "$dir/torch.json"
+  # bf16: both sides are also measured against PyTorch in f32 on the same (bf16) weights
+  # and input, which tells planrt's rounding error from the difference between two bf16
+  # computations.
+  if [ "$dtype" != f32 ]; then
+    python3 bench/torch_reference.py "$dir/model.json" --input "x=$dir/x.npy" \
+      --output-dir "$dir/torch_f32" --iterations 3 --warmup 1 --dtype f32 > /dev/null
+  fi
   options=()
   [ "$partition" != "${partition#engine}" ] && options=(--backend-option engine.use_shared_activation_scratch=true)
   "$planrt" run "$dir/model.prog" --input "x=$dir/x.npy" --warmup 5 --iterations "$iters" \
     --output-dir "$dir/planrt" --json "${options[@]}" > "$dir/planrt.json"
-  python3 - "$dir" "$name" "$layers" "$seq" "$partition" "$commit" >> "$results" <<'PY'
-import json, sys
+  python3 - "$dir" "$name" "$layers" "$seq" "$partition" "$commit" "$dtype" >> "$results" <<'PY'
+import json, os, sys
 import numpy as np
-d, name, layers, seq, partition, commit = sys.argv[1:]
+d, name, layers, seq, partition, commit, dtype = sys.argv[1:]
 t = json.load(open(f"{d}/torch.json"))
 p = json.load(open(f"{d}/planrt.json"))
 a = np.load(f"{d}/planrt/y.npy").astype(np.float64)
 b = np.load(f"{d}/torch/y.npy").astype(np.float64)
 rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
+extra = {}
+if os.path.exists(f"{d}/torch_f32/y.npy"):
+    f = np.load(f"{d}/torch_f32/y.npy").astype(np.float64)
+    extra = {"planrt_rel_error_vs_torch_f32": float(np.linalg.norm(a - f) / np.linalg.norm(f)),
+             "torch_rel_error_vs_torch_f32": float(np.linalg.norm(b - f) / np.linalg.norm(f))}
 cuda = next(x for x in p["memory"]["devices"] if x["device"] == "cuda:0")
 weights = cuda["weights_bytes"]
 planrt_above = cuda.get("device_used_after_run_bytes", 0) - cuda.get("device_used_before_load_bytes", 0) - weights
 line = {"bench": "compare", "model": name, "layers": int(layers), "seq": int(seq),
-        "partition": partition, "dtype": "f32", "commit": commit,
+        "partition": partition, "dtype": dtype, "commit": commit,
         "device": t.get("device_name"), "torch": t["torch"], "rel_error": rel,
         "torch_median_ms": t["latency_ms"]["median"], "torch_p90_ms": t["latency_ms"]["p90"],
         "torch_host_to_host_median_ms": t["host_to_host_ms"]["median"],
@@ -81,7 +99,7 @@ line = {"bench": "compare", "model": name, "layers": int(layers), "seq": int(seq
         "planrt_scratch_pool_bytes": cuda.get("scratch_pool_capacity_bytes", 0),
         "planrt_scratch_private_bytes": cuda.get("scratch_private_bytes", 0),
         "planrt_pool_used_high_bytes": cuda.get("pool", {}).get("used_high_bytes", 0),
-        "iterations": p["latency_ms"]["iterations"],
+        "iterations": p["latency_ms"]["iterations"], **extra,
         "timers": "torch_median_ms: cuda events around forward (input on device); torch_host_to_host and planrt: host clock around copy in + forward + copy out"}
 print(json.dumps(line))
 print(f"{name}: rel {rel:.2e}  host-to-host torch {line['torch_host_to_host_median_ms']:.3f} ms  "

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The ceilings behind docs/performance.md's floors, measured on this GPU with PyTorch:
-the f32 matrix rate (cuBLAS SGEMM, TF32 off, 8192^3), the device's copy bandwidth (a 1 GiB
+the f32 matrix rate (cuBLAS SGEMM, TF32 off, 8192^3), the bf16 one (the same product in
+bf16, f32 accumulation), the device's copy bandwidth (a 1 GiB
 device-to-device copy, bytes read plus written), and the pageable host-to-device and
 device-to-host copy times of each model input/output size ([1, S, 512] f32), the way both
 sides of the comparison copy. Medians of CUDA-event timings after warm-up. Prints one JSON
@@ -55,6 +56,8 @@ def main():
     x = torch.randn(n, n, device=dev)
     y = torch.randn(n, n, device=dev)
     gemm_ms = median_ms(lambda: torch.mm(x, y), 10)
+    x, y = x.bfloat16(), y.bfloat16()
+    bf16_gemm_ms = median_ms(lambda: torch.mm(x, y), 20)
     del x, y
     big = torch.empty(1 << 28, device=dev)  # 1 GiB of f32
     copy_ms = median_ms(lambda: big.clone(), 10)
@@ -68,6 +71,7 @@ def main():
     print(json.dumps({
         "bench": "floors", "device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
         "f32_matrix_tflops": 2 * n ** 3 / (gemm_ms * 1e-3) / 1e12,
+        "bf16_matrix_tflops": 2 * n ** 3 / (bf16_gemm_ms * 1e-3) / 1e12,
         "copy_bandwidth_gbps": 2 * (1 << 30) / (copy_ms * 1e-3) / 1e9,
         "pageable_copies": copies,
     }))

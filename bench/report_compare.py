@@ -13,8 +13,9 @@ import json
 MIB = 1024.0 * 1024.0
 
 
-# The template bench/compare.sh builds: d_model 512, 8 heads, FFN 2048, f32.
-D_MODEL, FFN, BYTES_PER_VALUE = 512, 2048, 4
+# The template bench/compare.sh builds: d_model 512, 8 heads, FFN 2048, f32 or bf16.
+D_MODEL, FFN = 512, 2048
+BYTES_PER_VALUE = {"f32": 4, "bf16": 2}
 
 
 def load(path):
@@ -29,20 +30,24 @@ def load(path):
                 rows[(r["model"], r.get("dtype", "f32"))] = r  # the latest line of each wins
             elif r.get("bench") == "floors":
                 floors = r
-    return sorted(rows.values(), key=lambda r: (r["seq"], r["layers"], r["partition"])), floors
+    return sorted(rows.values(), key=lambda r: (r.get("dtype", "f32") != "f32", r["seq"], r["layers"],
+                                                r["partition"])), floors
 
 
 def floor_ms(r, floors):
     """Host-to-host floor: FLOPs over the matrix rate or compulsory bytes (weights once,
     input and output) over the copy bandwidth, whichever is larger, plus the two pageable
-    copies; None without measured ceilings."""
-    if floors is None or str(r["seq"]) not in floors["pageable_copies"]:
+    copies (of the f32 input and output: bf16 models convert on the host, both sides); None
+    without measured ceilings."""
+    dtype = r.get("dtype", "f32")
+    rate = floors and floors.get(f"{dtype}_matrix_tflops")
+    if floors is None or rate is None or str(r["seq"]) not in floors["pageable_copies"]:
         return None
     s, d, layers = r["seq"], D_MODEL, r["layers"]
     flops = layers * (8 * s * d * d + 4 * s * d * FFN + 4 * s * s * d)
     weight_values = layers * (4 * d * d + 2 * d * FFN + 4 * d + d + FFN + 4 * d)
-    moved = BYTES_PER_VALUE * (weight_values + 2 * s * d)
-    forward = max(flops / (floors["f32_matrix_tflops"] * 1e12),
+    moved = BYTES_PER_VALUE[dtype] * (weight_values + 2 * s * d)
+    forward = max(flops / (rate * 1e12),
                   moved / (floors["copy_bandwidth_gbps"] * 1e9)) * 1e3
     copies = floors["pageable_copies"][str(s)]
     return forward + copies["host_to_device_ms"] + copies["device_to_host_ms"]
@@ -59,7 +64,7 @@ def table(rows, floors):
         floor_cell = (f"{floor:.3f}: {th / floor:.1f}x / {r['planrt_median_ms'] / floor:.1f}x |"
                       if floor and th else "- |")
         out.append(
-            f"| {r['layers']} blocks, S={r['seq']} | {r['partition']} | {r['rel_error']:.1e} | "
+            f"| {r['layers']} blocks, S={r['seq']}, {r.get('dtype', 'f32')} | {r['partition']} | {r['rel_error']:.1e} | "
             + (f"{th:.3f} / {r['torch_host_to_host_p90_ms']:.3f} | " if th else "- | ")
             + f"{r['planrt_median_ms']:.3f} / {r['planrt_p90_ms']:.3f} | "
             + (f"{r['planrt_median_ms'] / th:.2f} | " if th else "- | ")
@@ -68,6 +73,14 @@ def table(rows, floors):
             + f"{r['planrt_device_used_above_weights_bytes'] / MIB:.1f} MiB | "
             + f"{r['torch_max_allocated_above_weights_bytes'] / MIB:.1f} MiB | "
             + floor_cell)
+    bf16 = [r for r in rows if "planrt_rel_error_vs_torch_f32" in r]
+    if bf16:
+        out.append("")
+        out.append("bf16 models, each side against PyTorch in f32 on the same bf16 weights and input "
+                   "(the rounding error of each bf16 computation): "
+                   + "; ".join(f"{r['layers']} blocks S={r['seq']} {r['partition']}: planrt "
+                               f"{r['planrt_rel_error_vs_torch_f32']:.1e}, PyTorch "
+                               f"{r['torch_rel_error_vs_torch_f32']:.1e}" for r in bf16) + ".")
     commits = sorted({r["commit"] for r in rows})
     devices = sorted({str(r.get("device")) for r in rows})
     out.append("")
@@ -77,8 +90,10 @@ def table(rows, floors):
         copies = ", ".join(f"S={s}: {c['host_to_device_ms']:.3f} + {c['device_to_host_ms']:.3f} ms"
                            for s, c in sorted(floors["pageable_copies"].items(), key=lambda i: int(i[0])))
         out.append("")
+        bf16_rate = (f", bf16 matrix rate {floors['bf16_matrix_tflops']:.1f} TFLOP/s (8192^3)"
+                     if "bf16_matrix_tflops" in floors else "")
         out.append(f"Floors from ceilings measured on {floors['device']} (bench/floors.py): f32 matrix "
-                   f"rate {floors['f32_matrix_tflops']:.1f} TFLOP/s (SGEMM 8192^3, TF32 off), copy "
+                   f"rate {floors['f32_matrix_tflops']:.1f} TFLOP/s (SGEMM 8192^3, TF32 off){bf16_rate}, copy "
                    f"bandwidth {floors['copy_bandwidth_gbps']:.0f} GB/s, pageable input + output copies "
                    f"{copies}.")
     return "\n".join(out) + "\n"
@@ -99,7 +114,7 @@ def svg(rows):
              f'<text x="{left + 94}" y="33">planrt</text>']
     y = top
     for r in rows:
-        label = f"{r['layers']} blocks S={r['seq']} {r['partition']}"
+        label = f"{r['layers']} blocks S={r['seq']} {r['partition']} {r.get('dtype', 'f32')}"
         parts.append(f'<text x="10" y="{y + bar_h + 4}">{label}</text>')
         torch_ms = r.get("torch_host_to_host_median_ms", r["torch_median_ms"])
         for value, color in ((torch_ms, "#4c72b0"), (r["planrt_median_ms"], "#dd8452")):

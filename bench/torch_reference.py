@@ -15,7 +15,9 @@ CUDA events around the forward (inputs already on the device), host_to_host_ms {
 p90} (host clock around copy in + forward + copy out, what `planrt run` times), memory {weights_bytes,
 max_allocated_above_weights_bytes (torch.cuda.max_memory_allocated minus the weights),
 device_used_delta_bytes (cudaMemGetInfo after the runs minus before loading)}.
-TF32 is off (torch.backends.*.allow_tf32 = False), as planrt's default.
+TF32 is off (torch.backends.*.allow_tf32 = False), as planrt's default. --dtype defaults to
+the model's input dtype; f32 .npy inputs are cast to it (bf16: rounded to nearest even, as
+`planrt run` does) and outputs are saved as f32 (bf16 widens exactly).
 Needs only torch and numpy (safetensors is parsed here).
 """
 import argparse
@@ -158,7 +160,8 @@ def main():
     p.add_argument("--input", action="append", default=[], help="NAME=PATH.npy")
     p.add_argument("--output-dir", default="")
     p.add_argument("--device", default="cuda")
-    p.add_argument("--dtype", default="f32", choices=sorted(NAMES))
+    p.add_argument("--dtype", default=None, choices=sorted(NAMES),
+                   help="compute dtype (default: the method's first floating input's, else f32)")
     p.add_argument("--iterations", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
     a = p.parse_args()
@@ -180,6 +183,8 @@ def main():
     weights = {}
     if weights_file:
         weights = read_safetensors(os.path.join(os.path.dirname(os.path.abspath(a.model)), weights_file), dev)
+    if a.dtype is None:
+        a.dtype = next((d["dtype"] for d in method["inputs"] if d.get("dtype") in NAMES), "f32")
     dtype = NAMES[a.dtype]
     ex = Executor(model, method, weights, dtype)
     weights_bytes = sum(t.numel() * t.element_size() for t in ex.weights.values())

@@ -1,5 +1,6 @@
 // The `transformer` template (builder.h TransformerOptions; docs/model-format.md lists the
-// graph and the weight names): pre-LN encoder blocks over x f32 [1, S, d_model].
+// graph and the weight names): pre-LN encoder blocks over x [1, S, d_model], f32 or bf16
+// (TransformerOptions::dtype: every weight and value in it).
 //
 //   a = LN1(x);  q, k, v = Wq a, Wk a, Wv a  -> [1, S, H, Dh] -> permute -> [1, H, S, Dh]
 //   h = x + Wo (SDPA(q, k, v) -> permute -> [1, S, d_model])
@@ -108,11 +109,13 @@ void name_segments(ir::Method& method, Segmenting segmenting, const std::vector<
 // Appends nodes and declares their weights, naming values "blocks.{i}.<what>".
 class GraphMaker {
  public:
-  GraphMaker(ir::Model& model, ir::Method& method) : model_(model), method_(method) {}
+  GraphMaker(ir::Model& model, ir::Method& method, DType dtype)
+      : model_(model), method_(method), dtype_(dtype) {}
 
   void weight(const std::string& name, std::vector<int64_t> shape, ir::Init init = ir::Init::Normal) {
     ir::Constant c;
     c.name = name;
+    c.dtype = dtype_;
     c.shape = std::move(shape);
     c.init = init;
     model_.constants.push_back(std::move(c));
@@ -146,6 +149,7 @@ class GraphMaker {
  private:
   ir::Model& model_;
   ir::Method& method_;
+  DType dtype_;
 };
 
 // Appends block i; returns the index of its first MLP-half node (LN2). The attention half
@@ -213,6 +217,24 @@ Result<ParsedOptions> parse_options(const TransformerOptions& o) {
                                "device, but device is '{}' (give cuda:N, or use partition cpu, engine "
                                "or engine-per-block to run on the host)", o.partition, o.device));
   }
+  if (o.dtype != DType::F32 && o.dtype != DType::BF16) {
+    return invalid(fmt::format("transformer: dtype {} is not supported (f32 or bf16)", dtype_name(o.dtype)));
+  }
+  if (o.dtype == DType::BF16) {
+    // Only the CUDA kernels compute in bf16: every node must run on a GPU.
+    if (out.device.is_cpu() || o.partition == "cpu") {
+      return invalid(fmt::format("transformer: dtype bf16 runs on the CUDA kernels only, but partition "
+                                 "'{}' on device '{}' runs on the host (give a cuda device and a "
+                                 "partition other than cpu, or use f32)", o.partition, o.device));
+    }
+    if (!o.fused_attention) {
+      return invalid("transformer: dtype bf16 needs fused attention (the unfused path is f32 only)");
+    }
+    if (o.d_model / o.heads != 64) {
+      return invalid(fmt::format("transformer: dtype bf16 needs head dim 64 (the fused kernel's), but "
+                                 "d_model {} / heads {} = {}", o.d_model, o.heads, o.d_model / o.heads));
+    }
+  }
   if (o.weights.starts_with("random:")) {
     PLANRT_ASSIGN_OR_RETURN(out.random, parse_random(o.weights));
   } else if (o.weights.empty()) {
@@ -237,9 +259,9 @@ Result<Model> make_transformer(const TransformerOptions& o) {
   // Where the delegate segments run (cpu nodes run on the host regardless).
   if (partition.backend != ir::Backend::Cpu) m.device = parsed.device;
   m.dims = {{"S", 1, o.max_seq}};
-  m.inputs = {{"x", {DType::F32, {Dim::fixed(1), Dim::named(0), Dim::fixed(o.d_model)}}}};
+  m.inputs = {{"x", {o.dtype, {Dim::fixed(1), Dim::named(0), Dim::fixed(o.d_model)}}}};
   m.outputs = {"y"};
-  GraphMaker g(*model, m);
+  GraphMaker g(*model, m, o.dtype);
   std::string x = "x";
   std::vector<BlockBounds> blocks;
   for (int64_t i = 0; i < o.layers; ++i) {

@@ -39,9 +39,6 @@ class NormalGenerator {
 // The seed of one tensor's stream.
 uint64_t tensor_seed(uint64_t seed, std::string_view name);
 
-// Round-to-nearest-even conversions for f16/bf16 constants.
-uint16_t f32_to_f16_bits(float value);
-uint16_t f32_to_bf16_bits(float value);
 
 struct RandomWeights {
   uint64_t seed = 0;

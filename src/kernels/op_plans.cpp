@@ -35,7 +35,7 @@ Result<NormPlan> plan_norm(std::string_view op, double default_eps, const OpAttr
                         input_role(op, i), x.sizes.size(-1), describe_inputs(op, inputs));
     }
   }
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], DType::F32, x.sizes));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, x.sizes));
   NormPlan plan;
   PLANRT_ASSIGN_OR_RETURN(plan.eps, with_op(op, attrs.get_float("eps", default_eps)));
   plan.n = x.sizes.size(-1);
@@ -77,13 +77,13 @@ Result<PermutePlan> plan_permutation(std::string_view op, std::span<const Tensor
 Result<Shape> plan_binary(std::string_view op, std::span<const TensorView> inputs,
                           std::span<const TensorView> outputs) {
   PLANRT_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(op, inputs[0].sizes, inputs[1].sizes));
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], DType::F32, shape));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, shape));
   return shape;
 }
 
 Status plan_unary(std::string_view op, std::span<const TensorView> inputs,
                   std::span<const TensorView> outputs) {
-  return check_output(op, inputs, outputs[0], DType::F32, inputs[0].sizes);
+  return check_output(op, inputs, outputs[0], inputs[0].dtype, inputs[0].sizes);
 }
 
 Result<GeluApproximation> plan_gelu(const OpAttrs& attrs) {
@@ -116,7 +116,7 @@ Result<LinearPlan> plan_linear(std::span<const TensorView> inputs,
   plan.m = drop_last(x.sizes, 1).numel();
   Shape expected = drop_last(x.sizes, 1);
   PLANRT_RETURN_IF_ERROR(append_dim(op, expected, plan.n));
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], DType::F32, expected));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, expected));
   return plan;
 }
 
@@ -148,7 +148,7 @@ Result<MatmulPlan> plan_matmul(std::span<const TensorView> inputs,
   Shape expected = plan.batch;
   if (!a_vec) PLANRT_RETURN_IF_ERROR(append_dim(op, expected, plan.m));
   if (!b_vec) PLANRT_RETURN_IF_ERROR(append_dim(op, expected, plan.n));
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], DType::F32, expected));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, expected));
   return plan;
 }
 
@@ -169,7 +169,7 @@ Result<SoftmaxPlan> plan_softmax(const OpAttrs& attrs, std::span<const TensorVie
                                  std::span<const TensorView> outputs) {
   constexpr std::string_view op = "softmax";
   const TensorView& x = inputs[0];
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], DType::F32, x.sizes));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, x.sizes));
   PLANRT_ASSIGN_OR_RETURN(int64_t dim_attr, with_op(op, attrs.get_int("dim", -1)));
   PLANRT_ASSIGN_OR_RETURN(int dim, normalize_dim(op, "dim", dim_attr, x.rank()));
   SoftmaxPlan plan;
@@ -207,7 +207,7 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
   plan.heads = drop_last(q.sizes, 2).numel();
   Shape expected = q.sizes;
   expected[expected.rank() - 1] = plan.dv;
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], DType::F32, expected));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, expected));
   PLANRT_ASSIGN_OR_RETURN(plan.causal, with_op(op, attrs.get_bool("causal", false)));
   PLANRT_ASSIGN_OR_RETURN(plan.scale,
                           with_op(op, attrs.get_float("scale", 1.0 / std::sqrt(double(plan.d)))));

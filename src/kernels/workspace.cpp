@@ -32,6 +32,8 @@ Result<uint64_t> cuda_workspace_bytes(std::string_view op, const OpAttrs& attrs,
     PLANRT_ASSIGN_OR_RETURN(AttentionPlan p, plan_attention(attrs, inputs, outputs));
     if (p.heads == 0 || p.sq == 0 || p.dv == 0 || p.sk == 0) return uint64_t{0};
     if (attention_runs_fused(p)) return uint64_t{0};
+    // bf16 runs fused only; the kernel refuses the rest before asking for anything.
+    if (inputs[0].dtype == DType::BF16) return uint64_t{0};
     if (p.sq > std::numeric_limits<int64_t>::max() / int64_t{sizeof(float)} / p.sk) {
       return make_error(ErrorCode::OutOfMemory, "{}: a score matrix of {} x {} floats overflows",
                         op, p.sq, p.sk);

@@ -229,6 +229,62 @@ TEST(Transformer, RejectsBadOptions) {
   EXPECT_ERROR_CONTAINS(make_transformer(o), "/nonexistent/w.safetensors");
 }
 
+// dtype bf16: x, y, every weight and every value in bf16, weights rounded from the same
+// random stream as f32; half the planned bytes of f32. Only the CUDA kernels compute in
+// bf16, so a model that would run on the host is refused, as are the attention settings
+// without a bf16 kernel.
+TEST(Transformer, Bf16ModelHoldsEveryTensorInBf16) {
+  TransformerOptions o = small(2, "cuda");
+  o.heads = 1;  // head dim 64, the fused kernel's
+  ASSERT_OK_AND_ASSIGN(Model f32, make_transformer(o));
+  o.dtype = DType::BF16;
+  ASSERT_OK_AND_ASSIGN(Model bf16, make_transformer(o));
+  for (const ir::Constant& c : bf16.graph().constants) {
+    EXPECT_EQ(c.dtype, DType::BF16) << c.name;
+    const ir::Constant* same = f32.graph().find_constant(c.name);
+    ASSERT_NE(same, nullptr);
+    ASSERT_EQ(c.bytes.size() * 2, same->bytes.size());
+    for (size_t i = 0; i < c.bytes.size() / 2; i += 97) {
+      float x = 0;
+      uint16_t bits = 0;
+      std::memcpy(&x, same->bytes.data() + 4 * i, 4);
+      std::memcpy(&bits, c.bytes.data() + 2 * i, 2);
+      ASSERT_EQ(bits, f32_to_bf16_bits(x)) << c.name << "[" << i << "]";
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(BuiltProgram built_f32, build_program(f32));
+  ASSERT_OK_AND_ASSIGN(BuiltProgram built, build_program(bf16));
+  expect_plans_valid(built.program());
+  const fb::MethodT& m = *built.program().methods[0];
+  for (const auto& v : m.values) EXPECT_EQ(v->dtype, fb::DType::BF16) << v->name;
+  ASSERT_EQ(built.plans().size(), built_f32.plans().size());
+  for (size_t i = 0; i < built.plans().size(); ++i) {
+    EXPECT_EQ(built.plans()[i].planned_bytes * 2, built_f32.plans()[i].planned_bytes);
+  }
+}
+
+TEST(Transformer, Bf16RefusesWhatHasNoBf16Kernel) {
+  TransformerOptions o = small(1, "cpu");
+  o.heads = 1;
+  o.dtype = DType::BF16;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "dtype bf16 runs on the CUDA kernels only, but partition 'cpu'");
+  o.partition = "engine";
+  o.device = "cpu";
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "on device 'cpu' runs on the host");
+  EXPECT_ERROR_CONTAINS(check_transformer_options(o), "dtype bf16");
+  o = small(1, "cuda");
+  o.heads = 1;
+  o.dtype = DType::BF16;
+  o.fused_attention = false;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "dtype bf16 needs fused attention");
+  o.fused_attention = true;
+  o.heads = 4;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "needs head dim 64 (the fused kernel's), but d_model 64 / heads 4 = 16");
+  o.heads = 1;
+  o.dtype = DType::I32;
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "dtype i32 is not supported (f32 or bf16)");
+}
+
 TEST(Transformer, SizeOverflowIsAnErrorNotACrash) {
   TransformerOptions o = small(1);
   o.d_model = int64_t{1} << 40;

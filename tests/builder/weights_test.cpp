@@ -152,6 +152,16 @@ TEST(HalfConversion, RoundsToNearestEven) {
   EXPECT_EQ(f32_to_bf16_bits(1.0f), 0x3F80);
   EXPECT_EQ(f32_to_bf16_bits(1.0f + std::ldexp(1.0f, -8)), 0x3F80);      // tie, even stays
   EXPECT_EQ(f32_to_bf16_bits(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);  // tie, odd rounds up
+  EXPECT_NE(f32_to_bf16_bits(std::nanf("")) & 0x007F, 0);  // NaN stays NaN
+  // Widening is exact: every bf16 comes back as itself.
+  EXPECT_EQ(bf16_bits_to_f32(0x3F80), 1.0f);
+  EXPECT_EQ(bf16_bits_to_f32(0xC000), -2.0f);
+  for (uint32_t bits = 0; bits <= 0xFFFF; bits += 7) {
+    const float x = bf16_bits_to_f32(static_cast<uint16_t>(bits));
+    if (!std::isnan(x)) {
+      EXPECT_EQ(f32_to_bf16_bits(x), bits) << bits;
+    }
+  }
 }
 
 // Writes tensors to a safetensors file for the loading tests.

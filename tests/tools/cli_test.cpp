@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -13,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "format/npy.h"
 #include "support/gpu.h"
 
 namespace {
@@ -270,6 +273,52 @@ TEST_F(CliTest, CudaRunReportsStreamsWaitsPoolAndDeviceMemory) {
     EXPECT_EQ((*cuda)["pool"]["private"], std::string(pool) == "true");
     EXPECT_GT((*cuda)["pool"]["allocations"].get<int64_t>(), 0);
     EXPECT_GT((*cuda)["pool"]["used_high_bytes"].get<uint64_t>(), 0u);
+  }
+}
+
+// A bf16 model end to end: built from the template, fed an f32 .npy (rounded on the way
+// in), its bf16 output written widened to f32, and close to the same model in f32 (same
+// random weights, rounded) on the same input: within bf16's rounding over two blocks.
+TEST_F(CliTest, Bf16ModelRunsFromF32NpyAndAgreesWithF32) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  const std::string base = "build --template transformer --layers 2 --d-model 128 --heads 2 "
+                           "--ffn 256 --max-seq 64 --weights random:3 ";
+  for (const char* partition : {"cuda", "engine-per-block"}) {
+    SCOPED_TRACE(partition);
+    for (const char* dtype : {"f32", "bf16"}) {
+      CommandResult b = planrt(base + "--partition " + partition + " --dtype " + dtype + " -o " +
+                               path(std::string(dtype) + ".prog"));
+      ASSERT_EQ(b.exit_code, 0) << b.err;
+    }
+    CommandResult seed = planrt("run " + path("f32.prog") + " --random-inputs 4 --dim S=64 "
+                                "--output-dir " + path("in"));
+    ASSERT_EQ(seed.exit_code, 0) << seed.err;
+    std::vector<float> outs[2];
+    int i = 0;
+    for (const char* dtype : {"f32", "bf16"}) {
+      CommandResult r = planrt("run " + path(std::string(dtype) + ".prog") + " --input x=" +
+                               path("in/y.npy") + " --json --output-dir " + path(dtype));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      nlohmann::json j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["inputs"][0]["dtype"], dtype);
+      EXPECT_EQ(j["outputs"][0]["dtype"], dtype);
+      EXPECT_TRUE(j["outputs"][0].contains("mean"));
+      planrt::Result<planrt::format::HostTensor> y =
+          planrt::format::read_npy(path(std::string(dtype) + "/y.npy"));
+      ASSERT_TRUE(y.ok()) << y.status().to_string();
+      ASSERT_EQ(y->dtype, planrt::DType::F32);  // bf16 written widened
+      ASSERT_EQ(y->shape.numel(), 64 * 128);
+      outs[i].resize(64 * 128);
+      std::memcpy(outs[i].data(), y->data.data(), outs[i].size() * sizeof(float));
+      ++i;
+    }
+    double diff = 0, norm = 0;
+    for (size_t k = 0; k < outs[0].size(); ++k) {
+      diff += double(outs[1][k] - outs[0][k]) * (outs[1][k] - outs[0][k]);
+      norm += double(outs[0][k]) * outs[0][k];
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 2e-2);
+    EXPECT_GT(std::sqrt(diff / norm), 0.0);  // it did compute in bf16
   }
 }
 
@@ -601,7 +650,11 @@ TEST_F(CliTest, BuildDeviceErrorsAreUsageErrorsThatSayWhatToChange) {
                                          "cuda-per-block, cuda-per-op, engine, engine-per-block, "
                                          "engine-cuda-interleaved)"},
            {"--ffn 64,64", "ffn_per_block has 2 entries for 1 layers"},
-           {"--heads 5", "d_model 32 is not divisible by heads 5"}}) {
+           {"--heads 5", "d_model 32 is not divisible by heads 5"},
+           {"--dtype bf16 --partition cpu", "dtype bf16 runs on the CUDA kernels only"},
+           {"--dtype bf16 --partition engine --device cpu", "on device 'cpu' runs on the host"},
+           {"--dtype bf16 --partition cuda", "dtype bf16 needs head dim 64"},
+           {"--dtype f16", "--dtype"}}) {
     CommandResult r = planrt(base + c.flags + " -o " + path("x.prog"));
     EXPECT_EQ(r.exit_code, 2) << c.flags << ": " << r.err;
     EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;

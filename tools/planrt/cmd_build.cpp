@@ -72,6 +72,9 @@ int run_build(const BuildArgs& args) {
     t.weights = args.weights;
     t.partition = args.partition;
     t.fused_attention = args.attention == "fused";
+    Result<DType> dtype = parse_dtype(args.dtype);
+    if (!dtype.ok()) return report_usage_error(fmt::format("--dtype: {}", dtype.status().message()));
+    t.dtype = *dtype;
     if (!args.device.empty()) t.device = args.device;
     t.progress = progress;
     // Options that cannot work together (a cuda partition on --device cpu) are flag

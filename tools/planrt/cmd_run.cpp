@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -43,15 +44,39 @@ std::optional<std::pair<std::string, std::string>> split_assignment(const std::s
   return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
 }
 
-Result<Tensor> read_npy_tensor(const std::string& path) {
+// NumPy has no bf16: a bf16 input is read from an f32 .npy and rounded to nearest even (as
+// torch's .to(torch.bfloat16)); every other input must have the method's dtype (the method
+// says so if not).
+Result<Tensor> read_npy_tensor(const std::string& path, DType wanted) {
   PLANRT_ASSIGN_OR_RETURN(format::HostTensor host, format::read_npy(path));
-  return Tensor::from_view(host.view());
+  if (wanted != DType::BF16 || host.dtype != DType::F32) return Tensor::from_view(host.view());
+  PLANRT_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(DType::BF16, host.shape));
+  auto* dst = static_cast<uint16_t*>(t.data());
+  const int64_t n = host.shape.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    float x = 0;
+    std::memcpy(&x, host.data.data() + i * sizeof(float), sizeof(float));
+    dst[i] = f32_to_bf16_bits(x);
+  }
+  return t;
 }
 
+// A bf16 output is written widened to f32 (exact), for the same reason.
 Status write_npy_tensor(const std::string& path, const TensorView& view) {
   format::HostTensor host{view.dtype, view.sizes, {}};
   const auto* bytes = static_cast<const uint8_t*>(view.data);
-  host.data.assign(bytes, bytes + view.nbytes());
+  if (view.dtype == DType::BF16) {
+    host.dtype = DType::F32;
+    host.data.resize(static_cast<size_t>(view.numel()) * sizeof(float));
+    for (int64_t i = 0; i < view.numel(); ++i) {
+      uint16_t bits = 0;
+      std::memcpy(&bits, bytes + i * sizeof(bits), sizeof(bits));
+      const float x = bf16_bits_to_f32(bits);
+      std::memcpy(host.data.data() + i * sizeof(float), &x, sizeof(float));
+    }
+  } else {
+    host.data.assign(bytes, bytes + view.nbytes());
+  }
   return format::write_npy(path, host);
 }
 
@@ -91,10 +116,11 @@ OutputStats stats_of(const TensorView& v) {
       case DType::F32: return static_cast<const float*>(v.data)[i];
       case DType::I32: return static_cast<const int32_t*>(v.data)[i];
       case DType::I64: return static_cast<double>(static_cast<const int64_t*>(v.data)[i]);
+      case DType::BF16: return bf16_bits_to_f32(static_cast<const uint16_t*>(v.data)[i]);
       default: return NAN;
     }
   };
-  if (v.dtype != DType::F32 && v.dtype != DType::I32 && v.dtype != DType::I64) return s;
+  if (v.dtype == DType::F16) return s;
   s.has_stats = true;
   s.min = s.max = read(0);
   double sum = 0;
@@ -284,7 +310,7 @@ int run_run(const RunArgs& args) {
     Result<Tensor> t = Status(ErrorCode::Internal, "no input");
     std::string source;
     if (auto it = input_paths.find(spec.name); it != input_paths.end()) {
-      t = read_npy_tensor(it->second);
+      t = read_npy_tensor(it->second, spec.dtype);
       source = it->second;
     } else if (args.random_inputs_seed) {
       t = random_input(spec, meta->dims, dim_values, *args.random_inputs_seed + i);

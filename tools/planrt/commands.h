@@ -36,6 +36,7 @@ struct BuildArgs {
   bool external_weights = false;
   bool shared_scratch = false;
   std::string attention = "fused";  // template: fused | unfused
+  std::string dtype = "f32";        // template: f32 | bf16
   std::string save_model;  // also write the model as JSON (+ .safetensors weights) here
   std::string output;
 };

@@ -49,6 +49,10 @@ int run_cli(int argc, char** argv) {
                         "Template: fused (one-pass CUDA attention, no [S, S] scores; the "
                         "default) or unfused (scores kept: GEMM, softmax, GEMM)")
       ->check(CLI::IsMember({"fused", "unfused"}));
+  build_cmd->add_option("--dtype", build.dtype,
+                        "Template: f32 (the default) or bf16 (x, y, weights and activations; "
+                        "CUDA only, fused attention with head dim 64)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   build_cmd->add_flag("--no-reuse", build.no_reuse, "Plan without reusing memory (debugging)");
   build_cmd->add_flag("--external-weights", build.external_weights,
                       "Write weights to OUT.safetensors beside the program instead of inside it");

@@ -36,14 +36,19 @@ Result<Tensor> random_input(const TensorSpec& spec, std::span<const DimSpec> dim
   PLANRT_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(spec.dtype, shape));
   uint64_t state = seed * 0x2545F4914F6CDD1Dull + 1;
   int64_t n = t.numel();
+  auto normal = [&state] {  // Box-Muller: one normal sample per pair of uniforms
+    double r = std::sqrt(-2.0 * std::log(uniform01(state)));
+    return static_cast<float>(r * std::cos(6.283185307179586 * uniform01(state)));
+  };
   switch (spec.dtype) {
     case DType::F32: {
       float* p = static_cast<float*>(t.data());
-      for (int64_t i = 0; i < n; ++i) {
-        // Box-Muller: one normal sample per pair of uniforms.
-        double r = std::sqrt(-2.0 * std::log(uniform01(state)));
-        p[i] = static_cast<float>(r * std::cos(6.283185307179586 * uniform01(state)));
-      }
+      for (int64_t i = 0; i < n; ++i) p[i] = normal();
+      return t;
+    }
+    case DType::BF16: {  // the same samples as f32, rounded
+      auto* p = static_cast<uint16_t*>(t.data());
+      for (int64_t i = 0; i < n; ++i) p[i] = f32_to_bf16_bits(normal());
       return t;
     }
     case DType::I32: {

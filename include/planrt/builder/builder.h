@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "planrt/core/device.h"
+#include "planrt/core/dtype.h"
 #include "planrt/core/result.h"
 
 namespace planrt::fb {
@@ -124,6 +125,10 @@ struct TransformerOptions {
   // fused=false on every scaled_dot_product_attention), as the seed's scratch figures
   // assume; true: the CUDA kernel runs in one pass where it can (head dim 64).
   bool fused_attention = true;
+  // The dtype of x, y, every weight and every value between: f32, or bf16 (the CUDA kernels
+  // only: a bf16 model needs a partition and device that run on a GPU, and fused attention,
+  // InvalidArgument otherwise).
+  DType dtype = DType::F32;
   WeightProgressFn progress;
 };
 Result<Model> make_transformer(const TransformerOptions& options);

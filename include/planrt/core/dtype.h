@@ -20,4 +20,10 @@ std::string_view dtype_name(DType dtype);
 Result<DType> parse_dtype(std::string_view name);
 bool is_floating(DType dtype);
 
+// Conversions for the 16-bit float types, rounding to nearest even (NaN stays NaN), for
+// callers that hold f32 data and feed f16 or bf16 tensors (and back: bf16 widens exactly).
+uint16_t f32_to_f16_bits(float value);
+uint16_t f32_to_bf16_bits(float value);
+float bf16_bits_to_f32(uint16_t bits);
+
 }  // namespace planrt

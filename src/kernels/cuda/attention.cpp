@@ -1,5 +1,6 @@
-// scaled_dot_product_attention, f32. Fused (attention_runs_fused: the default for head dim
-// 64): one kernel, online softmax, no scores in memory (attention_kernels.cu). Otherwise:
+// scaled_dot_product_attention, f32 and bf16. Fused (attention_runs_fused: the default for
+// head dim 64): one kernel, online softmax, no scores in memory (attention_kernels.cu; bf16
+// on the tensor cores, attention_bf16_kernels.cu). Otherwise, f32 only:
 // scores = scale * q @ k^T (strided-batched GEMM over the heads), softmax of each score row
 // with the optional causal mask (one kernel, in place), then scores @ v (strided-batched
 // GEMM). Those scores live in temporary memory, at most kScoreBudget bytes at a time: heads
@@ -22,22 +23,38 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
                                     std::span<const TensorView> outputs) {
   constexpr std::string_view op = "scaled_dot_product_attention";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
-  const auto [heads, sq, sk, d, dv, causal, scale, fused] = plan;
+  const auto [heads, sq, sk, d, dv, causal, scale, fused_attr] = plan;
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, sk, d));
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, dv, sk));
 
-  float* out = outputs[0].data_as<float>();
+  const bool fused = attention_runs_fused(plan);  // fused_attr and head dim 64
+  if (dtype == DType::BF16 && !fused) {
+    return make_error(ErrorCode::NotSupported,
+                      "{}: bf16 attention runs fused only (head dim 64, fused not false); got "
+                      "head dims {} and {}, fused {}: use f32 for the unfused path",
+                      op, d, dv, fused_attr);
+  }
   if (heads == 0 || sq == 0 || dv == 0) return {};
   if (sk == 0) {  // softmax over no keys weighs nothing: the weighted sum is empty
     return cuda_status(op, "cudaMemsetAsync",
-                       cudaMemsetAsync(out, 0, outputs[0].nbytes(), ctx.stream));
+                       cudaMemsetAsync(outputs[0].data, 0, outputs[0].nbytes(), ctx.stream));
   }
+  if (dtype == DType::BF16) {
+    using bf16 = __nv_bfloat16;
+    return cuda_status(op, "kernel launch",
+                       launch::fused_attention(inputs[0].data_as<const bf16>(),
+                                               inputs[1].data_as<const bf16>(),
+                                               inputs[2].data_as<const bf16>(),
+                                               outputs[0].data_as<bf16>(), heads, sq, sk,
+                                               static_cast<float>(scale), causal, ctx.stream));
+  }
+  float* out = outputs[0].data_as<float>();
   const float* pq = inputs[0].data_as<const float>();
   const float* pk = inputs[1].data_as<const float>();
   const float* pv = inputs[2].data_as<const float>();
-  if (attention_runs_fused(plan)) {  // as cuda_workspace_bytes says: no temporary memory
+  if (fused) {  // as cuda_workspace_bytes says: no temporary memory
     return cuda_status(op, "kernel launch",
                        launch::fused_attention(pq, pk, pv, out, heads, sq, sk,
                                                static_cast<float>(scale), causal, ctx.stream));

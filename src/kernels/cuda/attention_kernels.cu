@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/attention_dispatch.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace planrt::kernels::cuda::launch {
@@ -265,16 +266,11 @@ cudaError_t fused_attention(const float* q, const float* k, const float* v, floa
                             int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
                             cudaStream_t stream) {
   if (heads == 0 || sq == 0) return cudaSuccess;
-  const float scale_log2 = scale * 1.4426950408889634f;  // exp(x) = exp2(x * log2(e))
-  const bool vec = ((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(k) |
-                     reinterpret_cast<uintptr_t>(v) | reinterpret_cast<uintptr_t>(out)) &
-                    15u) == 0;
-  if (causal) {
-    return vec ? launch_fused<true, true>(q, k, v, out, heads, sq, sk, scale_log2, stream)
-               : launch_fused<true, false>(q, k, v, out, heads, sq, sk, scale_log2, stream);
-  }
-  return vec ? launch_fused<false, true>(q, k, v, out, heads, sq, sk, scale_log2, stream)
-             : launch_fused<false, false>(q, k, v, out, heads, sq, sk, scale_log2, stream);
+  // Vec: 16-byte copies in and float4 stores out.
+  return with_attention_flags(causal, all_aligned16(q, k, v, out), [&](auto causal_c, auto vec_c) {
+    return launch_fused<decltype(causal_c)::value, decltype(vec_c)::value>(
+        q, k, v, out, heads, sq, sk, attention_scale_log2(scale), stream);
+  });
 }
 
 }  // namespace planrt::kernels::cuda::launch

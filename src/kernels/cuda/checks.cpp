@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/operands.h"
+
 namespace planrt::kernels::cuda {
 namespace {
 
@@ -80,6 +82,31 @@ Status check_operands(std::string_view op, std::span<const TensorView> inputs,
 
 Status require_f32_inputs(std::string_view op, std::span<const TensorView> inputs) {
   return reword(cpu::require_f32_inputs(op, inputs));
+}
+
+Result<DType> require_f32_or_bf16_inputs(std::string_view op,
+                                         std::span<const TensorView> inputs) {
+  const TensorView* first = nullptr;
+  size_t first_index = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorView& in = inputs[i];
+    if (in.is_none()) continue;
+    if (in.dtype != DType::F32 && in.dtype != DType::BF16) {
+      return make_error(ErrorCode::NotSupported,
+                        "{}: {} has dtype {}; the CUDA kernel supports f32 and bf16", op,
+                        input_role(op, i), dtype_name(in.dtype));
+    }
+    if (first == nullptr) {
+      first = &in;
+      first_index = i;
+    } else if (in.dtype != first->dtype) {
+      return make_error(ErrorCode::NotSupported,
+                        "{}: {} has dtype {} but {} has {}; the CUDA kernel needs one dtype", op,
+                        input_role(op, i), dtype_name(in.dtype),
+                        input_role(op, first_index), dtype_name(first->dtype));
+    }
+  }
+  return first == nullptr ? DType::F32 : first->dtype;
 }
 
 Status cuda_status(std::string_view op, std::string_view what, cudaError_t err) {

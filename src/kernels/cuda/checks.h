@@ -22,6 +22,10 @@ Status check_operands(std::string_view op, std::span<const TensorView> inputs,
 // cpu::require_f32_inputs with the message naming the CUDA kernel.
 Status require_f32_inputs(std::string_view op, std::span<const TensorView> inputs);
 
+// For the kernels with a bf16 path: every present input f32, or every one bf16 (no mixing);
+// that dtype, else NotSupported naming the input and its dtype.
+Result<DType> require_f32_or_bf16_inputs(std::string_view op, std::span<const TensorView> inputs);
+
 // ok for cudaSuccess; OutOfMemory for allocation failures, Internal otherwise, naming the
 // op, what was being done and the CUDA error.
 Status cuda_status(std::string_view op, std::string_view what, cudaError_t err);

@@ -1,4 +1,5 @@
-// add, sub, mul, div (broadcasting by index math on the device) and relu, silu, gelu, f32.
+// add, sub, mul, div (broadcasting by index math on the device) and relu, silu, gelu, f32
+// and bf16 (one dtype for all operands).
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.h"
@@ -8,19 +9,17 @@
 namespace planrt::kernels::cuda {
 namespace {
 
-Status binary(std::string_view op, launch::BinaryOp kind, const CudaKernelContext& ctx,
-              std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
-  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+template <typename T>
+Status binary_typed(std::string_view op, launch::BinaryOp kind, const CudaKernelContext& ctx,
+                    const Shape& shape, std::span<const TensorView> inputs,
+                    std::span<const TensorView> outputs) {
   const TensorView& a = inputs[0];
   const TensorView& b = inputs[1];
-  const TensorView& out = outputs[0];
-  PLANRT_ASSIGN_OR_RETURN(Shape shape, plan_binary(op, inputs, outputs));
-  const int64_t n = out.numel();
+  const int64_t n = outputs[0].numel();
   if (n == 0) return {};
-  const float* pa = a.data_as<const float>();
-  const float* pb = b.data_as<const float>();
-  float* py = out.data_as<float>();
+  const T* pa = a.data_as<const T>();
+  const T* pb = b.data_as<const T>();
+  T* py = outputs[0].data_as<T>();
   if (a.sizes == shape && b.sizes == shape) {
     return cuda_status(op, "kernel launch",
                        launch::binary_same_shape(kind, pa, pb, py, n, ctx.stream));
@@ -38,14 +37,30 @@ Status binary(std::string_view op, launch::BinaryOp kind, const CudaKernelContex
                      launch::binary_broadcast(kind, pa, pb, py, n, map, ctx.stream));
 }
 
+Status binary(std::string_view op, launch::BinaryOp kind, const CudaKernelContext& ctx,
+              std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(Shape shape, plan_binary(op, inputs, outputs));
+  return dtype == DType::BF16
+             ? binary_typed<__nv_bfloat16>(op, kind, ctx, shape, inputs, outputs)
+             : binary_typed<float>(op, kind, ctx, shape, inputs, outputs);
+}
+
 Status unary(std::string_view op, launch::UnaryOp kind, const CudaKernelContext& ctx,
              std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_RETURN_IF_ERROR(plan_unary(op, inputs, outputs));
-  return cuda_status(op, "kernel launch",
-                     launch::unary(kind, inputs[0].data_as<const float>(),
-                                   outputs[0].data_as<float>(), inputs[0].numel(), ctx.stream));
+  const TensorView& x = inputs[0];
+  const TensorView& y = outputs[0];
+  const cudaError_t err =
+      dtype == DType::BF16
+          ? launch::unary(kind, x.data_as<const __nv_bfloat16>(), y.data_as<__nv_bfloat16>(),
+                          x.numel(), ctx.stream)
+          : launch::unary(kind, x.data_as<const float>(), y.data_as<float>(), x.numel(),
+                          ctx.stream);
+  return cuda_status(op, "kernel launch", err);
 }
 
 }  // namespace

@@ -4,25 +4,37 @@
 #include "kernels/cuda/checks.h"
 
 namespace planrt::kernels::cuda {
+namespace {
 
-Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout layout, int64_t m,
-                    int64_t n, int64_t k, float alpha, const float* a, int64_t stride_a,
-                    const float* b, int64_t stride_b, float beta, float* y, int64_t stride_y,
-                    int64_t count) {
+Status check_dtype(std::string_view op, DType dtype) {
+  if (dtype == DType::F32 || dtype == DType::BF16) return {};
+  return make_error(ErrorCode::NotSupported, "{}: no CUDA GEMM for dtype {}", op,
+                    dtype_name(dtype));
+}
+
+}  // namespace
+
+Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout layout,
+                    DType dtype, int64_t m, int64_t n, int64_t k, float alpha, const void* a,
+                    int64_t stride_a, const void* b, int64_t stride_b, float beta, void* y,
+                    int64_t stride_y, int64_t count) {
+  PLANRT_RETURN_IF_ERROR(check_dtype(op, dtype));
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, m, n, k));
   PLANRT_RETURN_IF_ERROR(cpu::check_blas_dim(op, "batch count", count));
   if (m == 0 || n == 0 || count == 0) return {};
+  const auto elem = static_cast<int64_t>(element_size(dtype));
   if (k == 0) {
     if (beta != 0.0f) return {};  // beta == 1: y keeps what it holds
+    auto* bytes = static_cast<char*>(y);
     if (stride_y == m * n) {
       return cuda_status(op, "cudaMemsetAsync",
-                         cudaMemsetAsync(y, 0, static_cast<size_t>(count * m * n) * sizeof(float),
+                         cudaMemsetAsync(bytes, 0, static_cast<size_t>(count * m * n * elem),
                                          ctx.stream));
     }
     for (int64_t i = 0; i < count; ++i) {
       PLANRT_RETURN_IF_ERROR(cuda_status(
           op, "cudaMemsetAsync",
-          cudaMemsetAsync(y + i * stride_y, 0, static_cast<size_t>(m * n) * sizeof(float),
+          cudaMemsetAsync(bytes + i * stride_y * elem, 0, static_cast<size_t>(m * n * elem),
                           ctx.stream)));
     }
     return {};
@@ -33,21 +45,40 @@ Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout l
   const auto ki = static_cast<int>(k);
   const cublasOperation_t op_b = layout == BLayout::KN ? CUBLAS_OP_N : CUBLAS_OP_T;
   const int ldb = layout == BLayout::KN ? ni : ki;
+  if (dtype == DType::F32) {
+    const auto* fa = static_cast<const float*>(a);
+    const auto* fb = static_cast<const float*>(b);
+    auto* fy = static_cast<float*>(y);
+    if (count == 1) {
+      return cublas_status(op, "cublasSgemm",
+                           cublasSgemm(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, fb, ldb,
+                                       fa, ki, &beta, fy, ni));
+    }
+    return cublas_status(
+        op, "cublasSgemmStridedBatched",
+        cublasSgemmStridedBatched(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, fb, ldb,
+                                  stride_b, fa, ki, stride_a, &beta, fy, ni, stride_y,
+                                  static_cast<int>(count)));
+  }
+  // bf16 operands, f32 accumulation and scalars.
   if (count == 1) {
-    return cublas_status(op, "cublasSgemm",
-                         cublasSgemm(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b, ldb, a,
-                                     ki, &beta, y, ni));
+    return cublas_status(op, "cublasGemmEx",
+                         cublasGemmEx(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b,
+                                      CUDA_R_16BF, ldb, a, CUDA_R_16BF, ki, &beta, y, CUDA_R_16BF,
+                                      ni, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
   return cublas_status(
-      op, "cublasSgemmStridedBatched",
-      cublasSgemmStridedBatched(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b, ldb,
-                                stride_b, a, ki, stride_a, &beta, y, ni, stride_y,
-                                static_cast<int>(count)));
+      op, "cublasGemmStridedBatchedEx",
+      cublasGemmStridedBatchedEx(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b,
+                                 CUDA_R_16BF, ldb, stride_b, a, CUDA_R_16BF, ki, stride_a, &beta,
+                                 y, CUDA_R_16BF, ni, stride_y, static_cast<int>(count),
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-Status gemm_pointer_batched(std::string_view op, const CudaKernelContext& ctx, int64_t m,
-                            int64_t n, int64_t k, const float* const* a, const float* const* b,
-                            float* const* y, int64_t count) {
+Status gemm_pointer_batched(std::string_view op, const CudaKernelContext& ctx, DType dtype,
+                            int64_t m, int64_t n, int64_t k, const void* const* a,
+                            const void* const* b, void* const* y, int64_t count) {
+  PLANRT_RETURN_IF_ERROR(check_dtype(op, dtype));
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, m, n, k));
   PLANRT_RETURN_IF_ERROR(cpu::check_blas_dim(op, "batch count", count));
   if (m == 0 || n == 0 || count == 0 || k == 0) {
@@ -56,12 +87,22 @@ Status gemm_pointer_batched(std::string_view op, const CudaKernelContext& ctx, i
   PLANRT_RETURN_IF_ERROR(prepare_cublas(op, ctx));
   const float alpha = 1.0f;
   const float beta = 0.0f;
-  return cublas_status(op, "cublasSgemmBatched",
-                       cublasSgemmBatched(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N,
-                                          static_cast<int>(n), static_cast<int>(m),
-                                          static_cast<int>(k), &alpha, b, static_cast<int>(n), a,
-                                          static_cast<int>(k), &beta, y, static_cast<int>(n),
-                                          static_cast<int>(count)));
+  const auto mi = static_cast<int>(m);
+  const auto ni = static_cast<int>(n);
+  const auto ki = static_cast<int>(k);
+  if (dtype == DType::F32) {
+    return cublas_status(
+        op, "cublasSgemmBatched",
+        cublasSgemmBatched(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &alpha,
+                           reinterpret_cast<const float* const*>(b), ni,
+                           reinterpret_cast<const float* const*>(a), ki, &beta,
+                           reinterpret_cast<float* const*>(y), ni, static_cast<int>(count)));
+  }
+  return cublas_status(op, "cublasGemmBatchedEx",
+                       cublasGemmBatchedEx(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki,
+                                           &alpha, b, CUDA_R_16BF, ni, a, CUDA_R_16BF, ki, &beta,
+                                           y, CUDA_R_16BF, ni, static_cast<int>(count),
+                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace planrt::kernels::cuda

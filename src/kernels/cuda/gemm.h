@@ -1,4 +1,5 @@
-// Row-major f32 products on cuBLAS. cuBLAS is column-major, so y = a @ b is computed as
+// Row-major products on cuBLAS, f32 or bf16 (every operand the same dtype; bf16 products
+// accumulate in f32 and round the result, as PyTorch's bf16 matmul). cuBLAS is column-major, so y = a @ b is computed as
 // y^T = b^T @ a^T, which reads the row-major buffers as they are. Dims are checked against
 // the int limits (cpu::check_gemm_dims); a zero inner dim (a sum over nothing) is
 // answered here, as on the CPU, since cuBLAS rejects leading dims of 0. beta is 0 or 1.
@@ -14,17 +15,24 @@ namespace planrt::kernels::cuda {
 enum class BLayout { KN, NK };  // b is [k, n] (a @ b) or [n, k] (a @ b^T)
 
 // count products: y_i[m, n] = alpha * a_i[m, k] @ b_i + beta * y_i, operand i at
-// base + i * stride (stride 0 broadcasts one matrix). count == 1: a plain GEMM. y_i must be
-// contiguous and disjoint (stride_y >= m * n).
-Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout layout, int64_t m,
-                    int64_t n, int64_t k, float alpha, const float* a, int64_t stride_a,
-                    const float* b, int64_t stride_b, float beta, float* y, int64_t stride_y,
-                    int64_t count);
+// base + i * stride elements (stride 0 broadcasts one matrix). count == 1: a plain GEMM.
+// y_i must be contiguous and disjoint (stride_y >= m * n). dtype: F32 or BF16.
+Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout layout,
+                    DType dtype, int64_t m, int64_t n, int64_t k, float alpha, const void* a,
+                    int64_t stride_a, const void* b, int64_t stride_b, float beta, void* y,
+                    int64_t stride_y, int64_t count);
+inline Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout layout,
+                           int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                           int64_t stride_a, const float* b, int64_t stride_b, float beta,
+                           float* y, int64_t stride_y, int64_t count) {
+  return gemm_strided(op, ctx, layout, DType::F32, m, n, k, alpha, a, stride_a, b, stride_b, beta,
+                      y, stride_y, count);
+}
 
 // Pointer-array batched GEMM (b KN, beta 0): arrays of count device pointers in device
 // memory.
-Status gemm_pointer_batched(std::string_view op, const CudaKernelContext& ctx, int64_t m,
-                            int64_t n, int64_t k, const float* const* a, const float* const* b,
-                            float* const* y, int64_t count);
+Status gemm_pointer_batched(std::string_view op, const CudaKernelContext& ctx, DType dtype,
+                            int64_t m, int64_t n, int64_t k, const void* const* a,
+                            const void* const* b, void* const* y, int64_t count);
 
 }  // namespace planrt::kernels::cuda

@@ -26,7 +26,8 @@ using Preference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, DescDeleter
 
 // The heuristic query costs tens of microseconds of host time, more than a small GEMM:
 // its answer is kept per device and problem. An empty optional records "no algorithm".
-using AlgoKey = std::tuple<int, int64_t, int64_t, int64_t, bool>;  // device, m, n, k, tf32
+// device, dtype, m, n, k, tf32
+using AlgoKey = std::tuple<int, DType, int64_t, int64_t, int64_t, bool>;
 struct AlgoCache {
   std::mutex mu;
   std::map<AlgoKey, std::optional<cublasLtMatmulAlgo_t>> algos;
@@ -40,10 +41,11 @@ constexpr uint32_t kAlignment = 16;  // every pointer must have it; the caller c
 
 bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlignment == 0; }
 
-Result<Layout> make_layout(std::string_view op, uint64_t rows, uint64_t cols, int64_t ld) {
+Result<Layout> make_layout(std::string_view op, cudaDataType_t type, uint64_t rows,
+                           uint64_t cols, int64_t ld) {
   cublasLtMatrixLayout_t raw = nullptr;
   PLANRT_RETURN_IF_ERROR(cublas_status(op, "cublasLtMatrixLayoutCreate",
-                                       cublasLtMatrixLayoutCreate(&raw, CUDA_R_32F, rows, cols, ld)));
+                                       cublasLtMatrixLayoutCreate(&raw, type, rows, cols, ld)));
   return Layout(raw);
 }
 
@@ -56,10 +58,13 @@ Status set_desc(std::string_view op, cublasLtMatmulDesc_t desc, cublasLtMatmulDe
 
 }  // namespace
 
-Result<bool> gemm_bias_nk(std::string_view op, const CudaKernelContext& ctx, int64_t m, int64_t n,
-                          int64_t k, const float* x, const float* w, const float* bias, float* y) {
+Result<bool> gemm_bias_nk(std::string_view op, const CudaKernelContext& ctx, DType dtype,
+                          int64_t m, int64_t n, int64_t k, const void* x, const void* w,
+                          const void* bias, void* y) {
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, m, n, k));
   if (m == 0 || n == 0 || k == 0) return false;
+  if (dtype != DType::F32 && dtype != DType::BF16) return false;
+  const cudaDataType_t type = dtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
   if (!aligned(x) || !aligned(w) || !aligned(bias) || !aligned(y)) return false;
   if (ctx.cublas == nullptr) {
     return make_error(ErrorCode::InvalidArgument, "{}: the kernel context has no cuBLAS handle",
@@ -67,7 +72,8 @@ Result<bool> gemm_bias_nk(std::string_view op, const CudaKernelContext& ctx, int
   }
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
   PLANRT_RETURN_IF_ERROR(cublas_status(op, "cublasGetMathMode", cublasGetMathMode(ctx.cublas, &math)));
-  const bool tf32 = (math & CUBLAS_TF32_TENSOR_OP_MATH) != 0;
+  // TF32 concerns f32 operands; bf16 products run on the tensor cores regardless.
+  const bool tf32 = dtype == DType::F32 && (math & CUBLAS_TF32_TENSOR_OP_MATH) != 0;
   int device = 0;
   PLANRT_RETURN_IF_ERROR(cuda_status(op, "cudaGetDevice", cudaGetDevice(&device)));
 
@@ -84,12 +90,12 @@ Result<bool> gemm_bias_nk(std::string_view op, const CudaKernelContext& ctx, int
   PLANRT_RETURN_IF_ERROR(
       set_desc(op, desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS));
   PLANRT_RETURN_IF_ERROR(set_desc(op, desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias));
-  PLANRT_ASSIGN_OR_RETURN(Layout a, make_layout(op, k, n, k));
-  PLANRT_ASSIGN_OR_RETURN(Layout b, make_layout(op, k, m, k));
-  PLANRT_ASSIGN_OR_RETURN(Layout d, make_layout(op, n, m, n));
+  PLANRT_ASSIGN_OR_RETURN(Layout a, make_layout(op, type, k, n, k));
+  PLANRT_ASSIGN_OR_RETURN(Layout b, make_layout(op, type, k, m, k));
+  PLANRT_ASSIGN_OR_RETURN(Layout d, make_layout(op, type, n, m, n));
 
   std::optional<cublasLtMatmulAlgo_t> algo;
-  const AlgoKey key{device, m, n, k, tf32};
+  const AlgoKey key{device, dtype, m, n, k, tf32};
   {
     AlgoCache& cache = algo_cache();
     std::lock_guard lock(cache.mu);

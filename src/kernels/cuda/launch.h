@@ -4,6 +4,7 @@
 // (cudaGetLastError). Sizes are in elements unless named *_bytes; n == 0 launches nothing.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -26,30 +27,38 @@ struct IndexMap {
 enum class BinaryOp : int { Add, Sub, Mul, Div };
 enum class UnaryOp : int { Relu, Silu, GeluErf, GeluTanh };
 
-// y[i] = op(a[i], b[i]).
-cudaError_t binary_same_shape(BinaryOp op, const float* a, const float* b, float* y, int64_t n,
-                              cudaStream_t stream);
-// y[i] = op(a[map_a(i)], b[map_b(i)]) over the n = prod(map.size) outputs.
-cudaError_t binary_broadcast(BinaryOp op, const float* a, const float* b, float* y, int64_t n,
-                             const IndexMap& map, cudaStream_t stream);
-cudaError_t unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream);
+// The arithmetic launchers exist for float and for __nv_bfloat16 (storage only: computed
+// in f32, rounded to nearest even on store; math_kernels.cu).
+#define PLANRT_MATH_LAUNCHER_DECLS(T)                                                         \
+  /* y[i] = op(a[i], b[i]). */                                                                \
+  cudaError_t binary_same_shape(BinaryOp op, const T* a, const T* b, T* y, int64_t n,         \
+                                cudaStream_t stream);                                         \
+  /* y[i] = op(a[map_a(i)], b[map_b(i)]) over the n = prod(map.size) outputs. */              \
+  cudaError_t binary_broadcast(BinaryOp op, const T* a, const T* b, T* y, int64_t n,          \
+                               const IndexMap& map, cudaStream_t stream);                     \
+  cudaError_t unary(UnaryOp op, const T* x, T* y, int64_t n, cudaStream_t stream);            \
+  /* One block per row of n; w, b may be null. */                                             \
+  cudaError_t layer_norm(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t n,   \
+                         double eps, cudaStream_t stream);                                    \
+  cudaError_t rms_norm(const T* x, const T* w, T* y, int64_t rows, int64_t n, double eps,     \
+                       cudaStream_t stream);                                                  \
+  /* sum = x + residual (same shape), y = layer_norm(sum): one pass over the rows. */         \
+  cudaError_t add_layer_norm(const T* x, const T* residual, T* sum, const T* w, const T* b,   \
+                             T* y, int64_t rows, int64_t n, double eps, cudaStream_t stream); \
+  /* Softmax of each contiguous row of n (y may equal x). causal_period > 0: row r is       \
+     query i = r % causal_period and keys j > i are masked (weight 0), PyTorch's top-left    \
+     is_causal. */                                                                            \
+  cudaError_t softmax_rows(const T* x, T* y, int64_t rows, int64_t n, int64_t causal_period,  \
+                           cudaStream_t stream);                                              \
+  /* Softmax along a middle dim: x is [outer, n, inner], each (o, i) line normalised. */      \
+  cudaError_t softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,      \
+                              cudaStream_t stream);                                           \
+  /* y[r, :] = row[:] for r < rows (the bias of linear before a beta = 1 GEMM). */            \
+  cudaError_t fill_rows(const T* row, T* y, int64_t rows, int64_t n, cudaStream_t stream);
 
-// One block per row of n; w, b may be null.
-cudaError_t layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows,
-                       int64_t n, double eps, cudaStream_t stream);
-cudaError_t rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t n,
-                     double eps, cudaStream_t stream);
-// sum = x + residual (same shape), y = layer_norm(sum): one pass over the rows.
-cudaError_t add_layer_norm(const float* x, const float* residual, float* sum, const float* w,
-                           const float* b, float* y, int64_t rows, int64_t n, double eps,
-                           cudaStream_t stream);
-// Softmax of each contiguous row of n (y may equal x). causal_period > 0: row r is query
-// i = r % causal_period and keys j > i are masked (weight 0), PyTorch's top-left is_causal.
-cudaError_t softmax_rows(const float* x, float* y, int64_t rows, int64_t n,
-                         int64_t causal_period, cudaStream_t stream);
-// Softmax along a middle dim: x is [outer, n, inner], each (o, i) line normalised.
-cudaError_t softmax_strided(const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
-                            cudaStream_t stream);
+PLANRT_MATH_LAUNCHER_DECLS(float)
+PLANRT_MATH_LAUNCHER_DECLS(__nv_bfloat16)
+#undef PLANRT_MATH_LAUNCHER_DECLS
 
 // One-pass attention for head dim 64 (d == dv == 64): q [heads, sq, 64], k and v
 // [heads, sk, 64], out [heads, sq, 64], all contiguous; sk > 0. Online softmax, no score
@@ -57,15 +66,19 @@ cudaError_t softmax_strided(const float* x, float* y, int64_t outer, int64_t n, 
 cudaError_t fused_attention(const float* q, const float* k, const float* v, float* out,
                             int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
                             cudaStream_t stream);
-
-// y[r, :] = row[:] for r < rows (the bias of linear before a beta = 1 GEMM).
-cudaError_t fill_rows(const float* row, float* y, int64_t rows, int64_t n, cudaStream_t stream);
+// The same for bf16 operands on the tensor cores (attention_bf16_kernels.cu): scores and
+// the output accumulate in f32, the probabilities enter the second product as bf16, as in
+// FlashAttention.
+cudaError_t fused_attention(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                            const __nv_bfloat16* v, __nv_bfloat16* out, int64_t heads, int64_t sq,
+                            int64_t sk, float scale, bool causal, cudaStream_t stream);
 
 // Batched-GEMM pointer arrays for count products: a[i] = a + map_a(i), b[i] = b + map_b(i),
-// c[i] = c + i * c_stride (map strides already in elements of a and b).
-cudaError_t gemm_pointers(const float* a, const float* b, float* c, int64_t c_stride,
-                          int64_t count, const IndexMap& map, const float** a_ptrs,
-                          const float** b_ptrs, float** c_ptrs, cudaStream_t stream);
+// c[i] = c + i * c_stride, all in elements of elem_size bytes (map strides included).
+cudaError_t gemm_pointers(const void* a, const void* b, void* c, size_t elem_size,
+                          int64_t c_stride, int64_t count, const IndexMap& map,
+                          const void** a_ptrs, const void** b_ptrs, void** c_ptrs,
+                          cudaStream_t stream);
 
 // y[i] = x[map_a(i)] for n elements of elem_size bytes (1, 2, 4 or 8); stride_b unused.
 cudaError_t permute(const void* x, void* y, size_t elem_size, int64_t n, const IndexMap& map,

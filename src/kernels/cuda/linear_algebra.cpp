@@ -1,4 +1,5 @@
-// linear and matmul through cuBLAS, f32 (TF32 only when the handle's math mode allows it).
+// linear and matmul through cuBLAS, f32 (TF32 only when the handle's math mode allows it)
+// and bf16 (f32 accumulation).
 #include "kernels/cpu/blas.h"
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -15,54 +16,56 @@ Status linear(const CudaKernelContext& ctx, const OpAttrs&, std::span<const Tens
               std::span<const TensorView> outputs) {
   constexpr std::string_view op = "linear";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(LinearPlan plan, plan_linear(inputs, outputs));
   const auto [m, n, k] = plan;
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, m, n, k));
   if (m == 0 || n == 0) return {};
 
   const TensorView bias = inputs.size() > 2 ? inputs[2] : TensorView::none();
-  float* y = outputs[0].data_as<float>();
+  void* y = outputs[0].data;
   if (!bias.is_none()) {  // one cuBLASLt call with the bias in its epilogue, where it applies
-    PLANRT_ASSIGN_OR_RETURN(bool done, gemm_bias_nk(op, ctx, m, n, k,
-                                                    inputs[0].data_as<const float>(),
-                                                    inputs[1].data_as<const float>(),
-                                                    bias.data_as<const float>(), y));
+    PLANRT_ASSIGN_OR_RETURN(bool done, gemm_bias_nk(op, ctx, dtype, m, n, k, inputs[0].data,
+                                                    inputs[1].data, bias.data, y));
     if (done) return {};
   }
   // Else, as on the CPU: the bias goes in first and the GEMM accumulates onto it (beta = 1).
   if (!bias.is_none()) {
-    PLANRT_RETURN_IF_ERROR(cuda_status(
-        op, "kernel launch",
-        launch::fill_rows(bias.data_as<const float>(), y, m, n, ctx.stream)));
+    const cudaError_t err =
+        dtype == DType::BF16
+            ? launch::fill_rows(bias.data_as<const __nv_bfloat16>(),
+                                static_cast<__nv_bfloat16*>(y), m, n, ctx.stream)
+            : launch::fill_rows(bias.data_as<const float>(), static_cast<float*>(y), m, n,
+                                ctx.stream);
+    PLANRT_RETURN_IF_ERROR(cuda_status(op, "kernel launch", err));
   }
-  return gemm_strided(op, ctx, BLayout::NK, m, n, k, 1.0f, inputs[0].data_as<const float>(), 0,
-                      inputs[1].data_as<const float>(), 0, bias.is_none() ? 0.0f : 1.0f, y, m * n,
-                      1);
+  return gemm_strided(op, ctx, BLayout::NK, dtype, m, n, k, 1.0f, inputs[0].data, 0,
+                      inputs[1].data, 0, bias.is_none() ? 0.0f : 1.0f, y, m * n, 1);
 }
 
 Status matmul(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> inputs,
               std::span<const TensorView> outputs) {
   constexpr std::string_view op = "matmul";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(MatmulPlan plan, plan_matmul(inputs, outputs));
   const auto& [m, n, k, a_batch, b_batch, batch] = plan;
-  const float* pa = inputs[0].data_as<const float>();
-  const float* pb = inputs[1].data_as<const float>();
-  float* py = outputs[0].data_as<float>();
+  const void* pa = inputs[0].data;
+  const void* pb = inputs[1].data;
+  void* py = outputs[0].data;
   const int64_t count = batch.numel();
   // One shared b and an unbroadcast a: the batch folds into the rows of one product.
   // (Which path runs decides the workspace, so the test is shared with cuda_workspace_bytes.)
   const bool pointer_arrays = matmul_needs_pointer_arrays(m, n, k, a_batch, b_batch, batch);
   if (b_batch.numel() == 1 && a_batch == batch) {
-    return gemm_strided(op, ctx, BLayout::KN, count * m, n, k, 1.0f, pa, 0, pb, 0, 0.0f, py,
-                        count * m * n, 1);
+    return gemm_strided(op, ctx, BLayout::KN, dtype, count * m, n, k, 1.0f, pa, 0, pb, 0, 0.0f,
+                        py, count * m * n, 1);
   }
   // Each operand either fully batched or one matrix for all: one strided-batched call.
   if (!pointer_arrays) {
-    return gemm_strided(op, ctx, BLayout::KN, m, n, k, 1.0f, pa, a_batch == batch ? m * k : 0,
-                        pb, b_batch == batch ? k * n : 0, 0.0f, py, m * n, count);
+    return gemm_strided(op, ctx, BLayout::KN, dtype, m, n, k, 1.0f, pa,
+                        a_batch == batch ? m * k : 0, pb, b_batch == batch ? k * n : 0, 0.0f, py,
+                        m * n, count);
   }
   // Mixed broadcasting ([2, 1] with [1, 3]): per-product pointers, computed on the device
   // into temporary memory so that nothing waits on the host.
@@ -79,15 +82,17 @@ Status matmul(const CudaKernelContext& ctx, const OpAttrs&, std::span<const Tens
   }
   TempBuffer pointers(ctx);
   PLANRT_RETURN_IF_ERROR(
-      pointers.allocate(op, static_cast<size_t>(3 * count) * sizeof(float*)));
-  auto** base = static_cast<float**>(pointers.get());
-  const float** a_ptrs = const_cast<const float**>(base);
-  const float** b_ptrs = const_cast<const float**>(base + count);
-  float** y_ptrs = base + 2 * count;
-  PLANRT_RETURN_IF_ERROR(cuda_status(op, "kernel launch",
-                                     launch::gemm_pointers(pa, pb, py, m * n, count, map, a_ptrs,
-                                                           b_ptrs, y_ptrs, ctx.stream)));
-  PLANRT_RETURN_IF_ERROR(gemm_pointer_batched(op, ctx, m, n, k, a_ptrs, b_ptrs, y_ptrs, count));
+      pointers.allocate(op, static_cast<size_t>(3 * count) * sizeof(void*)));
+  auto** base = static_cast<void**>(pointers.get());
+  const void** a_ptrs = const_cast<const void**>(base);
+  const void** b_ptrs = const_cast<const void**>(base + count);
+  void** y_ptrs = base + 2 * count;
+  PLANRT_RETURN_IF_ERROR(cuda_status(
+      op, "kernel launch",
+      launch::gemm_pointers(pa, pb, py, element_size(dtype), m * n, count, map, a_ptrs, b_ptrs,
+                            y_ptrs, ctx.stream)));
+  PLANRT_RETURN_IF_ERROR(
+      gemm_pointer_batched(op, ctx, dtype, m, n, k, a_ptrs, b_ptrs, y_ptrs, count));
   return pointers.release();
 }
 

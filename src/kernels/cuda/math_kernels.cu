@@ -1,7 +1,10 @@
-// Device code of the f32 arithmetic kernels: elementwise (broadcast by index math), the
-// row normalisations and softmax (one block per row, warp-shuffle reductions). Numerics
-// follow the CPU kernels: two-pass layer_norm, max-subtracted softmax, the same formulas
-// for silu and gelu, and NaN propagating through relu.
+// Device code of the arithmetic kernels, f32 and bf16: elementwise (broadcast by index
+// math), the row normalisations and softmax (one block per row, warp-shuffle reductions).
+// Numerics follow the CPU kernels: two-pass layer_norm, max-subtracted softmax, the same
+// formulas for silu and gelu, and NaN propagating through relu. bf16 tensors are storage
+// only: every kernel widens to f32 on load, computes as for f32, and rounds to nearest even
+// on store (as PyTorch's bf16 elementwise kernels and norms do).
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -24,6 +27,25 @@ int grid_for(int64_t n) {
 int grid_for_rows(int64_t rows) {
   return static_cast<int>(rows < kMaxBlocks ? rows : kMaxBlocks);
 }
+
+using bf16 = __nv_bfloat16;
+__device__ __forceinline__ float widen(float x) { return x; }
+__device__ __forceinline__ float widen(bf16 x) { return __bfloat162float(x); }
+template <typename T>
+__device__ __forceinline__ T narrow(float x) {
+  if constexpr (sizeof(T) == sizeof(float)) {
+    return x;
+  } else {
+    return __float2bfloat16_rn(x);
+  }
+}
+
+// 16 bytes of T: what one vectorized load or store moves (4 floats, 8 bf16s).
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int kCount = 16 / sizeof(T);
+  T v[kCount];
+};
 
 template <int Op>
 __device__ __forceinline__ float apply_binary(float a, float b) {
@@ -48,9 +70,10 @@ __device__ __forceinline__ float apply_unary(float x) {
   }
 }
 
-// Same-shape elementwise kernels move float4s when every pointer is 16-byte aligned (the
-// launchers check; the n % 4 tail goes element by element): a quarter of the loads, stores
-// and index arithmetic of the element-wise loop, which left the memory bus half idle.
+// Same-shape elementwise kernels move 16 bytes at a time (4 floats, 8 bf16s) when every
+// pointer is 16-byte aligned (the launchers check; the tail goes element by element): a
+// quarter of the f32 loop's loads, stores and index arithmetic, which left the memory bus
+// half idle.
 bool all_aligned16(const void* a, const void* b, const void* c) {
   return ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
            reinterpret_cast<uintptr_t>(c)) & 15u) == 0;
@@ -60,51 +83,57 @@ __device__ __forceinline__ int64_t first_index() {
 }
 __device__ __forceinline__ int64_t grid_stride() { return int64_t{gridDim.x} * blockDim.x; }
 
-template <int Op, bool Vec>
-__global__ void binary_same_kernel(const float* a, const float* b, float* y, int64_t n) {
+template <int Op, bool Vec, typename T>
+__global__ void binary_same_kernel(const T* a, const T* b, T* y, int64_t n) {
   int64_t tail = 0;
   if (Vec) {
-    const int64_t n4 = n / 4;
-    for (int64_t i = first_index(); i < n4; i += grid_stride()) {
-      const float4 va = reinterpret_cast<const float4*>(a)[i];
-      const float4 vb = reinterpret_cast<const float4*>(b)[i];
-      reinterpret_cast<float4*>(y)[i] =
-          make_float4(apply_binary<Op>(va.x, vb.x), apply_binary<Op>(va.y, vb.y),
-                      apply_binary<Op>(va.z, vb.z), apply_binary<Op>(va.w, vb.w));
+    constexpr int kCount = Pack<T>::kCount;
+    const int64_t packs = n / kCount;
+    for (int64_t i = first_index(); i < packs; i += grid_stride()) {
+      const Pack<T> va = reinterpret_cast<const Pack<T>*>(a)[i];
+      const Pack<T> vb = reinterpret_cast<const Pack<T>*>(b)[i];
+      Pack<T> vy;
+#pragma unroll
+      for (int e = 0; e < kCount; ++e) {
+        vy.v[e] = narrow<T>(apply_binary<Op>(widen(va.v[e]), widen(vb.v[e])));
+      }
+      reinterpret_cast<Pack<T>*>(y)[i] = vy;
     }
-    tail = n4 * 4;
+    tail = packs * kCount;
   }
   for (int64_t i = tail + first_index(); i < n; i += grid_stride()) {
-    y[i] = apply_binary<Op>(a[i], b[i]);
+    y[i] = narrow<T>(apply_binary<Op>(widen(a[i]), widen(b[i])));
   }
 }
 
-template <int Op>
-__global__ void binary_broadcast_kernel(const float* a, const float* b, float* y, int64_t n,
-                                        IndexMap map) {
+template <int Op, typename T>
+__global__ void binary_broadcast_kernel(const T* a, const T* b, T* y, int64_t n, IndexMap map) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     int64_t oa = 0;
     int64_t ob = 0;
     map_offsets(i, map, &oa, &ob);
-    y[i] = apply_binary<Op>(a[oa], b[ob]);
+    y[i] = narrow<T>(apply_binary<Op>(widen(a[oa]), widen(b[ob])));
   }
 }
 
-template <int Op, bool Vec>
-__global__ void unary_kernel(const float* x, float* y, int64_t n) {
+template <int Op, bool Vec, typename T>
+__global__ void unary_kernel(const T* x, T* y, int64_t n) {
   int64_t tail = 0;
   if (Vec) {
-    const int64_t n4 = n / 4;
-    for (int64_t i = first_index(); i < n4; i += grid_stride()) {
-      const float4 v = reinterpret_cast<const float4*>(x)[i];
-      reinterpret_cast<float4*>(y)[i] = make_float4(apply_unary<Op>(v.x), apply_unary<Op>(v.y),
-                                                    apply_unary<Op>(v.z), apply_unary<Op>(v.w));
+    constexpr int kCount = Pack<T>::kCount;
+    const int64_t packs = n / kCount;
+    for (int64_t i = first_index(); i < packs; i += grid_stride()) {
+      const Pack<T> vx = reinterpret_cast<const Pack<T>*>(x)[i];
+      Pack<T> vy;
+#pragma unroll
+      for (int e = 0; e < kCount; ++e) vy.v[e] = narrow<T>(apply_unary<Op>(widen(vx.v[e])));
+      reinterpret_cast<Pack<T>*>(y)[i] = vy;
     }
-    tail = n4 * 4;
+    tail = packs * kCount;
   }
   for (int64_t i = tail + first_index(); i < n; i += grid_stride()) {
-    y[i] = apply_unary<Op>(x[i]);
+    y[i] = narrow<T>(apply_unary<Op>(widen(x[i])));
   }
 }
 
@@ -149,145 +178,160 @@ __device__ T block_reduce(T v, Op op, T* shared) {
 // is large against its spread loses the 1e-5 relative accuracy the tests ask for.
 // residual != nullptr: the row normalised is x + residual (an f32 add, as the add kernel),
 // written to `sum` on the way: a residual add and the layer_norm after it in one pass.
-__global__ void layer_norm_kernel(const float* x, const float* residual, float* sum_out,
-                                  const float* w, const float* b, float* y, int64_t rows,
-                                  int64_t n, double eps) {
+// bf16: the sum is rounded to bf16 when stored (it is the residual stream the next block
+// reads), and the norm is taken of that stored value, as an add kernel then a layer_norm
+// kernel would.
+template <typename T>
+__global__ void layer_norm_kernel(const T* x, const T* residual, T* sum_out, const T* w,
+                                  const T* b, T* y, int64_t rows, int64_t n, double eps) {
   __shared__ double shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float* xr = x + r * n;
-    float* yr = y + r * n;
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
     // Two passes (mean, then the centred squares), as the CPU kernel: no cancellation when
     // the mean is large against the spread.
     double sum = 0.0;
     if (residual != nullptr) {
-      float* sr = sum_out + r * n;
+      T* sr = sum_out + r * n;
       for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-        sr[i] = xr[i] + residual[r * n + i];
-        sum += sr[i];
+        sr[i] = narrow<T>(widen(xr[i]) + widen(residual[r * n + i]));
+        sum += widen(sr[i]);
       }
       xr = sr;  // each thread reads back only what it wrote
     } else {
-      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += xr[i];
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += widen(xr[i]);
     }
     const double mean = block_reduce(sum, SumOp<double>{}, shared) / static_cast<double>(n);
     double sq = 0.0;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const double d = xr[i] - mean;
+      const double d = widen(xr[i]) - mean;
       sq += d * d;
     }
     const double var = block_reduce(sq, SumOp<double>{}, shared) / static_cast<double>(n);
     const double inv_std = 1.0 / sqrt(var + eps);  // biased variance, as PyTorch
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      double v = (xr[i] - mean) * inv_std;
-      if (w != nullptr) v *= w[i];
-      if (b != nullptr) v += b[i];
-      yr[i] = static_cast<float>(v);
+      double v = (widen(xr[i]) - mean) * inv_std;
+      if (w != nullptr) v *= widen(w[i]);
+      if (b != nullptr) v += widen(b[i]);
+      yr[i] = narrow<T>(static_cast<float>(v));
     }
   }
 }
 
-__global__ void rms_norm_kernel(const float* x, const float* w, float* y, int64_t rows, int64_t n,
+template <typename T>
+__global__ void rms_norm_kernel(const T* x, const T* w, T* y, int64_t rows, int64_t n,
                                 double eps) {
   __shared__ double shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float* xr = x + r * n;
-    float* yr = y + r * n;
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
     double sq = 0.0;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      sq += static_cast<double>(xr[i]) * xr[i];
+      const double xi = widen(xr[i]);
+      sq += xi * xi;
     }
     const double mean_sq = block_reduce(sq, SumOp<double>{}, shared) / static_cast<double>(n);
     const double inv_rms = 1.0 / sqrt(mean_sq + eps);
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      double v = xr[i] * inv_rms;
-      if (w != nullptr) v *= w[i];
-      yr[i] = static_cast<float>(v);
+      double v = widen(xr[i]) * inv_rms;
+      if (w != nullptr) v *= widen(w[i]);
+      yr[i] = narrow<T>(static_cast<float>(v));
     }
   }
 }
 
 // Each thread reads and writes only its own elements, after the block-wide max: y == x is
 // safe (attention normalises its scores in place).
-__global__ void softmax_rows_kernel(const float* x, float* y, int64_t rows, int64_t n,
+// bf16: y holds the exponentials between the passes, so a bf16 row is normalised from its
+// rounded exponentials while the sum is of the unrounded ones: two roundings per element,
+// each within bf16's own 2^-8 relative.
+template <typename T>
+__global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t n,
                                     int64_t causal_period) {
   __shared__ float shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float* xr = x + r * n;
-    float* yr = y + r * n;
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
     int64_t live = n;  // keys [0, live) take part; the rest are masked
     if (causal_period > 0) {
       const int64_t query = r % causal_period;
       live = query + 1 < n ? query + 1 : n;
     }
     float m = MaxOp::kIdentity;
-    for (int64_t i = threadIdx.x; i < live; i += blockDim.x) m = fmaxf(m, xr[i]);
+    for (int64_t i = threadIdx.x; i < live; i += blockDim.x) m = fmaxf(m, widen(xr[i]));
     m = block_reduce(m, MaxOp{}, shared);
     float sum = 0.0f;
     for (int64_t i = threadIdx.x; i < live; i += blockDim.x) {
-      const float e = expf(xr[i] - m);
-      yr[i] = e;
+      const float e = expf(widen(xr[i]) - m);
+      yr[i] = narrow<T>(e);
       sum += e;
     }
     sum = block_reduce(sum, SumOp<float>{}, shared);
     const float inv = 1.0f / sum;
-    for (int64_t i = threadIdx.x; i < live; i += blockDim.x) yr[i] *= inv;
-    for (int64_t i = live + threadIdx.x; i < n; i += blockDim.x) yr[i] = 0.0f;
+    for (int64_t i = threadIdx.x; i < live; i += blockDim.x) yr[i] = narrow<T>(widen(yr[i]) * inv);
+    for (int64_t i = live + threadIdx.x; i < n; i += blockDim.x) yr[i] = narrow<T>(0.0f);
   }
 }
 
 // One thread per (outer, inner) line; neighbouring threads read neighbouring addresses.
-__global__ void softmax_strided_kernel(const float* x, float* y, int64_t outer, int64_t n,
+template <typename T>
+__global__ void softmax_strided_kernel(const T* x, T* y, int64_t outer, int64_t n,
                                        int64_t inner) {
   const int64_t lines = outer * inner;
   for (int64_t l = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; l < lines;
        l += int64_t{gridDim.x} * blockDim.x) {
     const int64_t base = (l / inner) * n * inner + l % inner;
-    const float* xl = x + base;
-    float* yl = y + base;
+    const T* xl = x + base;
+    T* yl = y + base;
     float m = MaxOp::kIdentity;
-    for (int64_t i = 0; i < n; ++i) m = fmaxf(m, xl[i * inner]);
+    for (int64_t i = 0; i < n; ++i) m = fmaxf(m, widen(xl[i * inner]));
     float sum = 0.0f;
     for (int64_t i = 0; i < n; ++i) {
-      const float e = expf(xl[i * inner] - m);
-      yl[i * inner] = e;
+      const float e = expf(widen(xl[i * inner]) - m);
+      yl[i * inner] = narrow<T>(e);
       sum += e;
     }
     const float inv = 1.0f / sum;
-    for (int64_t i = 0; i < n; ++i) yl[i * inner] *= inv;
+    for (int64_t i = 0; i < n; ++i) yl[i * inner] = narrow<T>(widen(yl[i * inner]) * inv);
   }
 }
 
-__global__ void fill_rows_kernel(const float* row, float* y, int64_t total, int64_t n) {
+template <typename T>
+__global__ void fill_rows_kernel(const T* row, T* y, int64_t total, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * blockDim.x) {
     y[i] = row[i % n];
   }
 }
 
-template <int Op>
-cudaError_t launch_binary(const float* a, const float* b, float* y, int64_t n,
-                          const IndexMap* map, cudaStream_t stream) {
+template <int Op, typename T>
+cudaError_t launch_binary(const T* a, const T* b, T* y, int64_t n, const IndexMap* map,
+                          cudaStream_t stream) {
+  constexpr int64_t kCount = Pack<T>::kCount;
   if (map == nullptr && all_aligned16(a, b, y)) {
-    binary_same_kernel<Op, true><<<grid_for((n + 3) / 4), kThreads, 0, stream>>>(a, b, y, n);
+    binary_same_kernel<Op, true, T>
+        <<<grid_for((n + kCount - 1) / kCount), kThreads, 0, stream>>>(a, b, y, n);
   } else if (map == nullptr) {
-    binary_same_kernel<Op, false><<<grid_for(n), kThreads, 0, stream>>>(a, b, y, n);
+    binary_same_kernel<Op, false, T><<<grid_for(n), kThreads, 0, stream>>>(a, b, y, n);
   } else {
-    binary_broadcast_kernel<Op><<<grid_for(n), kThreads, 0, stream>>>(a, b, y, n, *map);
+    binary_broadcast_kernel<Op, T><<<grid_for(n), kThreads, 0, stream>>>(a, b, y, n, *map);
   }
   return cudaGetLastError();
 }
 
-template <int Op>
-cudaError_t launch_unary(const float* x, float* y, int64_t n, cudaStream_t stream) {
+template <int Op, typename T>
+cudaError_t launch_unary(const T* x, T* y, int64_t n, cudaStream_t stream) {
+  constexpr int64_t kCount = Pack<T>::kCount;
   if (all_aligned16(x, y, y)) {
-    unary_kernel<Op, true><<<grid_for((n + 3) / 4), kThreads, 0, stream>>>(x, y, n);
+    unary_kernel<Op, true, T><<<grid_for((n + kCount - 1) / kCount), kThreads, 0, stream>>>(x, y, n);
   } else {
-    unary_kernel<Op, false><<<grid_for(n), kThreads, 0, stream>>>(x, y, n);
+    unary_kernel<Op, false, T><<<grid_for(n), kThreads, 0, stream>>>(x, y, n);
   }
   return cudaGetLastError();
 }
 
-cudaError_t dispatch_binary(BinaryOp op, const float* a, const float* b, float* y, int64_t n,
+template <typename T>
+cudaError_t dispatch_binary(BinaryOp op, const T* a, const T* b, T* y, int64_t n,
                             const IndexMap* map, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   switch (op) {
@@ -303,19 +347,8 @@ cudaError_t dispatch_binary(BinaryOp op, const float* a, const float* b, float* 
   return cudaErrorInvalidValue;
 }
 
-}  // namespace
-
-cudaError_t binary_same_shape(BinaryOp op, const float* a, const float* b, float* y, int64_t n,
-                              cudaStream_t stream) {
-  return dispatch_binary(op, a, b, y, n, nullptr, stream);
-}
-
-cudaError_t binary_broadcast(BinaryOp op, const float* a, const float* b, float* y, int64_t n,
-                             const IndexMap& map, cudaStream_t stream) {
-  return dispatch_binary(op, a, b, y, n, &map, stream);
-}
-
-cudaError_t unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t stream) {
+template <typename T>
+cudaError_t dispatch_unary(UnaryOp op, const T* x, T* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   switch (op) {
     case UnaryOp::Relu:
@@ -330,50 +363,89 @@ cudaError_t unary(UnaryOp op, const float* x, float* y, int64_t n, cudaStream_t 
   return cudaErrorInvalidValue;
 }
 
-cudaError_t layer_norm(const float* x, const float* w, const float* b, float* y, int64_t rows,
-                       int64_t n, double eps, cudaStream_t stream) {
+template <typename T>
+cudaError_t launch_layer_norm(const T* x, const T* residual, T* sum, const T* w, const T* b,
+                              T* y, int64_t rows, int64_t n, double eps, cudaStream_t stream) {
   if (rows == 0 || n == 0) return cudaSuccess;
-  layer_norm_kernel<<<grid_for_rows(rows), kThreads, 0, stream>>>(x, nullptr, nullptr, w, b, y,
-                                                                  rows, n, eps);
+  layer_norm_kernel<T><<<grid_for_rows(rows), kThreads, 0, stream>>>(x, residual, sum, w, b, y,
+                                                                     rows, n, eps);
   return cudaGetLastError();
 }
 
-cudaError_t add_layer_norm(const float* x, const float* residual, float* sum, const float* w,
-                           const float* b, float* y, int64_t rows, int64_t n, double eps,
-                           cudaStream_t stream) {
-  if (rows == 0 || n == 0) return cudaSuccess;
-  layer_norm_kernel<<<grid_for_rows(rows), kThreads, 0, stream>>>(x, residual, sum, w, b, y,
-                                                                  rows, n, eps);
-  return cudaGetLastError();
-}
-
-cudaError_t rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t n,
-                     double eps, cudaStream_t stream) {
-  if (rows == 0 || n == 0) return cudaSuccess;
-  rms_norm_kernel<<<grid_for_rows(rows), kThreads, 0, stream>>>(x, w, y, rows, n, eps);
-  return cudaGetLastError();
-}
-
-cudaError_t softmax_rows(const float* x, float* y, int64_t rows, int64_t n,
-                         int64_t causal_period, cudaStream_t stream) {
-  if (rows == 0 || n == 0) return cudaSuccess;
-  softmax_rows_kernel<<<grid_for_rows(rows), kThreads, 0, stream>>>(x, y, rows, n,
-                                                                    causal_period);
-  return cudaGetLastError();
-}
-
-cudaError_t softmax_strided(const float* x, float* y, int64_t outer, int64_t n, int64_t inner,
+template <typename T>
+cudaError_t launch_rms_norm(const T* x, const T* w, T* y, int64_t rows, int64_t n, double eps,
                             cudaStream_t stream) {
-  if (outer == 0 || n == 0 || inner == 0) return cudaSuccess;
-  softmax_strided_kernel<<<grid_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, n,
-                                                                           inner);
+  if (rows == 0 || n == 0) return cudaSuccess;
+  rms_norm_kernel<T><<<grid_for_rows(rows), kThreads, 0, stream>>>(x, w, y, rows, n, eps);
   return cudaGetLastError();
 }
 
-cudaError_t fill_rows(const float* row, float* y, int64_t rows, int64_t n, cudaStream_t stream) {
+template <typename T>
+cudaError_t launch_softmax_rows(const T* x, T* y, int64_t rows, int64_t n, int64_t causal_period,
+                                cudaStream_t stream) {
   if (rows == 0 || n == 0) return cudaSuccess;
-  fill_rows_kernel<<<grid_for(rows * n), kThreads, 0, stream>>>(row, y, rows * n, n);
+  softmax_rows_kernel<T><<<grid_for_rows(rows), kThreads, 0, stream>>>(x, y, rows, n,
+                                                                       causal_period);
   return cudaGetLastError();
 }
+
+template <typename T>
+cudaError_t launch_softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
+                                   cudaStream_t stream) {
+  if (outer == 0 || n == 0 || inner == 0) return cudaSuccess;
+  softmax_strided_kernel<T><<<grid_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, n,
+                                                                              inner);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_fill_rows(const T* row, T* y, int64_t rows, int64_t n, cudaStream_t stream) {
+  if (rows == 0 || n == 0) return cudaSuccess;
+  fill_rows_kernel<T><<<grid_for(rows * n), kThreads, 0, stream>>>(row, y, rows * n, n);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+// The launchers of launch.h, once per element type.
+#define PLANRT_MATH_LAUNCHERS(T)                                                              \
+  cudaError_t binary_same_shape(BinaryOp op, const T* a, const T* b, T* y, int64_t n,         \
+                                cudaStream_t stream) {                                        \
+    return dispatch_binary(op, a, b, y, n, nullptr, stream);                                  \
+  }                                                                                           \
+  cudaError_t binary_broadcast(BinaryOp op, const T* a, const T* b, T* y, int64_t n,          \
+                               const IndexMap& map, cudaStream_t stream) {                    \
+    return dispatch_binary(op, a, b, y, n, &map, stream);                                     \
+  }                                                                                           \
+  cudaError_t unary(UnaryOp op, const T* x, T* y, int64_t n, cudaStream_t stream) {           \
+    return dispatch_unary(op, x, y, n, stream);                                               \
+  }                                                                                           \
+  cudaError_t layer_norm(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t n,   \
+                         double eps, cudaStream_t stream) {                                   \
+    return launch_layer_norm<T>(x, nullptr, nullptr, w, b, y, rows, n, eps, stream);          \
+  }                                                                                           \
+  cudaError_t add_layer_norm(const T* x, const T* residual, T* sum, const T* w, const T* b,   \
+                             T* y, int64_t rows, int64_t n, double eps, cudaStream_t stream) { \
+    return launch_layer_norm<T>(x, residual, sum, w, b, y, rows, n, eps, stream);             \
+  }                                                                                           \
+  cudaError_t rms_norm(const T* x, const T* w, T* y, int64_t rows, int64_t n, double eps,     \
+                       cudaStream_t stream) {                                                 \
+    return launch_rms_norm<T>(x, w, y, rows, n, eps, stream);                                 \
+  }                                                                                           \
+  cudaError_t softmax_rows(const T* x, T* y, int64_t rows, int64_t n, int64_t causal_period,  \
+                           cudaStream_t stream) {                                             \
+    return launch_softmax_rows<T>(x, y, rows, n, causal_period, stream);                      \
+  }                                                                                           \
+  cudaError_t softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,      \
+                              cudaStream_t stream) {                                          \
+    return launch_softmax_strided<T>(x, y, outer, n, inner, stream);                          \
+  }                                                                                           \
+  cudaError_t fill_rows(const T* row, T* y, int64_t rows, int64_t n, cudaStream_t stream) {   \
+    return launch_fill_rows<T>(row, y, rows, n, stream);                                      \
+  }
+
+PLANRT_MATH_LAUNCHERS(float)
+PLANRT_MATH_LAUNCHERS(__nv_bfloat16)
+#undef PLANRT_MATH_LAUNCHERS
 
 }  // namespace planrt::kernels::cuda::launch

@@ -87,17 +87,18 @@ __global__ void embedding_gather_kernel(const Id* ids, int64_t n, const T* table
   }
 }
 
-__global__ void gemm_pointers_kernel(const float* a, const float* b, float* c, int64_t c_stride,
-                                     int64_t count, IndexMap map, const float** a_ptrs,
-                                     const float** b_ptrs, float** c_ptrs) {
+// Offsets are in elements of elem_size bytes.
+__global__ void gemm_pointers_kernel(const char* a, const char* b, char* c, size_t elem_size,
+                                     int64_t c_stride, int64_t count, IndexMap map,
+                                     const void** a_ptrs, const void** b_ptrs, void** c_ptrs) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
     int64_t oa = 0;
     int64_t ob = 0;
     map_offsets(i, map, &oa, &ob);
-    a_ptrs[i] = a + oa;
-    b_ptrs[i] = b + ob;
-    c_ptrs[i] = c + i * c_stride;
+    a_ptrs[i] = a + oa * static_cast<int64_t>(elem_size);
+    b_ptrs[i] = b + ob * static_cast<int64_t>(elem_size);
+    c_ptrs[i] = c + i * c_stride * static_cast<int64_t>(elem_size);
   }
 }
 
@@ -152,12 +153,14 @@ cudaError_t gather_by_unit(const void* ids, int64_t n, const void* table, int64_
 
 }  // namespace
 
-cudaError_t gemm_pointers(const float* a, const float* b, float* c, int64_t c_stride,
-                          int64_t count, const IndexMap& map, const float** a_ptrs,
-                          const float** b_ptrs, float** c_ptrs, cudaStream_t stream) {
+cudaError_t gemm_pointers(const void* a, const void* b, void* c, size_t elem_size,
+                          int64_t c_stride, int64_t count, const IndexMap& map,
+                          const void** a_ptrs, const void** b_ptrs, void** c_ptrs,
+                          cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
-  gemm_pointers_kernel<<<grid_for(count), kThreads, 0, stream>>>(a, b, c, c_stride, count, map,
-                                                                 a_ptrs, b_ptrs, c_ptrs);
+  gemm_pointers_kernel<<<grid_for(count), kThreads, 0, stream>>>(
+      static_cast<const char*>(a), static_cast<const char*>(b), static_cast<char*>(c), elem_size,
+      c_stride, count, map, a_ptrs, b_ptrs, c_ptrs);
   return cudaGetLastError();
 }
 

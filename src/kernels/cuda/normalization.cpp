@@ -1,5 +1,6 @@
-// layer_norm and rms_norm over the last dim, softmax over any dim, f32: one block per row
-// (warp-shuffle reductions); softmax along a middle dim walks one line per thread.
+// layer_norm and rms_norm over the last dim, softmax over any dim, f32 and bf16 (weights in
+// the input's dtype): one block per row (warp-shuffle reductions); softmax along a middle
+// dim walks one line per thread.
 #include <vector>
 
 #include "kernels/cuda/checks.h"
@@ -10,8 +11,50 @@
 namespace planrt::kernels::cuda {
 namespace {
 
-const float* optional_data(std::span<const TensorView> inputs, size_t i) {
-  return i < inputs.size() && !inputs[i].is_none() ? inputs[i].data_as<const float>() : nullptr;
+template <typename T>
+const T* optional_data(std::span<const TensorView> inputs, size_t i) {
+  return i < inputs.size() && !inputs[i].is_none() ? inputs[i].data_as<const T>() : nullptr;
+}
+
+using bf16 = __nv_bfloat16;
+
+template <typename T>
+cudaError_t launch_layer_norm(const CudaKernelContext& ctx, const NormPlan& plan,
+                              std::span<const TensorView> inputs,
+                              std::span<const TensorView> outputs) {
+  return launch::layer_norm(inputs[0].data_as<const T>(), optional_data<T>(inputs, 1),
+                            optional_data<T>(inputs, 2), outputs[0].data_as<T>(), plan.rows,
+                            plan.n, plan.eps, ctx.stream);
+}
+
+// inputs a, b, weight?, bias?; outputs sum, normed.
+template <typename T>
+cudaError_t launch_add_layer_norm(const CudaKernelContext& ctx, const NormPlan& plan,
+                                  std::span<const TensorView> inputs,
+                                  std::span<const TensorView> outputs) {
+  return launch::add_layer_norm(inputs[0].data_as<const T>(), inputs[1].data_as<const T>(),
+                                outputs[0].data_as<T>(), optional_data<T>(inputs, 2),
+                                optional_data<T>(inputs, 3), outputs[1].data_as<T>(), plan.rows,
+                                plan.n, plan.eps, ctx.stream);
+}
+
+template <typename T>
+cudaError_t launch_rms_norm(const CudaKernelContext& ctx, const NormPlan& plan,
+                            std::span<const TensorView> inputs,
+                            std::span<const TensorView> outputs) {
+  return launch::rms_norm(inputs[0].data_as<const T>(), optional_data<T>(inputs, 1),
+                          outputs[0].data_as<T>(), plan.rows, plan.n, plan.eps, ctx.stream);
+}
+
+template <typename T>
+cudaError_t launch_softmax(const CudaKernelContext& ctx, const SoftmaxPlan& plan,
+                           const TensorView& x, const TensorView& y) {
+  const auto [outer, n, inner] = plan;
+  if (inner == 1) {
+    return launch::softmax_rows(x.data_as<const T>(), y.data_as<T>(), outer, n, 0, ctx.stream);
+  }
+  return launch::softmax_strided(x.data_as<const T>(), y.data_as<T>(), outer, n, inner,
+                                 ctx.stream);
 }
 
 }  // namespace
@@ -20,13 +63,12 @@ Status layer_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
                   std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   constexpr std::string_view op = "layer_norm";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(NormPlan plan, plan_layer_norm(attrs, inputs, outputs));
   if (plan.n == 0) return {};
   return cuda_status(op, "kernel launch",
-                     launch::layer_norm(inputs[0].data_as<const float>(), optional_data(inputs, 1),
-                                        optional_data(inputs, 2), outputs[0].data_as<float>(),
-                                        plan.rows, plan.n, plan.eps, ctx.stream));
+                     dtype == DType::BF16 ? launch_layer_norm<bf16>(ctx, plan, inputs, outputs)
+                                          : launch_layer_norm<float>(ctx, plan, inputs, outputs));
 }
 
 Status add_layer_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
@@ -45,52 +87,45 @@ Status add_layer_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
   }
   // The checks of the two ops it stands for.
   PLANRT_RETURN_IF_ERROR(check_operands("add", inputs.first(2), outputs.first(1)));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs("add", inputs.first(2)));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs("add", inputs.first(2)));
   PLANRT_ASSIGN_OR_RETURN(Shape shape, plan_binary("add", inputs.first(2), outputs.first(1)));
   (void)shape;
   std::vector<TensorView> norm_in(inputs.begin(), inputs.end());
   norm_in.erase(norm_in.begin());  // the sum, then weight and bias
   norm_in[0] = outputs[0];
   PLANRT_RETURN_IF_ERROR(check_operands("layer_norm", norm_in, outputs.subspan(1)));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs("layer_norm", norm_in));
+  PLANRT_ASSIGN_OR_RETURN(DType norm_dtype, require_f32_or_bf16_inputs("layer_norm", norm_in));
+  (void)norm_dtype;  // the sum's dtype, which the add's plan checked against a and b
   PLANRT_ASSIGN_OR_RETURN(NormPlan plan, plan_layer_norm(attrs, norm_in, outputs.subspan(1)));
   if (plan.n == 0) return {};
   return cuda_status(op, "kernel launch",
-                     launch::add_layer_norm(a.data_as<const float>(), b.data_as<const float>(),
-                                            outputs[0].data_as<float>(), optional_data(norm_in, 1),
-                                            optional_data(norm_in, 2), outputs[1].data_as<float>(),
-                                            plan.rows, plan.n, plan.eps, ctx.stream));
+                     dtype == DType::BF16
+                         ? launch_add_layer_norm<bf16>(ctx, plan, inputs, outputs)
+                         : launch_add_layer_norm<float>(ctx, plan, inputs, outputs));
 }
 
 Status rms_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
                 std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   constexpr std::string_view op = "rms_norm";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(NormPlan plan, plan_rms_norm(attrs, inputs, outputs));
   if (plan.n == 0) return {};
   return cuda_status(op, "kernel launch",
-                     launch::rms_norm(inputs[0].data_as<const float>(), optional_data(inputs, 1),
-                                      outputs[0].data_as<float>(), plan.rows, plan.n, plan.eps,
-                                      ctx.stream));
+                     dtype == DType::BF16 ? launch_rms_norm<bf16>(ctx, plan, inputs, outputs)
+                                          : launch_rms_norm<float>(ctx, plan, inputs, outputs));
 }
 
 Status softmax(const CudaKernelContext& ctx, const OpAttrs& attrs,
                std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   constexpr std::string_view op = "softmax";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(SoftmaxPlan plan, plan_softmax(attrs, inputs, outputs));
-  const auto [outer, n, inner] = plan;
-  if (outer == 0) return {};
-  const float* px = inputs[0].data_as<const float>();
-  float* py = outputs[0].data_as<float>();
-  if (inner == 1) {
-    return cuda_status(op, "kernel launch",
-                       launch::softmax_rows(px, py, outer, n, 0, ctx.stream));
-  }
+  if (plan.outer == 0) return {};
   return cuda_status(op, "kernel launch",
-                     launch::softmax_strided(px, py, outer, n, inner, ctx.stream));
+                     dtype == DType::BF16 ? launch_softmax<bf16>(ctx, plan, inputs[0], outputs[0])
+                                          : launch_softmax<float>(ctx, plan, inputs[0], outputs[0]));
 }
 
 }  // namespace planrt::kernels::cuda

@@ -233,12 +233,8 @@ TEST(CudaKernels, AttentionMatchesTheCpuCausalAndNot) {
 TEST(CudaKernels, FusedAttentionMatchesTheCpuAndTheUnfusedPath) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;
-  struct Case {
-    int64_t heads, sq, sk;
-  };
   uint32_t seed = 401;
-  for (const Case& c : {Case{1, 1, 1}, Case{2, 64, 64}, Case{3, 65, 130}, Case{1, 130, 65},
-                        Case{2, 200, 333}, Case{1, 5, 1000}, Case{8, 512, 512}}) {
+  for (const testing::AttentionCase& c : testing::kFusedAttentionCases) {
     for (bool causal : {false, true}) {
       SCOPED_TRACE(fmt::format("heads {} Sq {} Sk {} causal {}", c.heads, c.sq, c.sk, causal));
       HostTensor q = rnd({1, c.heads, c.sq, 64}, seed++, -2.0f, 2.0f);

@@ -16,6 +16,14 @@ namespace planrt::kernels::cuda::testing {
 
 inline constexpr double kTolerance = 1e-5;
 
+// Shapes for the fused attention kernels (head dim 64): row and key counts around their
+// 64-row tiles, more keys than queries and fewer.
+struct AttentionCase {
+  int64_t heads, sq, sk;
+};
+inline constexpr AttentionCase kFusedAttentionCases[] = {
+    {1, 1, 1}, {2, 64, 64}, {3, 65, 130}, {1, 130, 65}, {2, 200, 333}, {1, 5, 1000}, {8, 512, 512}};
+
 class HostTensor {
  public:
   HostTensor() = default;  // none: an absent optional operand
