@@ -65,6 +65,15 @@ for spec in "${specs[@]}"; do
   [ "$partition" != "${partition#engine}" ] && options=(--backend-option engine.use_shared_activation_scratch=true)
   "$planrt" run "$dir/model.prog" --input "x=$dir/x.npy" --warmup 5 --iterations "$iters" \
     --output-dir "$dir/planrt" --json "${options[@]}" > "$dir/planrt.json"
+  # cuda segments also replayed as CUDA graphs (backend option use_cuda_graphs; engines are
+  # not captured): recorded beside the default, eager run.
+  rm -f "$dir/planrt_graphs.json"
+  if [ "$partition" = cuda ]; then
+    "$planrt" run "$dir/model.prog" --input "x=$dir/x.npy" --warmup 5 --iterations "$iters" \
+      --output-dir "$dir/planrt_graphs" --json --backend-option cuda.use_cuda_graphs=true \
+      > "$dir/planrt_graphs.json"
+    cmp -s "$dir/planrt/y.npy" "$dir/planrt_graphs/y.npy" || echo "$name: graph replay changed the output" >&2
+  fi
   python3 - "$dir" "$name" "$layers" "$seq" "$partition" "$commit" "$dtype" >> "$results" <<'PY'
 import json, os, sys
 import numpy as np
@@ -75,10 +84,20 @@ a = np.load(f"{d}/planrt/y.npy").astype(np.float64)
 b = np.load(f"{d}/torch/y.npy").astype(np.float64)
 rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
 extra = {}
+if os.path.exists(f"{d}/planrt_graphs.json"):
+    g = json.load(open(f"{d}/planrt_graphs.json"))
+    same = np.array_equal(np.load(f"{d}/planrt_graphs/y.npy"), np.load(f"{d}/planrt/y.npy"))
+    extra.update({"planrt_graphs_median_ms": g["latency_ms"]["median"],
+                  "planrt_graphs_p90_ms": g["latency_ms"]["p90"],
+                  "planrt_graphs_output_identical": bool(same)})
+    gc = next(x for x in g["memory"]["devices"] if x["device"] == "cuda:0")
+    extra["planrt_graphs_device_used_above_weights_bytes"] = (
+        gc.get("device_used_after_run_bytes", 0) - gc.get("device_used_before_load_bytes", 0)
+        - gc["weights_bytes"])
 if os.path.exists(f"{d}/torch_f32/y.npy"):
     f = np.load(f"{d}/torch_f32/y.npy").astype(np.float64)
-    extra = {"planrt_rel_error_vs_torch_f32": float(np.linalg.norm(a - f) / np.linalg.norm(f)),
-             "torch_rel_error_vs_torch_f32": float(np.linalg.norm(b - f) / np.linalg.norm(f))}
+    extra.update({"planrt_rel_error_vs_torch_f32": float(np.linalg.norm(a - f) / np.linalg.norm(f)),
+                  "torch_rel_error_vs_torch_f32": float(np.linalg.norm(b - f) / np.linalg.norm(f))})
 cuda = next(x for x in p["memory"]["devices"] if x["device"] == "cuda:0")
 weights = cuda["weights_bytes"]
 planrt_above = cuda.get("device_used_after_run_bytes", 0) - cuda.get("device_used_before_load_bytes", 0) - weights

@@ -55,9 +55,9 @@ def floor_ms(r, floors):
 
 def table(rows, floors):
     out = ["| model | partition | rel. error | PyTorch host-to-host ms (median / p90) | planrt host-to-host ms (median / p90) | "
-           "planrt/PyTorch | PyTorch forward ms (CUDA events) | device used above weights: PyTorch / planrt | PyTorch allocator peak above weights | "
+           "planrt/PyTorch | planrt with CUDA graphs ms (median), /PyTorch | PyTorch forward ms (CUDA events) | device used above weights: PyTorch / planrt | PyTorch allocator peak above weights | "
            "floor ms: PyTorch / planrt at x floor |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         th = r.get("torch_host_to_host_median_ms")
         floor = floor_ms(r, floors)
@@ -68,6 +68,9 @@ def table(rows, floors):
             + (f"{th:.3f} / {r['torch_host_to_host_p90_ms']:.3f} | " if th else "- | ")
             + f"{r['planrt_median_ms']:.3f} / {r['planrt_p90_ms']:.3f} | "
             + (f"{r['planrt_median_ms'] / th:.2f} | " if th else "- | ")
+            + (f"{r['planrt_graphs_median_ms']:.3f}, {r['planrt_graphs_median_ms'] / th:.2f}"
+               + ("" if r.get("planrt_graphs_output_identical", True) else " (output differs!)") + " | "
+               if th and "planrt_graphs_median_ms" in r else "- | ")
             + f"{r['torch_median_ms']:.3f} | "
             + (f"{r['torch_device_used_above_weights_bytes'] / MIB:.1f} / " if 'torch_device_used_above_weights_bytes' in r else "- / ")
             + f"{r['planrt_device_used_above_weights_bytes'] / MIB:.1f} MiB | "

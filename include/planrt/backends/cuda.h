@@ -40,6 +40,15 @@
 //                            from the device's default pool instead (for A/B measurements)
 //   "pool_release_threshold" bytes or "max" (default max): what the private pool keeps
 //                            across synchronizations
+//   "use_cuda_graphs"        "true" | "false" (default false): each execute is captured into
+//                            a CUDA graph once per operand addresses and sizes (at most 8
+//                            per segment; past that, new shapes run eagerly) and replayed
+//                            with one cudaGraphLaunch: one launch per segment instead of one
+//                            per kernel, for launch-bound models. Outputs are bit-identical.
+//                            Temporaries of a captured execute are graph allocations (owned
+//                            by the graph; the pool's release trims the graph pool too), so
+//                            the warm pool's statistics do not count them. Engines are not
+//                            captured (a pooled engine refuses capture, DESIGN §6).
 // Pool options are fixed per device while it has live segments: loading a segment with
 // other pool options then fails (InvalidArgument). Other keys are ignored.
 //
@@ -74,6 +83,9 @@ struct CudaBackendStats {
   int64_t weight_uploads = 0;         // constants uploaded to a device, since process start
   int64_t resident_weights = 0;       // constants on devices now (all devices)
   uint64_t resident_weight_bytes = 0; // their bytes
+  int64_t graph_captures = 0;         // use_cuda_graphs: executes captured, since process start
+  int64_t graph_replays = 0;          //   executes that launched a captured graph
+  int64_t graph_fallbacks = 0;        //   captures CUDA refused (the segment then runs eagerly)
 };
 CudaBackendStats cuda_backend_stats();
 

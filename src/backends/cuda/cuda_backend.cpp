@@ -46,6 +46,9 @@ using backends::weight_cache;
 constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 
 std::atomic<int64_t> g_live_segments{0};
+std::atomic<int64_t> g_graph_captures{0};
+std::atomic<int64_t> g_graph_replays{0};
+std::atomic<int64_t> g_graph_fallbacks{0};
 
 // ---------------------------------------------------------------- per-segment state
 
@@ -82,6 +85,18 @@ struct GraphStep {
   std::vector<uint32_t> free_after;       // Temporaries last used by this step
 };
 
+// One captured execution of a segment: valid for the operand addresses and sizes it was
+// captured with (the key), replayed with cudaGraphLaunch. Its temporaries are graph
+// allocations (pool.h): owned by the graph, not the warm pool.
+struct CapturedGraph {
+  std::vector<int64_t> key;
+  cudaGraphExec_t exec = nullptr;
+};
+
+// At most this many captures per segment (one per input shape and operand addresses seen);
+// past it, new shapes run eagerly, so a dynamic dim cannot grow graph memory without bound.
+constexpr size_t kMaxGraphsPerSegment = 8;
+
 struct Segment {
   std::string name;
   int device = 0;
@@ -93,6 +108,9 @@ struct Segment {
   uint64_t scratch_bytes = 0;
   bool has_planned = false;
   bool fuse = true;  // option fuse_kernels
+  bool use_graphs = false;  // option use_cuda_graphs
+  bool graphs_failed = false;  // a capture failed: this segment runs eagerly from then on
+  std::vector<CapturedGraph> graphs;
 
   cuda::PoolHandle pool;
   std::unique_ptr<PoolTempMemory> temp;
@@ -129,6 +147,13 @@ struct Segment {
                          cuda::cuda_error(err, "cudaFreeHost of the error record", device).to_string());
       }
     }
+    for (const CapturedGraph& g : graphs) {
+      cudaError_t err = cudaGraphExecDestroy(g.exec);
+      if (err != cudaSuccess) {
+        PLANRT_LOG_ERROR("segment '{}': {}", name,
+                         cuda::cuda_error(err, "cudaGraphExecDestroy", device).to_string());
+      }
+    }
     for (const GraphValue& v : values) {
       if (v.weight != nullptr) weight_cache().release(device, v.weight_host, v.weight_bytes);
     }
@@ -141,6 +166,7 @@ using backends::parse_bytes_option;
 struct SegmentOptions {
   bool allow_tf32 = false;
   bool fuse_kernels = true;  // fuse_add_layer_norm; false runs every op as its own kernel
+  bool use_cuda_graphs = false;  // capture each execute once per shape, then replay
   cuda::PoolOptions pool;
 };
 
@@ -155,6 +181,8 @@ Result<SegmentOptions> parse_options(std::span<const BackendOption> compile_spec
         PLANRT_ASSIGN_OR_RETURN(out.allow_tf32, parse_bool_option(o.key, o.value));
       } else if (o.key == "fuse_kernels") {
         PLANRT_ASSIGN_OR_RETURN(out.fuse_kernels, parse_bool_option(o.key, o.value));
+      } else if (o.key == "use_cuda_graphs") {
+        PLANRT_ASSIGN_OR_RETURN(out.use_cuda_graphs, parse_bool_option(o.key, o.value));
       } else if (o.key == "use_private_pool") {
         PLANRT_ASSIGN_OR_RETURN(out.pool.use_private_pool, parse_bool_option(o.key, o.value));
       } else if (o.key == "pool_release_threshold") {
@@ -325,6 +353,7 @@ Result<BackendHandle> CudaBackend::init(std::span<const uint8_t> blob,
   Result<SegmentOptions> options = parse_options(compile_specs, context.options);
   if (!options.ok()) return options.status().with_context(fmt::format("segment '{}'", seg->name));
   seg->fuse = options->fuse_kernels;
+  seg->use_graphs = options->use_cuda_graphs;
   // Everything that needs no device first: a bad graph or an unknown op is reported the
   // same with or without a GPU.
   PLANRT_RETURN_IF_ERROR(parse_graph(*seg, blob, context));
@@ -447,6 +476,87 @@ Status run(Segment& seg, std::span<const TensorView> inputs, std::span<const Ten
   return {};
 }
 
+// What a captured graph depends on besides the segment itself: each operand's address and
+// sizes (the sizes fix every dim, hence every temporary's size and every kernel's grid).
+std::vector<int64_t> graph_key(std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs) {
+  std::vector<int64_t> key;
+  for (const auto views : {inputs, outputs}) {
+    for (const TensorView& v : views) {
+      key.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(v.data)));
+      key.push_back(v.sizes.rank());
+      for (int d = 0; d < v.sizes.rank(); ++d) key.push_back(v.sizes[d]);
+    }
+  }
+  return key;
+}
+
+Status run_eagerly(Segment& seg, std::span<const TensorView> inputs,
+                   std::span<const TensorView> outputs, cudaStream_t stream) {
+  std::vector<std::pair<uint32_t, void*>> live;
+  live.reserve(seg.values.size() + 1);
+  Status status = run(seg, inputs, outputs, stream, live);
+  Status freed = free_all(seg, live, stream);
+  if (status.ok() && !freed.ok()) {
+    status = freed.with_context(fmt::format("segment '{}': freeing temporaries", seg.name));
+  }
+  return status;
+}
+
+// use_cuda_graphs: the first execute with a given key is captured (the same enqueueing as
+// run_eagerly, on `stream`) and instantiated; that and every
+// later execute with the key launch the graph: one launch instead of one per kernel.
+// Relaxed capture mode: a library's first-use setup inside the capture (cuBLAS allocating
+// its workspace) is allowed rather than invalidating the capture. A
+// capture that fails for a reason of CUDA's (a call the capture refuses) is logged and the
+// segment runs eagerly from then on; an error of the kernels' own checks is returned as
+// eagerly. A stream the caller is already capturing is not captured again (eager
+// enqueueing, which the caller's capture records).
+Status run_with_graphs(Segment& seg, std::span<const TensorView> inputs,
+                       std::span<const TensorView> outputs, cudaStream_t stream) {
+  std::string where = fmt::format("segment '{}'", seg.name);
+  std::vector<int64_t> key = graph_key(inputs, outputs);
+  for (const CapturedGraph& g : seg.graphs) {
+    if (g.key != key) continue;
+    g_graph_replays.fetch_add(1, std::memory_order_relaxed);
+    PLANRT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(g.exec, stream), where + ": cudaGraphLaunch",
+                                seg.device);
+    return {};
+  }
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  PLANRT_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capturing),
+                              where + ": cudaStreamIsCapturing", seg.device);
+  if (seg.graphs.size() >= kMaxGraphsPerSegment || capturing != cudaStreamCaptureStatusNone) {
+    return run_eagerly(seg, inputs, outputs, stream);
+  }
+  PLANRT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed),
+                              where + ": cudaStreamBeginCapture", seg.device);
+  Status status = run_eagerly(seg, inputs, outputs, stream);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t err = ended;
+  if (status.ok() && err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  if (status.ok() && err == cudaSuccess) {
+    seg.graphs.push_back({std::move(key), exec});
+    g_graph_captures.fetch_add(1, std::memory_order_relaxed);
+    PLANRT_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream), where + ": cudaGraphLaunch",
+                                seg.device);
+    return {};
+  }
+  (void)cudaGetLastError();  // a refused capture leaves its error behind; nothing ran
+  // The kernels' own checks (a bad operand, an unsupported dtype) fail the same eagerly.
+  if (!status.ok() && status.code() != ErrorCode::Internal) return status;
+  // Else CUDA refused something in the capture. Nothing was enqueued for real (a capture
+  // only records), so the work runs eagerly now.
+  PLANRT_LOG_WARN("{}: CUDA graph capture failed ({}); running without graphs from now on",
+                  where, err != cudaSuccess ? cudaGetErrorString(err) : status.to_string());
+  seg.graphs_failed = true;
+  g_graph_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  return run_eagerly(seg, inputs, outputs, stream);
+}
+
 Status CudaBackend::execute(BackendHandle handle, std::span<const TensorView> inputs,
                             std::span<const TensorView> outputs, void* stream) {
   auto* seg = static_cast<Segment*>(handle);
@@ -468,15 +578,13 @@ Status CudaBackend::execute(BackendHandle handle, std::span<const TensorView> in
     if (r.ok()) r = seg->legacy_done.wait_on(s);
     if (!r.ok()) return r.with_context(where + ": waiting for the default stream");
   }
-  std::vector<std::pair<uint32_t, void*>> live;
-  live.reserve(seg->values.size() + 1);
-  Status status, freed;
+  Status status;
   {
-    std::lock_guard cublas_lock(seg->cublas->mu);  // the device's one cuBLAS handle
-    status = run(*seg, inputs, outputs, s, live);
-    freed = free_all(*seg, live, s);
+    // The device's one cuBLAS handle (a replayed graph's GEMMs use its workspace too).
+    std::lock_guard cublas_lock(seg->cublas->mu);
+    status = seg->use_graphs && !seg->graphs_failed ? run_with_graphs(*seg, inputs, outputs, s)
+                                                    : run_eagerly(*seg, inputs, outputs, s);
   }
-  if (status.ok() && !freed.ok()) status = freed.with_context(where + ": freeing temporaries");
   // The kernels' error record comes back to pinned memory in stream order; finish() reads
   // it once the stream has been synchronized.
   cudaError_t err = cudaMemcpyAsync(seg->host_errors, seg->device_errors, sizeof(CudaDeviceError),
@@ -536,6 +644,9 @@ Status register_cuda_backend() {
 CudaBackendStats cuda_backend_stats() {
   CudaBackendStats s;
   s.live_segments = g_live_segments.load();
+  s.graph_captures = g_graph_captures.load();
+  s.graph_replays = g_graph_replays.load();
+  s.graph_fallbacks = g_graph_fallbacks.load();
   weight_cache().stats(s);
   return s;
 }
