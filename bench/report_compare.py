@@ -107,20 +107,26 @@ def svg(rows):
     top = 40
     vmax = max([max(r.get("torch_host_to_host_median_ms", r["torch_median_ms"]), r["planrt_median_ms"])
                 for r in rows] + [1e-9])
-    height = top + len(rows) * (2 * bar_h + gap) + 30
+    bars = lambda r: 3 if "planrt_graphs_median_ms" in r else 2
+    height = top + sum(bars(r) * bar_h + gap for r in rows) + 30
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}" height="{height}" '
              f'font-family="sans-serif" font-size="11">',
              '<text x="10" y="18" font-size="13">Median latency host to host, planrt vs PyTorch eager (ms)</text>',
              f'<rect x="{left}" y="24" width="10" height="10" fill="#4c72b0"/>'
              f'<text x="{left + 14}" y="33">PyTorch</text>',
              f'<rect x="{left + 80}" y="24" width="10" height="10" fill="#dd8452"/>'
-             f'<text x="{left + 94}" y="33">planrt</text>']
+             f'<text x="{left + 94}" y="33">planrt</text>'
+             f'<rect x="{left + 150}" y="24" width="10" height="10" fill="#55a868"/>'
+             f'<text x="{left + 164}" y="33">planrt, CUDA graphs (cuda segments)</text>']
     y = top
     for r in rows:
         label = f"{r['layers']} blocks S={r['seq']} {r['partition']} {r.get('dtype', 'f32')}"
         parts.append(f'<text x="10" y="{y + bar_h + 4}">{label}</text>')
         torch_ms = r.get("torch_host_to_host_median_ms", r["torch_median_ms"])
-        for value, color in ((torch_ms, "#4c72b0"), (r["planrt_median_ms"], "#dd8452")):
+        values = [(torch_ms, "#4c72b0"), (r["planrt_median_ms"], "#dd8452")]
+        if "planrt_graphs_median_ms" in r:
+            values.append((r["planrt_graphs_median_ms"], "#55a868"))
+        for value, color in values:
             w = width * value / vmax
             parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{color}"/>')
             parts.append(f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 2}">{value:.2f}</text>')
