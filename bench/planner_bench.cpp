@@ -1,4 +1,4 @@
-// Memory planner benchmark (DESIGN §4): plans every case family of tests/support/plan_cases
+// Memory planner benchmark (docs/design.md §4): plans every case family of tests/support/plan_cases
 // at the host and CUDA alignments and reports, per family, the worst and median ratio of
 // arena bytes to the lower bound and the median planning time. Every plan is verified; a
 // plan that fails verification fails the benchmark.
@@ -25,14 +25,14 @@
 #include <fmt/format.h>
 
 #include "bench_stats.h"
-#include "builder/planner.h"
+#include "planning/planner.h"
 #include "support/plan_cases.h"
 
 namespace {
 
-using planrt::builder::MemoryPlan;
-using planrt::builder::GreedyOrder;
-using planrt::builder::PlannerKind;
+using planrt::planning::MemoryPlan;
+using planrt::planning::GreedyOrder;
+using planrt::planning::PlannerKind;
 using planrt::test::PlanCase;
 using planrt::test::PlanFamily;
 
@@ -46,6 +46,7 @@ struct Options {
   int reps = 5;
   std::string command;      // recorded instead of argv when given (e.g. the build command)
   std::string device_note;  // appended to the CPU name, e.g. "(2 cores, shared)"
+  bool smoke = false;
 };
 
 // One planner to benchmark: plan_memory(kind), or one greedy ordering alone.
@@ -56,10 +57,10 @@ struct Variant {
 };
 
 planrt::Result<MemoryPlan> plan_with(const Variant& v,
-                                     std::span<const planrt::builder::TensorLifetime> tensors,
+                                     std::span<const planrt::planning::TensorLifetime> tensors,
                                      uint64_t alignment) {
-  if (v.order) return planrt::builder::plan_memory_greedy(tensors, alignment, *v.order);
-  return planrt::builder::plan_memory(tensors, alignment, v.kind);
+  if (v.order) return planrt::planning::plan_memory_greedy(tensors, alignment, *v.order);
+  return planrt::planning::plan_memory(tensors, alignment, v.kind);
 }
 
 std::string current_commit() {
@@ -132,7 +133,7 @@ bool run_family(const std::vector<PlanCase>& cases, uint64_t alignment, const Va
                    plan.status().to_string().c_str());
       return false;
     }
-    if (planrt::Status s = planrt::builder::verify_plan(c.tensors, *plan, alignment); !s.ok()) {
+    if (planrt::Status s = planrt::planning::verify_plan(c.tensors, *plan, alignment); !s.ok()) {
       std::fprintf(stderr, "%s: %s\n", planrt::test::describe(c).c_str(),
                    s.to_string().c_str());
       return false;
@@ -166,7 +167,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     command += std::string(" ") + argv[i];
     size_t reps = 0;
-    if (std::strncmp(argv[i], "--out=", 6) == 0) {
+    if (std::strcmp(argv[i], "--smoke") == 0) {
+      // CI: a few cases per family, one of 1000 tensors, every plan still verified; lines
+      // printed, written only with --out (given after --smoke).
+      opt.smoke = true;
+      opt.out.clear();
+      opt.cases = 20;
+      opt.large_cases = 1;
+      opt.large_tensors = 1000;
+      opt.reps = 1;
+    } else if (std::strncmp(argv[i], "--out=", 6) == 0) {
       opt.out = argv[i] + 6;
     } else if (std::strncmp(argv[i], "--command=", 10) == 0) {
       opt.command = argv[i] + 10;
@@ -181,7 +191,7 @@ int main(int argc, char** argv) {
       opt.reps = static_cast<int>(reps);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--out=PATH] [--command=TEXT] [--device-note=TEXT] [--cases=N] [--min-tensors=N] [--max-tensors=N] "
+                   "usage: %s [--smoke] [--out=PATH] [--command=TEXT] [--device-note=TEXT] [--cases=N] [--min-tensors=N] [--max-tensors=N] "
                    "[--large-cases=N] [--large-tensors=N] [--reps=N]\n",
                    argv[0]);
       return 2;
@@ -193,8 +203,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  FILE* out = std::fopen(opt.out.c_str(), "w");
-  if (out == nullptr) {
+  FILE* out = opt.out.empty() ? nullptr : std::fopen(opt.out.c_str(), "w");
+  if (out == nullptr && !opt.out.empty()) {
     std::fprintf(stderr, "cannot open %s for writing: %s\n", opt.out.c_str(), std::strerror(errno));
     return 1;
   }
@@ -218,13 +228,13 @@ int main(int argc, char** argv) {
       for (uint64_t alignment : {uint64_t{64}, uint64_t{256}}) {
         std::vector<Variant> variants;
         for (PlannerKind kind : {PlannerKind::GreedyBySize, PlannerKind::NoReuse}) {
-          variants.push_back({kind, std::nullopt, std::string(planrt::builder::planner_name(kind))});
+          variants.push_back({kind, std::nullopt, std::string(planrt::planning::planner_name(kind))});
         }
         if (batch.each_ordering) {
-          for (GreedyOrder order : planrt::builder::greedy_orders()) {
+          for (GreedyOrder order : planrt::planning::greedy_orders()) {
             variants.push_back({PlannerKind::GreedyBySize, order,
                                 fmt::format("greedy-by-size/{}",
-                                            planrt::builder::greedy_order_name(order))});
+                                            planrt::planning::greedy_order_name(order))});
           }
         }
         for (const Variant& variant : variants) {
@@ -244,14 +254,14 @@ int main(int argc, char** argv) {
               variant.name, alignment, batch.min_tensors,
               batch.max_tensors, cases.size(), r.max_ratio, r.median_ratio, r.median_plan_us,
               r.total_arena_bytes, r.total_lower_bound_bytes, r.worst_case);
-          std::fprintf(out, "%s\n", line.c_str());
+          if (out != nullptr) std::fprintf(out, "%s\n", line.c_str());
           std::printf("%s\n", line.c_str());
           std::fflush(stdout);
         }
       }
     }
   }
-  if (std::fclose(out) != 0) {
+  if (out != nullptr && std::fclose(out) != 0) {
     std::fprintf(stderr, "writing %s failed\n", opt.out.c_str());
     return 1;
   }

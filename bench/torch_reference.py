@@ -3,7 +3,7 @@
 
 Reads a model JSON and its safetensors weights (write them with
 `planrt build ... --save-model model.json`), runs one method in PyTorch eager, op by op,
-with the torch function each op of DESIGN section 9 names, and reports outputs, device
+with the torch function each op of docs/design.md section 9 names, and reports outputs, device
 memory and latency. It is the oracle for correctness and the baseline for memory and speed
 (bench/compare.sh runs it beside planrt).
 

@@ -1,6 +1,8 @@
-# planrt_layer(NAME DIR DEPS...): one static library per layer of DESIGN §2, from every
+# planrt_layer(NAME DIR DEPS...): one static library per layer of docs/design.md §2, from every
 # source file in src/DIR. Deps name the lower layers it may use; a layer never lists a
-# higher one, so an include of a higher layer fails to link rather than slipping in.
+# higher one, so a call into a higher layer fails to link. Every layer sees both include
+# roots, so an include of a higher layer's header-only code would still compile: the ctest
+# layers.include_order (scripts/check_layers.py) is what refuses that.
 function(planrt_layer name dir)
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS
        ${PROJECT_SOURCE_DIR}/src/${dir}/*.cpp)

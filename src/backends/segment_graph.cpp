@@ -3,7 +3,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "runtime/fb_convert.h"
-#include "runtime/op_attrs.h"
+#include "planning/op_attrs.h"
 
 namespace planrt {
 
@@ -79,7 +79,7 @@ Result<SegmentGraph> parse_segment_graph(std::span<const uint8_t> blob,
       }
       const kernels::OpInfo* info = kernels::find_op(step.op);
       if (info == nullptr) return make_error(ErrorCode::NotFound, "{}: unknown op '{}'", where, step.op);
-      Result<kernels::OpAttrs> attrs = runtime_detail::parse_op_attrs(*ins);
+      Result<kernels::OpAttrs> attrs = planning::parse_op_attrs(*ins);
       if (!attrs.ok()) return attrs.status().with_context(where);
       step.attrs = std::move(attrs).value();
       if (ins->inputs() != nullptr) step.inputs.assign(ins->inputs()->begin(), ins->inputs()->end());

@@ -1,4 +1,4 @@
-// The JSON model reader (docs/model-format.md, DESIGN §9): JSON -> ir::Model, checked.
+// The JSON model reader (docs/model-format.md, docs/design.md §9): JSON -> ir::Model, checked.
 //
 // nlohmann::json throws; every call into it here is either guarded by a type check or
 // inside the try block of parse_model_json, so no exception leaves this file. Structural

@@ -8,7 +8,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "builder/check.h"
-#include "builder/method_plan.h"
+#include "planning/method_plan.h"
 #include "builder/partition.h"
 #include "format/fb_types.h"
 #include "format/program_file.h"
@@ -93,7 +93,7 @@ std::vector<std::unique_ptr<fb::AttrT>> to_attrs(const ir::Attrs& attrs) {
 class MethodLowering {
  public:
   MethodLowering(const ir::Model& model, const ir::Method& method, const ir::CheckedMethod& checked,
-                 const std::vector<SegmentSpan>& segments, ConstantTable& constants, PlannerKind planner)
+                 const std::vector<SegmentSpan>& segments, ConstantTable& constants, planning::PlannerKind planner)
       : model_(model), method_(method), checked_(checked), segments_(segments), constants_(constants),
         planner_(planner) {}
 
@@ -124,7 +124,7 @@ class MethodLowering {
       out_->outputs.push_back(id);
     }
     make_buffers();
-    PLANRT_RETURN_IF_ERROR(plan_method(*out_, planner_));
+    PLANRT_RETURN_IF_ERROR(planning::plan_method(*out_, planner_));
     return std::move(out_);
   }
 
@@ -259,7 +259,7 @@ class MethodLowering {
     delegate->op = std::string(ir::backend_name(span.backend));
     delegate->segment = static_cast<int32_t>(s);
     delegate->node = span.name;
-    // Intermediates of an engine are planned into its scratch (DESIGN §6); a cuda
+    // Intermediates of an engine are planned into its scratch (docs/design.md §6); a cuda
     // segment's come from the backend's pool per call.
     const fb::ValueKind intermediate =
         span.backend == ir::Backend::Engine ? fb::ValueKind::Planned : fb::ValueKind::Temporary;
@@ -312,7 +312,7 @@ class MethodLowering {
       graph.instructions.push_back(std::move(k));
     }
     if (span.backend == ir::Backend::Engine) {
-      PLANRT_RETURN_IF_ERROR(plan_engine_graph(graph, out_->dims, span.device)
+      PLANRT_RETURN_IF_ERROR(planning::plan_engine_graph(graph, out_->dims, span.device)
                                  .with_context(fmt::format("method '{}', segment '{}' scratch", method_.name, span.name)));
     }
     std::vector<std::string> copied_back;
@@ -359,7 +359,7 @@ class MethodLowering {
   const ir::CheckedMethod& checked_;
   const std::vector<SegmentSpan>& segments_;
   ConstantTable& constants_;
-  PlannerKind planner_;
+  planning::PlannerKind planner_;
 
   std::unique_ptr<fb::MethodT> out_;
   std::vector<Device> value_device_;  // per value of out_
@@ -370,7 +370,7 @@ class MethodLowering {
 
 }  // namespace
 
-Result<LoweredProgram> lower_model(const ir::Model& model, PlannerKind planner) {
+Result<LoweredProgram> lower_model(const ir::Model& model, planning::PlannerKind planner) {
   LoweredProgram out;
   PLANRT_RETURN_IF_ERROR(ir::check_model(model));
   ConstantTable constants(out);

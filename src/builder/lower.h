@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "builder/graph.h"
-#include "builder/planner.h"
+#include "planning/planner.h"
 #include "planrt/core/result.h"
 #include "planrt/format/program_generated.h"
 
@@ -29,6 +29,6 @@ struct LoweredProgram {
   std::vector<const ir::Constant*> constants;  // program.constants[i] holds constants[i]
 };
 
-Result<LoweredProgram> lower_model(const ir::Model& model, PlannerKind planner);
+Result<LoweredProgram> lower_model(const ir::Model& model, planning::PlannerKind planner);
 
 }  // namespace planrt::builder

@@ -1,4 +1,4 @@
-// The partitioner (DESIGN §9): a method's nodes -> contiguous segments, one backend each.
+// The partitioner (docs/design.md §9): a method's nodes -> contiguous segments, one backend each.
 //
 // Consecutive nodes with the same backend and device form one segment, unless a node names
 // a different "segment" (then it starts a new one; consecutive nodes naming the same

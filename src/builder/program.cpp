@@ -105,7 +105,7 @@ Result<std::vector<uint8_t>> BuiltProgram::serialize() const {
 
 Result<BuiltProgram> build_program(const Model& model, const BuildOptions& options) {
   try {
-    PlannerKind planner = options.no_reuse ? PlannerKind::NoReuse : PlannerKind::GreedyBySize;
+    planning::PlannerKind planner = options.no_reuse ? planning::PlannerKind::NoReuse : planning::PlannerKind::GreedyBySize;
     PLANRT_ASSIGN_OR_RETURN(LoweredProgram lowered, lower_model(model.graph(), planner));
     auto impl = std::make_unique<BuiltProgram::Impl>();
     impl->program = std::move(lowered.program);

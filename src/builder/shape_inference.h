@@ -1,4 +1,4 @@
-// Shape and dtype inference for one node, with PyTorch's semantics (DESIGN §9).
+// Shape and dtype inference for one node, with PyTorch's semantics (docs/design.md §9).
 //
 // The op table (kernels/kernel.h find_op) is the one list of ops and their operand counts;
 // this file holds, per op, the attributes it accepts and how its output types follow from

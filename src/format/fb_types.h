@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 
 #include "planrt/core/device.h"
@@ -18,6 +19,11 @@
 #include "planrt/format/program_generated.h"
 
 namespace planrt::format {
+
+// A FlatBuffers string as a view; an absent one is empty.
+inline std::string_view str(const flatbuffers::String* s) {
+  return s == nullptr ? std::string_view() : std::string_view(s->c_str(), s->size());
+}
 
 template <typename T>
 uint32_t count(const flatbuffers::Vector<T>* v) {

@@ -1,4 +1,4 @@
-// ProgramFile: the verifying reader of a .prog file (DESIGN §3).
+// ProgramFile: the verifying reader of a .prog file (docs/design.md §3).
 //
 // File layout: a 64-byte FileHeader, the FlatBuffer (program.fbs), then an optional data
 // segment holding the constants, starting at a multiple of kSegmentAlignment so it can be

@@ -15,7 +15,6 @@ using Dims = flatbuffers::Vector<flatbuffers::Offset<fb::DimSpec>>;
 using Values = flatbuffers::Vector<flatbuffers::Offset<fb::Value>>;
 using Ids = flatbuffers::Vector<uint32_t>;
 
-std::string_view str(const flatbuffers::String* s) { return s ? s->string_view() : ""; }
 
 Status invalid(std::string message) { return Status(ErrorCode::InvalidProgram, std::move(message)); }
 

@@ -1,4 +1,4 @@
-// The kernel interface and the op table (DESIGN §9): one table of op names shared by the
+// The kernel interface and the op table (docs/design.md §9): one table of op names shared by the
 // builder (which ops exist, how many operands) and the runtime (which function runs one).
 //
 // A kernel reads `inputs` and writes `outputs`. Every view is contiguous; outputs already

@@ -1,4 +1,4 @@
-// The op table of DESIGN §9. Arity only: shapes and dtypes are each kernel's business.
+// The op table of docs/design.md §9. Arity only: shapes and dtypes are each kernel's business.
 #include "kernels/kernel.h"
 
 namespace planrt::kernels {

@@ -16,6 +16,22 @@ int64_t attention_head_group(int64_t heads, int64_t head_bytes) {
   return std::max<int64_t>(1, std::min(heads, kScoreBudget / head_bytes));
 }
 
+Result<AttentionWorkspace> attention_workspace(const AttentionPlan& plan, DType dtype) {
+  AttentionWorkspace ws;
+  ws.fused = attention_runs_fused(plan);
+  if (ws.fused || dtype == DType::BF16) return ws;
+  if (plan.heads == 0 || plan.sq == 0 || plan.dv == 0 || plan.sk == 0) return ws;
+  if (plan.sq > std::numeric_limits<int64_t>::max() / int64_t{sizeof(float)} / plan.sk) {
+    return make_error(ErrorCode::OutOfMemory,
+                      "scaled_dot_product_attention: a score matrix of {} x {} floats overflows",
+                      plan.sq, plan.sk);
+  }
+  const int64_t head_bytes = plan.sq * plan.sk * int64_t{sizeof(float)};
+  ws.head_group = attention_head_group(plan.heads, head_bytes);
+  ws.bytes = static_cast<uint64_t>(ws.head_group * head_bytes);
+  return ws;
+}
+
 bool matmul_needs_pointer_arrays(int64_t m, int64_t n, int64_t k, const Shape& a_batch,
                                  const Shape& b_batch, const Shape& batch) {
   const int64_t count = batch.numel();
@@ -30,16 +46,8 @@ Result<uint64_t> cuda_workspace_bytes(std::string_view op, const OpAttrs& attrs,
                                       std::span<const TensorView> outputs) {
   if (op == "scaled_dot_product_attention") {
     PLANRT_ASSIGN_OR_RETURN(AttentionPlan p, plan_attention(attrs, inputs, outputs));
-    if (p.heads == 0 || p.sq == 0 || p.dv == 0 || p.sk == 0) return uint64_t{0};
-    if (attention_runs_fused(p)) return uint64_t{0};
-    // bf16 runs fused only; the kernel refuses the rest before asking for anything.
-    if (inputs[0].dtype == DType::BF16) return uint64_t{0};
-    if (p.sq > std::numeric_limits<int64_t>::max() / int64_t{sizeof(float)} / p.sk) {
-      return make_error(ErrorCode::OutOfMemory, "{}: a score matrix of {} x {} floats overflows",
-                        op, p.sq, p.sk);
-    }
-    const int64_t head_bytes = p.sq * p.sk * int64_t{sizeof(float)};
-    return static_cast<uint64_t>(attention_head_group(p.heads, head_bytes) * head_bytes);
+    PLANRT_ASSIGN_OR_RETURN(AttentionWorkspace ws, attention_workspace(p, inputs[0].dtype));
+    return ws.bytes;
   }
   if (op == "matmul") {
     PLANRT_ASSIGN_OR_RETURN(MatmulPlan p, plan_matmul(inputs, outputs));

@@ -1,6 +1,6 @@
 // Workspace: the temporary device memory a kernel asks for beyond its operands
 // (CudaKernelContext::temp), as a function of the operand shapes alone. The CUDA kernels
-// size their temporaries with these functions, and an engine (DESIGN §6) plans the same
+// size their temporaries with these functions, and an engine (docs/design.md §6) plans the same
 // figures into its activation scratch, so both always agree.
 //
 // Only two CUDA kernels take any: scaled_dot_product_attention when it keeps its scores
@@ -31,6 +31,18 @@ bool attention_runs_fused(const AttentionPlan& plan);
 
 // The heads scaled_dot_product_attention processes at once, given one head's score bytes.
 int64_t attention_head_group(int64_t heads, int64_t head_bytes);
+
+// What one CUDA scaled_dot_product_attention call of `plan` in `dtype` takes: the one
+// decision both the kernel and every planner of its workspace read (an engine's scratch,
+// planning/engine_scratch.h), so they cannot disagree on whether the scores are kept.
+struct AttentionWorkspace {
+  bool fused = false;      // attention_runs_fused(plan): no scores, no workspace
+  int64_t head_group = 0;  // unfused: heads whose [Sq, Sk] f32 scores are computed at once
+  uint64_t bytes = 0;      // unfused: head_group score matrices; 0 for an empty call
+};
+// OutOfMemory when one head's score matrix overflows 64 bits. bf16 runs fused only (the
+// kernel refuses the rest before asking for anything): 0 bytes.
+Result<AttentionWorkspace> attention_workspace(const AttentionPlan& plan, DType dtype);
 
 // Bytes the CUDA kernel of `op` allocates from CudaKernelContext::temp for one call with
 // these operands (0 when it allocates nothing; unknown ops take none).

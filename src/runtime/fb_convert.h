@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "planrt/core/device.h"
+#include "format/fb_types.h"
 #include "planrt/core/dtype.h"
 #include "planrt/format/program_generated.h"
 #include "planrt/runtime/backend.h"
@@ -14,9 +15,7 @@
 
 namespace planrt::runtime_detail {
 
-inline std::string_view str(const flatbuffers::String* s) {
-  return s == nullptr ? std::string_view() : std::string_view(s->c_str(), s->size());
-}
+using format::str;
 
 inline Device to_device(const fb::DeviceRef* d) {
   if (d == nullptr) return Device::cpu();

@@ -13,7 +13,7 @@
 #include "fb_convert.h"
 #include "method_impl.h"
 #include "method_meta_builder.h"
-#include "op_attrs.h"
+#include "planning/op_attrs.h"
 
 namespace planrt {
 
@@ -238,7 +238,7 @@ class Loader {
       }
     }
     step.fn = *fn;
-    Result<kernels::OpAttrs> attrs = runtime_detail::parse_op_attrs(ins);
+    Result<kernels::OpAttrs> attrs = planning::parse_op_attrs(ins);
     if (!attrs.ok()) return attrs.status().with_context(fmt::format("method '{}': {}", name_, step_name(k, ins)));
     step.attrs = std::move(attrs).value();
     return {};

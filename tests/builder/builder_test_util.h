@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "builder/graph.h"
-#include "builder/method_plan.h"
+#include "planning/method_plan.h"
 #include "planrt/builder/builder.h"
 #include "planrt/format/program_generated.h"
 
@@ -66,7 +66,7 @@ inline TransformerOptions small(int64_t layers, const std::string& partition = "
 // Runs verify_plan (through verify_method_plan) on every planned buffer of every method.
 inline void expect_plans_valid(const fb::ProgramT& program) {
   for (const auto& m : program.methods) {
-    Status s = verify_method_plan(*m);
+    Status s = planning::verify_method_plan(*m);
     EXPECT_TRUE(s.ok()) << s.to_string();
   }
 }

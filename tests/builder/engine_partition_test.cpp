@@ -1,5 +1,5 @@
 // Engine segments as the builder makes them (builder.h TransformerOptions::partition and
-// device, BuildOptions::shared_scratch; DESIGN §6): the template's engine partitions, each
+// device, BuildOptions::shared_scratch; docs/design.md §6): the template's engine partitions, each
 // engine's profile, Planned intermediates and scratch_bytes, which must be exactly what
 // plan_engine_scratch (the engine backend's own plan) gives at the profile max.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "builder/engine_scratch.h"
-#include "builder/planner.h"
+#include "planning/engine_scratch.h"
+#include "planning/planner.h"
 #include "builder_test_util.h"
 #include "format/fb_types.h"
 #include "format/program_file.h"
@@ -24,6 +24,13 @@ namespace {
 
 using K = fb::InstructionKind;
 using btest::small;
+using planning::EngineScratchPlan;
+using planning::kEngineScratchAlignment;
+using planning::MemoryPlan;
+using planning::plan_engine_scratch;
+using planning::profile_max_dims;
+using planning::TensorLifetime;
+using planning::verify_plan;
 
 constexpr uint32_t kNodesPerBlock = 20;
 constexpr uint32_t kAttentionNodes = 15;  // LN1 .. the residual add after the output projection
@@ -271,6 +278,42 @@ TEST(EnginePartition, CudaEnginesPlanTheAttentionWorkspace) {
   EXPECT_EQ(cuda_graph->profile[0].max(), cpu_graph->profile[0].max());
   // At least the scores of the heads processed at once: 4 heads x 128 x 128 f32.
   EXPECT_GE(cuda_graph->scratch_bytes - cpu_graph->scratch_bytes, 4u * 128 * 128 * 4 / 2);
+}
+
+// At head dim 64 only the `fused` attribute decides whether the CUDA attention keeps its
+// scores, so the engine's plan must read the step's attributes as the kernel does (issue
+// 13: the plan took the defaults, planned no workspace for --attention unfused, and the
+// engine failed on the GPU). The figure is the kernel's own: every head's [S, S] f32
+// scores at the profile max when they fit kScoreBudget, none when fused.
+TEST(EnginePartition, CudaEnginesPlanTheWorkspaceTheAttentionsFusedAttributeAsks) {
+  for (bool fused : {false, true}) {
+    for (const char* partition : {"engine", "engine-per-block"}) {
+      SCOPED_TRACE(fmt::format("{} fused={}", partition, fused));
+      TransformerOptions o = small(2, partition);
+      o.d_model = 256;  // 4 heads of 64: the fused kernel's head dim
+      o.max_seq = 512;
+      o.fused_attention = fused;
+      ASSERT_OK_AND_ASSIGN(BuiltProgram built, build(o));
+      const fb::MethodT& m = *built.program().methods[0];
+      int attention_steps = 0;
+      for (const auto& segment : m.segments) {
+        check_engine(m, *segment);
+        const fb::Graph* flat = flat_graph(*segment);
+        ASSERT_NE(flat, nullptr);
+        ASSERT_OK_AND_ASSIGN(std::vector<int64_t> max_dims, profile_max_dims(*flat, m.dims.size()));
+        ASSERT_OK_AND_ASSIGN(EngineScratchPlan plan, plan_engine_scratch(*flat, max_dims, true));
+        for (size_t k = 0; k < flat->instructions()->size(); ++k) {
+          if (flat->instructions()->Get(k)->op()->string_view() != "scaled_dot_product_attention") continue;
+          ++attention_steps;
+          EXPECT_EQ(plan.workspace_bytes[k], fused ? 0u : 4u * 512 * 512 * sizeof(float)) << "step " << k;
+        }
+        if (!fused) {
+          EXPECT_GE(flat->scratch_bytes(), 4u * 512 * 512 * sizeof(float));
+        }
+      }
+      EXPECT_EQ(attention_steps, 2);
+    }
+  }
 }
 
 TEST(EnginePartition, ProfileListsOnlyTheDimsTheEngineUses) {

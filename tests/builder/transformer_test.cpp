@@ -6,7 +6,7 @@
 #include <set>
 
 #include "builder/graph.h"
-#include "builder/method_plan.h"
+#include "planning/method_plan.h"
 #include "builder_test_util.h"
 #include "format/program_file.h"
 #include "planrt/builder/builder.h"
@@ -157,7 +157,7 @@ TEST(Transformer, NoReusePlanArenaIsTheSumOfTensorSizes) {
   ASSERT_OK_AND_ASSIGN(BuiltProgram built, build_program(model, opts));
   expect_plans_valid(built.program());
   const fb::MethodT& m = *built.program().methods[0];
-  ASSERT_OK_AND_ASSIGN(auto buffers, collect_buffer_tensors(m));
+  ASSERT_OK_AND_ASSIGN(auto buffers, planning::collect_buffer_tensors(m));
   ASSERT_EQ(buffers.size(), 1u);
   uint64_t sum = 0;
   for (const auto& t : buffers[0].lifetimes) sum += (t.size_bytes + 63) / 64 * 64;

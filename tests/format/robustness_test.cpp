@@ -1,4 +1,4 @@
-// No input, however corrupt, may crash, abort or hang the reader (DESIGN §3). These tests
+// No input, however corrupt, may crash, abort or hang the reader (docs/design.md §3). These tests
 // feed it truncations, random bytes and bit flips; run them under the sanitizers too.
 #include <random>
 

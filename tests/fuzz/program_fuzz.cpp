@@ -1,6 +1,6 @@
 // Fuzz target: program file bytes -> Program::load_bytes -> method_meta and load_method for
 // every method -> execute each on the CPU with inputs of the declared shapes, filled with
-// zeros and then with garbage. DESIGN §3: no file, however corrupt, may crash, abort or hang.
+// zeros and then with garbage. docs/design.md §3: no file, however corrupt, may crash, abort or hang.
 //
 // Devices: in a build without CUDA a cuda:N planned buffer is served from host memory by
 // the test allocator and a "cuda" segment by FuzzDeviceBackend below, so the runtime's

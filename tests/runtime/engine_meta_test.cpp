@@ -1,4 +1,4 @@
-// Builder-made engine programs in the runtime (DESIGN §6).
+// Builder-made engine programs in the runtime (docs/design.md §6).
 // - MethodMeta's engine-scratch estimate (method_meta.h MemoryEstimate::engine_scratch_bytes):
 //   private engines cost the sum of their scratch_bytes, engines the compile specs put on
 //   the shared pool the largest, per device; answered from the file alone.

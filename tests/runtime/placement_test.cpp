@@ -1,4 +1,4 @@
-// Placement rules 1-6 of DESIGN §3, one behaviour per test.
+// Placement rules 1-6 of docs/design.md §3, one behaviour per test.
 #include <gtest/gtest.h>
 
 #include "planrt/runtime/memory_manager.h"

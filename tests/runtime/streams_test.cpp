@@ -1,4 +1,4 @@
-// Method streams (DESIGN §7): device work is enqueued on one stream per device and the host
+// Method streams (docs/design.md §7): device work is enqueued on one stream per device and the host
 // waits only where it reads. The test allocator's streams defer their work until they are
 // synchronized, so a missing wait shows up as wrong numbers, not only as a count.
 #include <gtest/gtest.h>

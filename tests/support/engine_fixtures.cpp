@@ -2,7 +2,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
-#include "builder/engine_scratch.h"
+#include "planning/engine_scratch.h"
 #include "support/program_fixtures.h"
 
 namespace planrt::fixtures {
@@ -45,7 +45,7 @@ EngineFixture engine_fixture(int64_t features, int64_t max_s, Device device, boo
   std::vector<uint8_t> first = pack_graph(g);
   const fb::Graph* flat = flatbuffers::GetRoot<fb::Graph>(first.data());
   std::vector<int64_t> max_dims = {max_s};
-  auto plan = builder::plan_engine_scratch(*flat, max_dims, device.type == DeviceType::CUDA);
+  auto plan = planning::plan_engine_scratch(*flat, max_dims, device.type == DeviceType::CUDA);
   if (plan.ok()) {
     for (size_t v = 0; v < g.values.size(); ++v) {
       if (g.values[v]->kind == fb::ValueKind::Planned) g.values[v]->offset = plan->value_offsets[v];

@@ -1,6 +1,6 @@
 // Engines for the engine backend's tests, built without the builder: one engine segment
 // graph y = (relu(x + c))^2 + x over x [S, F] (S dynamic in [1, max_s]), with its two
-// intermediates planned into activation scratch by builder/engine_scratch.h, and the
+// intermediates planned into activation scratch by planning/engine_scratch.h, and the
 // BackendInitContext that hands the engine its constant c. Different F give engines that
 // ask for different scratch; S scales the requirement of a call.
 #pragma once

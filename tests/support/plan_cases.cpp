@@ -8,7 +8,7 @@
 namespace planrt::test {
 namespace {
 
-using builder::TensorLifetime;
+using planning::TensorLifetime;
 
 // splitmix64: tiny and fully specified, unlike the std distributions whose output differs
 // between standard libraries.

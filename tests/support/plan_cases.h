@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "builder/planner.h"
+#include "planning/planner.h"
 
 namespace planrt::test {
 
@@ -39,7 +39,7 @@ enum class PlanFamily { Transformer, TransformerKv, ResNet, UNet, RandomChain, U
 struct PlanCase {
   PlanFamily family = PlanFamily::Transformer;
   uint64_t seed = 0;
-  std::vector<builder::TensorLifetime> tensors;
+  std::vector<planning::TensorLifetime> tensors;
 };
 
 std::span<const PlanFamily> all_plan_families();

@@ -9,7 +9,7 @@
 #include "planrt/format/program_generated.h"
 #include "planrt/platform/device_buffer.h"
 #include "runtime/fb_convert.h"
-#include "runtime/op_attrs.h"
+#include "planning/op_attrs.h"
 
 namespace planrt::testing {
 
@@ -363,7 +363,7 @@ Result<BackendHandle> TestDeviceBackend::init(std::span<const uint8_t> blob,
       GraphStep step;
       step.op = std::string(runtime_detail::str(ins->op()));
       PLANRT_ASSIGN_OR_RETURN(step.fn, kernels::find_cpu_kernel(step.op));
-      PLANRT_ASSIGN_OR_RETURN(step.attrs, runtime_detail::parse_op_attrs(*ins));
+      PLANRT_ASSIGN_OR_RETURN(step.attrs, planning::parse_op_attrs(*ins));
       if (ins->inputs() != nullptr) step.inputs.assign(ins->inputs()->begin(), ins->inputs()->end());
       if (ins->outputs() != nullptr) step.outputs.assign(ins->outputs()->begin(), ins->outputs()->end());
       handle->steps.push_back(std::move(step));

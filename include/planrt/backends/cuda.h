@@ -1,4 +1,4 @@
-// The `cuda` backend (DESIGN §5, §7): runs a method's delegate segments (a nested Graph of
+// The `cuda` backend (docs/design.md §5, §7): runs a method's delegate segments (a nested Graph of
 // Kernel instructions, docs/program-format.md) with planrt's CUDA kernels. Available only in
 // builds with CUDA (PLANRT_HAVE_CUDA is defined); nothing here includes a CUDA header.
 //
@@ -48,7 +48,7 @@
 //                            Temporaries of a captured execute are graph allocations (owned
 //                            by the graph; the pool's release trims the graph pool too), so
 //                            the warm pool's statistics do not count them. Engines are not
-//                            captured (a pooled engine refuses capture, DESIGN §6).
+//                            captured (a pooled engine refuses capture, docs/design.md §6).
 // Pool options are fixed per device while it has live segments: loading a segment with
 // other pool options then fails (InvalidArgument). Other keys are ignored.
 //

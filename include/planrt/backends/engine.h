@@ -1,4 +1,4 @@
-// The `engine` backend (DESIGN §6): runs a method's engine segments — compiled graphs with
+// The `engine` backend (docs/design.md §6): runs a method's engine segments — compiled graphs with
 // an optimization profile and an activation-scratch requirement planned at build time —
 // on the CPU (CPU kernels) or on CUDA (CUDA kernels, CUDA builds), and the opt-in shared
 // per-device activation-scratch pool.

@@ -1,4 +1,4 @@
-// The builder's public API (DESIGN §1, §4, §9): model description -> program file.
+// The builder's public API (docs/design.md §1, §4, §9): model description -> program file.
 //
 //   Model    read_model_json(path)          a JSON model description (docs/model-format.md)
 //   Model    make_transformer(options)      the built-in encoder template
@@ -155,7 +155,7 @@ struct BuildOptions {
   bool external_weights = false;
   std::string producer = "planrt-builder";
   // Writes the program-level compile spec use_shared_activation_scratch=true, which every
-  // engine segment's init receives (DESIGN §6: the build-time channel of the option; a
+  // engine segment's init receives (docs/design.md §6: the build-time channel of the option; a
   // load-time backend option still overrides it). Off: no compile spec is written.
   bool shared_scratch = false;
 };

@@ -1,5 +1,5 @@
 // CUDA support a user calls directly: registering the CUDA device allocator and reading
-// the warm memory pool's statistics (DESIGN §5). Available only in builds with CUDA
+// the warm memory pool's statistics (docs/design.md §5). Available only in builds with CUDA
 // (PLANRT_HAVE_CUDA is defined); nothing here includes a CUDA header.
 //
 // Errors: every call returns Status/Result, never throws or aborts; messages name the

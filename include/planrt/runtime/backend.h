@@ -1,4 +1,4 @@
-// Backends (DESIGN §7): what runs a method's delegate segments, and the registry of them.
+// Backends (docs/design.md §7): what runs a method's delegate segments, and the registry of them.
 //
 // A backend is registered under a name ("cuda", "engine") and called for every segment
 // whose `backend` field is that name. Per segment, load_method calls init() once and the

@@ -1,5 +1,5 @@
 // MemoryManager: owns the arenas (planned buffers) of a method, one per buffer index, each
-// on its device (DESIGN §3, placement rules 3 and 4).
+// on its device (docs/design.md §3, placement rules 3 and 4).
 //
 // create() takes the dense planned-buffer size list and the device list and checks that
 // they have the same length, returning InvalidArgument otherwise (rule 4: an error the

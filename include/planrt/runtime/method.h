@@ -1,4 +1,4 @@
-// Method: a loaded method of a Program, ready to execute (DESIGN §3, §7).
+// Method: a loaded method of a Program, ready to execute (docs/design.md §3, §7).
 //
 // Memory (placement rules 2, 3, 5):
 // - A host method (every planned buffer on the CPU) shares, by default, one set of host
@@ -14,7 +14,7 @@
 // Ownership: move-only. A Method keeps its Program's file (mapping, constants) alive, so it
 // may outlive the Program object it came from. Registered allocators and backends it used
 // must outlive it.
-// Streams (DESIGN §7): a method with device work gets one stream per device from that
+// Streams (docs/design.md §7): a method with device work gets one stream per device from that
 // device's allocator at load; its copies and delegate segments are enqueued there in program
 // order and the host waits only where it must: before a host step that follows device work,
 // and once at the end of a run. run_stats() counts those waits.

@@ -1,5 +1,5 @@
 // MethodMeta: what a method needs and produces, answered from the program alone, before
-// (and without) loading the method (placement rule 6, DESIGN §3).
+// (and without) loading the method (placement rule 6, docs/design.md §3).
 //
 // A plain value: it copies what it reports out of the program, so it stays valid after
 // the Program is gone. Thread safety: that of any value; copy and share it freely.
@@ -28,7 +28,7 @@ struct SegmentInfo {
   uint64_t scratch_bytes = 0;  // the segment graph's planned scratch (0 for cpu segments)
   // Engine segments: the compile specs (the program's, then the segment's; the later
   // wins) turn use_shared_activation_scratch on, so the engine draws from its device's
-  // shared pool (DESIGN §6). A load-time or process-wide option is not visible here.
+  // shared pool (docs/design.md §6). A load-time or process-wide option is not visible here.
   bool shared_scratch = false;
 };
 
@@ -52,7 +52,7 @@ struct MemoryEstimate {
   // once touched; a device backend is expected to upload what it reads.
   uint64_t weights_bytes = 0;
   // Activation scratch of the segments on this device, as the program's compile specs set
-  // the shared pool (DESIGN §6): engines with a private scratch cost the sum of their
+  // the shared pool (docs/design.md §6): engines with a private scratch cost the sum of their
   // scratch_bytes, engines on the shared pool the largest of theirs (the pool is one
   // buffer per device, and may also serve other methods' engines), and a non-engine
   // segment whose graph plans scratch (a cuda segment built by hand) its own. These are

@@ -1,5 +1,5 @@
 // Module: the simple path. Loads a program file and runs its methods by name, loading each
-// method on first use (DESIGN §1).
+// method on first use (docs/design.md §1).
 //
 // Ownership: move-only; owns its Program and the Methods it loaded.
 // Thread safety: none. A Module is used from one thread at a time, its const members

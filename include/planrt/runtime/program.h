@@ -1,5 +1,5 @@
 // Program: a verified program file, the methods it holds, and the entry point to load them
-// (DESIGN §3).
+// (docs/design.md §3).
 //
 // load() maps (or takes) the file and verifies it completely (format::ProgramFile); it
 // allocates no method memory (placement rule 1), so a program whose methods need a device

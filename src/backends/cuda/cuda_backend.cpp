@@ -30,7 +30,7 @@
 #include "platform/cuda/pool.h"
 #include "platform/cuda/stream.h"
 #include "runtime/fb_convert.h"
-#include "runtime/op_attrs.h"
+#include "planning/op_attrs.h"
 
 namespace planrt {
 namespace {

@@ -17,7 +17,7 @@ Result<Engine> Engine::create(SegmentGraph graph, bool cuda_workspace) {
   }
   Engine e(std::move(graph), cuda_workspace);
   const SegmentGraph& g = e.graph_;
-  PLANRT_ASSIGN_OR_RETURN(e.max_dims_, builder::profile_max_dims(*g.graph, g.dims.size()));
+  PLANRT_ASSIGN_OR_RETURN(e.max_dims_, planning::profile_max_dims(*g.graph, g.dims.size()));
   // Every dim a shape uses is in the profile: the plan at its max covers every call.
   e.in_profile_.assign(g.dims.size(), false);
   for (const ProfileDim& p : g.profile) e.in_profile_[p.dim] = true;
@@ -30,8 +30,8 @@ Result<Engine> Engine::create(SegmentGraph graph, bool cuda_workspace) {
       }
     }
   }
-  Result<builder::EngineScratchPlan> plan =
-      builder::plan_engine_scratch(*g.graph, e.max_dims_, cuda_workspace);
+  Result<planning::EngineScratchPlan> plan =
+      planning::plan_engine_scratch(*g.graph, e.max_dims_, cuda_workspace);
   if (!plan.ok()) return plan.status().with_context(fmt::format("engine '{}'", g.name));
   e.max_plan_ = std::move(plan).value();
   if (e.max_plan_.scratch_bytes != g.scratch_bytes) {
@@ -75,7 +75,7 @@ Status Engine::bind(std::span<const TensorView> inputs, std::span<const TensorVi
   return {};
 }
 
-Result<const builder::EngineScratchPlan*> Engine::plan_for(std::span<const int64_t> bound) {
+Result<const planning::EngineScratchPlan*> Engine::plan_for(std::span<const int64_t> bound) {
   std::vector<int64_t> key(bound.begin(), bound.end());
   for (size_t d = 0; d < key.size(); ++d) {
     if (d >= in_profile_.size() || !in_profile_[d]) {
@@ -87,15 +87,15 @@ Result<const builder::EngineScratchPlan*> Engine::plan_for(std::span<const int64
   }
   if (key == max_dims_) return &max_plan_;
   if (auto it = cache_.find(key); it != cache_.end()) return &it->second;
-  Result<builder::EngineScratchPlan> plan =
-      builder::plan_engine_scratch(*graph_.graph, key, cuda_, &max_plan_);
+  Result<planning::EngineScratchPlan> plan =
+      planning::plan_engine_scratch(*graph_.graph, key, cuda_, &max_plan_);
   if (!plan.ok()) return plan.status().with_context(fmt::format("engine '{}'", graph_.name));
   if (cache_.size() >= kPlanCacheEntries) cache_.clear();  // a bounded cache, not an LRU
   return &cache_.emplace(std::move(key), std::move(plan).value()).first->second;
 }
 
 Result<uint64_t> Engine::scratch_bytes_for(std::span<const int64_t> bound) {
-  PLANRT_ASSIGN_OR_RETURN(const builder::EngineScratchPlan* plan, plan_for(bound));
+  PLANRT_ASSIGN_OR_RETURN(const planning::EngineScratchPlan* plan, plan_for(bound));
   return plan->scratch_bytes;
 }
 

@@ -1,6 +1,6 @@
-// Engine (DESIGN §6): a compiled segment — a graph of ops with an optimization profile
+// Engine (docs/design.md §6): a compiled segment — a graph of ops with an optimization profile
 // (min/max of each dynamic dim) and an activation-scratch plan made with the §4 planner
-// (builder/engine_scratch.h). Device-neutral: an EngineRunner runs its steps.
+// (planning/engine_scratch.h). Device-neutral: an EngineRunner runs its steps.
 //
 // - scratch_bytes(): the requirement over the whole profile (the plan at its max). It is
 //   recomputed at creation and must equal what the builder recorded in the blob.
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "backends/segment_graph.h"
-#include "builder/engine_scratch.h"
+#include "planning/engine_scratch.h"
 
 namespace planrt::engine {
 
@@ -34,7 +34,7 @@ class Engine {
   Status bind(std::span<const TensorView> inputs, std::span<const TensorView> outputs,
               std::vector<int64_t>& bound) const;
   // The plan for bound dims (from bind); valid until the next call.
-  Result<const builder::EngineScratchPlan*> plan_for(std::span<const int64_t> bound);
+  Result<const planning::EngineScratchPlan*> plan_for(std::span<const int64_t> bound);
   Result<uint64_t> scratch_bytes_for(std::span<const int64_t> bound);
 
  private:
@@ -42,10 +42,10 @@ class Engine {
 
   SegmentGraph graph_;
   bool cuda_ = false;
-  builder::EngineScratchPlan max_plan_;
+  planning::EngineScratchPlan max_plan_;
   std::vector<int64_t> max_dims_;
   std::vector<bool> in_profile_;  // per method dim
-  std::map<std::vector<int64_t>, builder::EngineScratchPlan> cache_;
+  std::map<std::vector<int64_t>, planning::EngineScratchPlan> cache_;
 };
 
 }  // namespace planrt::engine

@@ -71,7 +71,7 @@ Status ExecutionContext::enqueue(std::span<const TensorView> inputs,
                       "engine '{}': the call needs {} bytes of scratch and none is installed",
                       engine_.name(), plan_->scratch_bytes);
   }
-  const builder::EngineScratchPlan* plan = plan_;
+  const planning::EngineScratchPlan* plan = plan_;
   plan_ = nullptr;  // an install serves one enqueue
   installed_ = nullptr;
   installed_bytes_ = 0;

@@ -1,4 +1,4 @@
-// ExecutionContext (DESIGN §6): one engine's per-call state and its scratch strategy.
+// ExecutionContext (docs/design.md §6): one engine's per-call state and its scratch strategy.
 //
 //   Static        scratch_bytes() (the profile max) allocated at creation from the device's
 //                 registered allocator, freed with the context; installed automatically.
@@ -53,7 +53,7 @@ class ExecutionContext {
   uint64_t private_bytes_ = 0;
   // The prepared call.
   std::vector<int64_t> bound_;
-  const builder::EngineScratchPlan* plan_ = nullptr;
+  const planning::EngineScratchPlan* plan_ = nullptr;
   void* installed_ = nullptr;
   uint64_t installed_bytes_ = 0;
 };

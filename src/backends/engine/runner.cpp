@@ -4,7 +4,7 @@
 namespace planrt::engine {
 namespace detail {
 
-Status bind_views(const Engine& engine, const builder::EngineScratchPlan& plan, void* scratch,
+Status bind_views(const Engine& engine, const planning::EngineScratchPlan& plan, void* scratch,
                   std::span<const int64_t> bound, std::span<const TensorView> inputs,
                   std::span<const TensorView> outputs, std::span<void* const> constant_data,
                   Device device, std::vector<TensorView>& views) {
@@ -54,7 +54,7 @@ class CpuRunner final : public EngineRunner {
     return std::unique_ptr<EngineRunner>(std::move(r));
   }
 
-  Status run(const Engine& engine, const builder::EngineScratchPlan& plan, void* scratch,
+  Status run(const Engine& engine, const planning::EngineScratchPlan& plan, void* scratch,
              std::span<const int64_t> bound, std::span<const TensorView> inputs,
              std::span<const TensorView> outputs, void*) override {
     const SegmentGraph& g = engine.graph();

@@ -22,7 +22,7 @@ class EngineRunner {
  public:
   virtual ~EngineRunner() = default;
   // `scratch` holds at least plan.scratch_bytes bytes (may be null when that is 0).
-  virtual Status run(const Engine& engine, const builder::EngineScratchPlan& plan, void* scratch,
+  virtual Status run(const Engine& engine, const planning::EngineScratchPlan& plan, void* scratch,
                      std::span<const int64_t> bound, std::span<const TensorView> inputs,
                      std::span<const TensorView> outputs, void* stream) = 0;
   virtual Status finish() { return {}; }
@@ -47,7 +47,7 @@ Result<std::unique_ptr<EngineRunner>> make_cuda_runner(const Engine& engine, int
                                                        const RunnerOptions& options);
 // Views of every graph value for one call: operands from the caller, constants from
 // `constant_data`, Planned values in the scratch. Fills `views`.
-Status bind_views(const Engine& engine, const builder::EngineScratchPlan& plan, void* scratch,
+Status bind_views(const Engine& engine, const planning::EngineScratchPlan& plan, void* scratch,
                   std::span<const int64_t> bound, std::span<const TensorView> inputs,
                   std::span<const TensorView> outputs, std::span<void* const> constant_data,
                   Device device, std::vector<TensorView>& views);

@@ -1,4 +1,4 @@
-// The shared per-device activation-scratch pool (DESIGN §6). Private to the engine backend.
+// The shared per-device activation-scratch pool (docs/design.md §6). Private to the engine backend.
 //
 // One slot per device, created on first use and kept for the process. A slot holds one
 // buffer, grown to the largest requirement any pooled call on that device has made, and

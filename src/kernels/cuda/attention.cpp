@@ -29,7 +29,9 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, sk, d));
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, dv, sk));
 
-  const bool fused = attention_runs_fused(plan);  // fused_attr and head dim 64
+  // The decision the workspace planners read too (kernels/workspace.h).
+  PLANRT_ASSIGN_OR_RETURN(AttentionWorkspace workspace, attention_workspace(plan, dtype));
+  const bool fused = workspace.fused;  // fused_attr and head dim 64
   if (dtype == DType::BF16 && !fused) {
     return make_error(ErrorCode::NotSupported,
                       "{}: bf16 attention runs fused only (head dim 64, fused not false); got "
@@ -54,19 +56,14 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   const float* pq = inputs[0].data_as<const float>();
   const float* pk = inputs[1].data_as<const float>();
   const float* pv = inputs[2].data_as<const float>();
-  if (fused) {  // as cuda_workspace_bytes says: no temporary memory
+  if (fused) {  // no temporary memory
     return cuda_status(op, "kernel launch",
                        launch::fused_attention(pq, pk, pv, out, heads, sq, sk,
                                                static_cast<float>(scale), causal, ctx.stream));
   }
-  if (sq > std::numeric_limits<int64_t>::max() / int64_t{sizeof(float)} / sk) {
-    return make_error(ErrorCode::OutOfMemory, "{}: a score matrix of {} x {} floats overflows", op,
-                      sq, sk);
-  }
-  const int64_t head_bytes = sq * sk * int64_t{sizeof(float)};
-  const int64_t group = attention_head_group(heads, head_bytes);  // as cuda_workspace_bytes says
+  const int64_t group = workspace.head_group;
   TempBuffer scores(ctx);
-  PLANRT_RETURN_IF_ERROR(scores.allocate(op, static_cast<size_t>(group * head_bytes)));
+  PLANRT_RETURN_IF_ERROR(scores.allocate(op, static_cast<size_t>(workspace.bytes)));
   auto* s = static_cast<float*>(scores.get());
   for (int64_t h = 0; h < heads; h += group) {
     const int64_t count = std::min(group, heads - h);

@@ -1,4 +1,4 @@
-// CUDA kernels for every op of the table (DESIGN §9), f32 arithmetic, any dtype for data
+// CUDA kernels for every op of the table (docs/design.md §9), f32 arithmetic, any dtype for data
 // movement: the interface the `cuda` backend calls.
 //
 // Design

@@ -1,4 +1,4 @@
-// The warm private pool (DESIGN §5): where the stream-ordered temporaries of planrt's CUDA
+// The warm private pool (docs/design.md §5): where the stream-ordered temporaries of planrt's CUDA
 // code come from, one pool per device. Private to planrt (not installed): users read its
 // statistics through planrt/platform/cuda.h.
 //

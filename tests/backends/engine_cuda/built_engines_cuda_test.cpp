@@ -30,17 +30,20 @@ builder::TransformerOptions model(const std::string& partition) {
   return o;
 }
 
-Result<Program> load(const std::string& partition) {
-  PLANRT_ASSIGN_OR_RETURN(builder::Model m, builder::make_transformer(model(partition)));
+Result<Program> load(const builder::TransformerOptions& options) {
+  PLANRT_ASSIGN_OR_RETURN(builder::Model m, builder::make_transformer(options));
   PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(m));
   PLANRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, built.serialize());
   return Program::load_bytes(std::move(bytes));
 }
 
-Result<std::vector<float>> run(Method& m, int64_t s) {
-  std::vector<float> x(static_cast<size_t>(s * 128));
+Result<Program> load(const std::string& partition) { return load(model(partition)); }
+
+// One forward of x[1, s, width], x = sin(0.11 i).
+Result<std::vector<float>> run(Method& m, int64_t s, int64_t width = 128) {
+  std::vector<float> x(static_cast<size_t>(s * width));
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.11f * static_cast<float>(i));
-  TensorView in = TensorView::contiguous(x.data(), DType::F32, *Shape::from(std::vector<int64_t>{1, s, 128}));
+  TensorView in = TensorView::contiguous(x.data(), DType::F32, *Shape::from(std::vector<int64_t>{1, s, width}));
   PLANRT_ASSIGN_OR_RETURN(std::vector<Tensor> out, m.execute({&in, 1}));
   auto v = out[0].values<float>();
   return std::vector<float>(v.begin(), v.end());
@@ -77,6 +80,47 @@ TEST(BuiltEnginesCuda, EveryEnginePartitionMatchesTheCudaPartitionPrivateAndPool
         Result<std::vector<float>> a = run(*m, s), b = run(*ref, s);
         ASSERT_TRUE(a.ok() && b.ok()) << a.status().to_string() << b.status().to_string();
         EXPECT_LT(rel_error(*a, *b), 1e-5) << "S=" << s;
+      }
+    }
+  }
+}
+
+// Head dim 64 is the fused kernel's, so only the `fused` attribute decides whether the
+// attention keeps its [heads, S, S] scores: the engine's scratch plan must read it as the
+// kernel does (issue 13: engines planned no workspace for unfused attention and failed).
+// S = 512: the unfused scores of one call are 4 heads x 512 x 512 floats = 4 MiB.
+TEST(BuiltEnginesCuda, EnginesRunUnfusedAndFusedAttentionAtHeadDim64) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  ASSERT_TRUE(register_cuda_backend().ok());
+  ASSERT_TRUE(register_engine_backend().ok());
+  for (bool fused : {false, true}) {
+    auto load_with = [&](const char* partition) {
+      builder::TransformerOptions o = model(partition);
+      o.d_model = 256;  // 4 heads of 64
+      o.ffn_per_block = {};
+      o.max_seq = 512;
+      o.fused_attention = fused;
+      return load(o);
+    };
+    Result<Program> reference = load_with("cuda");
+    ASSERT_TRUE(reference.ok()) << reference.status().to_string();
+    Result<Method> ref = reference->load_method("forward");
+    ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+    for (const char* partition : {"engine", "engine-per-block"}) {
+      Result<Program> p = load_with(partition);
+      ASSERT_TRUE(p.ok()) << partition << ": " << p.status().to_string();
+      for (const char* pooled : {"false", "true"}) {
+        SCOPED_TRACE(testing::Message() << partition << " fused=" << fused << " pooled=" << pooled);
+        LoadMethodOptions options;
+        options.backend_options["engine"].push_back({std::string(kSharedScratchOption), pooled});
+        Result<Method> m = p->load_method("forward", options);
+        ASSERT_TRUE(m.ok()) << m.status().to_string();
+        for (int64_t s : {512, 37}) {
+          Result<std::vector<float>> a = run(*m, s, 256), b = run(*ref, s, 256);
+          ASSERT_TRUE(a.ok()) << "S=" << s << ": " << a.status().to_string();
+          ASSERT_TRUE(b.ok()) << "S=" << s << ": " << b.status().to_string();
+          EXPECT_LT(rel_error(*a, *b), 1e-5) << "S=" << s;
+        }
       }
     }
   }

@@ -439,7 +439,7 @@ TEST_F(EngineCudaTest, PoolsArePerDevice) {
   }
   EXPECT_TRUE(grown.ok()) << grown.to_string();
   EXPECT_EQ(engine_scratch_stats(Device::cuda(1))->pool_capacity_bytes, 2 * 2048 * 32 * 4u);
-  // The pool keeps its buffers until trimmed (DESIGN §6): give both back, so that nothing
+  // The pool keeps its buffers until trimmed (docs/design.md §6): give both back, so that nothing
   // is left on either device when the process ends (compute-sanitizer's leak check).
   for (int d : {0, 1}) {
     EXPECT_TRUE(trim_engine_scratch_pool(Device::cuda(d)).ok());

@@ -1,4 +1,4 @@
-// The warm private pool (DESIGN §5). Each mutation test names, above it, the mutation of
+// The warm private pool (docs/design.md §5). Each mutation test names, above it, the mutation of
 // src/platform/cuda/pool.cpp it is there to kill. Every test gives back its handles, so
 // each starts from a device with no pool users.
 #include <gtest/gtest.h>

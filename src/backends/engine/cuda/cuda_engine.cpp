@@ -111,7 +111,7 @@ class CudaRunner final : public EngineRunner {
     return std::unique_ptr<EngineRunner>(std::move(r));
   }
 
-  Status run(const Engine& engine, const builder::EngineScratchPlan& plan, void* scratch,
+  Status run(const Engine& engine, const planning::EngineScratchPlan& plan, void* scratch,
              std::span<const int64_t> bound, std::span<const TensorView> inputs,
              std::span<const TensorView> outputs, void* stream) override {
     const SegmentGraph& g = engine.graph();

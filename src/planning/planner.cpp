@@ -1,11 +1,11 @@
-#include "builder/planner.h"
+#include "planning/planner.h"
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
 #include <optional>
 
-namespace planrt::builder {
+namespace planrt::planning {
 namespace {
 
 constexpr uint64_t kMaxU64 = std::numeric_limits<uint64_t>::max();
@@ -309,4 +309,4 @@ Status verify_plan(std::span<const TensorLifetime> tensors, const MemoryPlan& pl
   return Status();
 }
 
-}  // namespace planrt::builder
+}  // namespace planrt::planning

@@ -1,4 +1,4 @@
-// Memory planning of a lowered method (DESIGN §4) and of an engine segment's scratch (§6).
+// Memory planning of a lowered method (docs/design.md §4) and of an engine segment's scratch (§6).
 //
 // Lifetimes come from the instruction order: a method input lives from instruction 0, a
 // method output to the last instruction, every other value from the instruction that
@@ -15,12 +15,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "builder/planner.h"
+#include "planning/planner.h"
 #include "planrt/core/device.h"
 #include "planrt/core/result.h"
 #include "planrt/format/program_generated.h"
 
-namespace planrt::builder {
+namespace planrt::planning {
 
 uint64_t plan_alignment(Device device);
 
@@ -36,7 +36,7 @@ Result<std::vector<BufferTensors>> collect_buffer_tensors(const fb::MethodT& met
 Status plan_method(fb::MethodT& method, PlannerKind kind);
 Status verify_method_plan(const fb::MethodT& method);
 
-// Completes an engine segment's graph (DESIGN §6): `profile` gets one entry per method dim
+// Completes an engine segment's graph (docs/design.md §6): `profile` gets one entry per method dim
 // that any of the graph's value shapes uses, with that dim's [min, max]; the Planned values
 // get buffer 0 and their offsets, and `scratch_bytes` the requirement, both from
 // plan_engine_scratch (engine_scratch.h) at the profile max, kernel workspace included
@@ -46,4 +46,4 @@ Status verify_method_plan(const fb::MethodT& method);
 Status plan_engine_graph(fb::GraphT& graph, const std::vector<std::unique_ptr<fb::DimSpecT>>& dims,
                          Device device);
 
-}  // namespace planrt::builder
+}  // namespace planrt::planning

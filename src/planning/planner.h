@@ -1,4 +1,4 @@
-// Memory planning (DESIGN §4): place tensors with known lifetimes and sizes into one arena
+// Memory planning (docs/design.md §4): place tensors with known lifetimes and sizes into one arena
 // so that no two tensors alive at the same time overlap, using as few bytes as possible.
 //
 // Lifetimes are inclusive instruction indices [first_use, last_use] on the method's
@@ -46,7 +46,7 @@
 
 #include "planrt/core/result.h"
 
-namespace planrt::builder {
+namespace planrt::planning {
 
 struct TensorLifetime {
   uint64_t size_bytes = 0;  // 0: takes no space, offset 0
@@ -104,4 +104,4 @@ uint64_t lower_bound_bytes(std::span<const TensorLifetime> tensors, uint64_t ali
 Status verify_plan(std::span<const TensorLifetime> tensors, const MemoryPlan& plan,
                    uint64_t alignment);
 
-}  // namespace planrt::builder
+}  // namespace planrt::planning

@@ -1,8 +1,10 @@
-#include "op_attrs.h"
+#include "planning/op_attrs.h"
 
-#include "fb_convert.h"
+#include "format/fb_types.h"
 
-namespace planrt::runtime_detail {
+namespace planrt::planning {
+
+using format::str;
 
 Result<kernels::OpAttrs> parse_op_attrs(const fb::Instruction& instruction) {
   kernels::OpAttrs attrs;
@@ -28,4 +30,4 @@ Result<kernels::OpAttrs> parse_op_attrs(const fb::Instruction& instruction) {
   return attrs;
 }
 
-}  // namespace planrt::runtime_detail
+}  // namespace planrt::planning

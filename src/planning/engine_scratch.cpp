@@ -1,15 +1,16 @@
-#include "builder/engine_scratch.h"
+#include "planning/engine_scratch.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "builder/planner.h"
+#include "planning/op_attrs.h"
+#include "planning/planner.h"
 #include "format/fb_types.h"
 #include "kernels/workspace.h"
 
-namespace planrt::builder {
+namespace planrt::planning {
 namespace {
 
 constexpr uint32_t kNoValue = 0xFFFFFFFFu;
@@ -101,13 +102,14 @@ Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
       }
     }
     if (cuda_workspace && ins->op() != nullptr) {
-      // Attributes do not change any workspace size (only which rows are masked and the
-      // scale), so the defaults stand in for them.
-      Result<uint64_t> ws = kernels::cuda_workspace_bytes(ins->op()->string_view(), kernels::OpAttrs{},
-                                                          in, outs);
-      if (!ws.ok()) {
-        return ws.status().with_context(fmt::format("engine step {} ('{}')", k, ins->op()->str()));
-      }
+      // The step's own attributes, as the kernel will see them: the attention's `fused`
+      // decides whether it keeps its scores (issue 13: the defaults stood in here, and an
+      // engine with unfused attention at head dim 64 planned no workspace for them).
+      auto context = [&] { return fmt::format("engine step {} ('{}')", k, ins->op()->str()); };
+      Result<kernels::OpAttrs> attrs = parse_op_attrs(*ins);
+      if (!attrs.ok()) return attrs.status().with_context(context());
+      Result<uint64_t> ws = kernels::cuda_workspace_bytes(ins->op()->string_view(), *attrs, in, outs);
+      if (!ws.ok()) return ws.status().with_context(context());
       out.workspace_bytes[k] = *ws;
     }
   }
@@ -161,4 +163,4 @@ Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
   return out;
 }
 
-}  // namespace planrt::builder
+}  // namespace planrt::planning

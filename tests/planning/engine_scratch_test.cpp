@@ -7,11 +7,11 @@
 
 #include <flatbuffers/flatbuffers.h>
 
-#include "builder/engine_scratch.h"
+#include "planning/engine_scratch.h"
 #include "support/engine_fixtures.h"
 #include "support/program_fixtures.h"
 
-namespace planrt::builder {
+namespace planrt::planning {
 namespace {
 
 // Each dim of [S, 4] fits at S = 2^62, but the element count does not: computing the
@@ -50,4 +50,4 @@ TEST(EngineScratch, EmptyShapesWhoseStridesOverflowAreInvalidPrograms) {
 }
 
 }  // namespace
-}  // namespace planrt::builder
+}  // namespace planrt::planning

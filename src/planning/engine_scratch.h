@@ -1,4 +1,4 @@
-// The activation scratch of an engine (DESIGN §6): the engine graph's intermediate values
+// The activation scratch of an engine (docs/design.md §6): the engine graph's intermediate values
 // (its Planned values) and each step's kernel workspace (kernels/workspace.h, CUDA engines
 // only), planned into one buffer with the §4 planner at given dim values.
 //
@@ -27,7 +27,7 @@
 #include "planrt/core/result.h"
 #include "planrt/format/program_generated.h"
 
-namespace planrt::builder {
+namespace planrt::planning {
 
 inline constexpr uint64_t kEngineScratchAlignment = 256;
 
@@ -50,4 +50,4 @@ Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
 // InvalidProgram for a profile entry naming a dim >= num_dims or with min > max.
 Result<std::vector<int64_t>> profile_max_dims(const fb::Graph& graph, size_t num_dims);
 
-}  // namespace planrt::builder
+}  // namespace planrt::planning

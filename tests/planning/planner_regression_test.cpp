@@ -14,10 +14,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "builder/planner.h"
+#include "planning/planner.h"
 #include "support/plan_cases.h"
 
-namespace planrt::builder {
+namespace planrt::planning {
 namespace {
 
 using test::PlanFamily;
@@ -60,4 +60,4 @@ TEST(PlannerRegressionTest, ArenaBytesOfPinnedCasesDoNotGrow) {
 }
 
 }  // namespace
-}  // namespace planrt::builder
+}  // namespace planrt::planning

@@ -11,10 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include "builder/planner.h"
+#include "planning/planner.h"
 #include "support/plan_cases.h"
 
-namespace planrt::builder {
+namespace planrt::planning {
 namespace {
 
 using test::PlanCase;
@@ -320,4 +320,4 @@ TEST(PlannerPropertyTest, SameCaseAndSamePlanEveryTime) {
 }
 
 }  // namespace
-}  // namespace planrt::builder
+}  // namespace planrt::planning

@@ -1,6 +1,6 @@
-// Hand cases for the memory planner (DESIGN §4): answers worked out on paper, every error
+// Hand cases for the memory planner (docs/design.md §4): answers worked out on paper, every error
 // path, and the verifier shown to fail on corrupted plans.
-#include "builder/planner.h"
+#include "planning/planner.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace planrt::builder {
+namespace planrt::planning {
 namespace {
 
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
@@ -381,4 +381,4 @@ TEST_F(VerifyPlanTest, AcceptsZeroSizeTensorAtTheArenaEnd) {
 }
 
 }  // namespace
-}  // namespace planrt::builder
+}  // namespace planrt::planning

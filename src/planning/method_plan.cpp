@@ -1,4 +1,4 @@
-#include "builder/method_plan.h"
+#include "planning/method_plan.h"
 
 #include <algorithm>
 #include <optional>
@@ -6,10 +6,10 @@
 #include <flatbuffers/flatbuffers.h>
 #include <fmt/format.h>
 
-#include "builder/engine_scratch.h"
+#include "planning/engine_scratch.h"
 #include "format/fb_types.h"
 
-namespace planrt::builder {
+namespace planrt::planning {
 namespace {
 
 using DimSpecs = std::vector<std::unique_ptr<fb::DimSpecT>>;
@@ -168,4 +168,4 @@ Status plan_engine_graph(fb::GraphT& graph, const DimSpecs& dims, Device device)
   return {};
 }
 
-}  // namespace planrt::builder
+}  // namespace planrt::planning
