@@ -1,8 +1,15 @@
-// Statistics every benchmark reports (DESIGN §8: timings are medians). Header-only, so each
-// bench binary stays one .cpp file.
+// What every benchmark shares: its statistics (timings are medians, docs/design.md
+// "Conventions") and its exit statuses. Header-only, so each bench binary stays one .cpp file.
+//
+// Every benchmark has a smoke mode (--smoke): small sizes and a few iterations, every
+// correctness condition it checks still checked, no figure judged against a target, lines
+// written only where --out says. bench/CMakeLists.txt runs each one so as a ctest test
+// labelled bench-smoke: the CPU ones in CI, the GPU ones in scripts/gpu-test.sh.
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace planrt::bench {
@@ -13,6 +20,13 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t mid = v.size() / 2;
   return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2.0;
+}
+
+// The exit status of a GPU benchmark that finds no GPU: 77, which ctest reads as a skip
+// (SKIP_RETURN_CODE), or 1 under PLANRT_REQUIRE_GPU=1 (the GPU lane), where a skip fails.
+inline int no_gpu_exit() {
+  const char* require = std::getenv("PLANRT_REQUIRE_GPU");
+  return require != nullptr && std::strcmp(require, "1") == 0 ? 1 : 77;
 }
 
 }  // namespace planrt::bench

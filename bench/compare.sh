@@ -5,7 +5,7 @@
 # model to bench/results/compare.jsonl: relative error of the output, device memory above
 # weights on both sides, latency medians and p90s.
 #
-#   bench/compare.sh [MODEL_SPEC ...]     # then: python3 bench/report_compare.py
+#   bench/compare.sh [--smoke] [MODEL_SPEC ...]     # then: python3 bench/report_compare.py
 # MODEL_SPEC: LAYERS:SEQ:PARTITION[:DTYPE] (DTYPE f32, the default, or bf16; default list:
 # issue 5's, below). Run on a GPU machine
 # with torch, from a clean checkout: without PLANRT it installs the Debian packages
@@ -15,14 +15,38 @@
 # `planrt run`'s Method::run, and the same loop in torch_reference.py); PyTorch's forward
 # alone (CUDA events, input on the device) is recorded too. Memory, like for like: the
 # device's used memory (cudaMemGetInfo) after the runs minus before loading, less weights.
+# Correctness is checked on every model: relative error of planrt's output against PyTorch's
+# at most 1e-5 (f32) or 1e-2 (bf16), and CUDA-graph replay bit-identical to eager; the
+# script exits 1 after the last model when any check failed.
+# --smoke (scripts/gpu-test.sh): three 2-block models at S = 64 (cuda and engine-per-block in
+# f32, cuda in bf16; unless specs are given), 3 timed runs, floors at small sizes, results in
+# out/compare-smoke/compare.jsonl (not bench/results), then report_compare.py on them into
+# that folder; the same correctness checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+smoke=0
+if [ "${1:-}" = --smoke ]; then
+  smoke=1
+  shift
+fi
 planrt=${PLANRT:-build/release/tools/planrt}
-work=${COMPARE_DIR:-out/compare}
-results=${COMPARE_RESULTS:-bench/results/compare.jsonl}
-iters=${COMPARE_ITERS:-50}
 commit=${PLANRT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 specs=("$@")
+if [ $smoke = 1 ]; then
+  work=${COMPARE_DIR:-out/compare-smoke}
+  results=${COMPARE_RESULTS:-$work/compare.jsonl}
+  iters=${COMPARE_ITERS:-3}
+  floors_args=(--smoke)
+  [ ${#specs[@]} -eq 0 ] && specs=("2:64:cuda" "2:64:engine-per-block" "2:64:cuda:bf16")
+  mkdir -p "$work"
+  : > "$results"
+else
+  work=${COMPARE_DIR:-out/compare}
+  results=${COMPARE_RESULTS:-bench/results/compare.jsonl}
+  iters=${COMPARE_ITERS:-50}
+  floors_args=()
+fi
+failures=0
 if [ ${#specs[@]} -eq 0 ]; then
   specs=()
   for layers in 2 6 12 24; do
@@ -40,7 +64,7 @@ if [ -z "${PLANRT:-}" ]; then
   cmake --build build/release -j "$(nproc)" --target planrt_cli > /dev/null
 fi
 mkdir -p "$work" "$(dirname "$results")"
-python3 bench/floors.py >> "$results"
+python3 bench/floors.py "${floors_args[@]}" >> "$results"
 for spec in "${specs[@]}"; do
   IFS=: read -r layers seq partition dtype <<< "$spec"
   dtype=${dtype:-f32}
@@ -72,12 +96,15 @@ for spec in "${specs[@]}"; do
     "$planrt" run "$dir/model.prog" --input "x=$dir/x.npy" --warmup 5 --iterations "$iters" \
       --output-dir "$dir/planrt_graphs" --json --backend-option cuda.use_cuda_graphs=true \
       > "$dir/planrt_graphs.json"
-    cmp -s "$dir/planrt/y.npy" "$dir/planrt_graphs/y.npy" || echo "$name: graph replay changed the output" >&2
+    if ! cmp -s "$dir/planrt/y.npy" "$dir/planrt_graphs/y.npy"; then
+      echo "$name: graph replay changed the output" >&2
+      failures=$((failures + 1))
+    fi
   fi
-  python3 - "$dir" "$name" "$layers" "$seq" "$partition" "$commit" "$dtype" >> "$results" <<'PY'
+  python3 - "$dir" "$name" "$layers" "$seq" "$partition" "$commit" "$dtype" "$smoke" >> "$results" <<'PY' || failures=$((failures + 1))
 import json, os, sys
 import numpy as np
-d, name, layers, seq, partition, commit, dtype = sys.argv[1:]
+d, name, layers, seq, partition, commit, dtype, smoke = sys.argv[1:]
 t = json.load(open(f"{d}/torch.json"))
 p = json.load(open(f"{d}/planrt.json"))
 a = np.load(f"{d}/planrt/y.npy").astype(np.float64)
@@ -118,12 +145,25 @@ line = {"bench": "compare", "model": name, "layers": int(layers), "seq": int(seq
         "planrt_scratch_pool_bytes": cuda.get("scratch_pool_capacity_bytes", 0),
         "planrt_scratch_private_bytes": cuda.get("scratch_private_bytes", 0),
         "planrt_pool_used_high_bytes": cuda.get("pool", {}).get("used_high_bytes", 0),
-        "iterations": p["latency_ms"]["iterations"], **extra,
+        "iterations": p["latency_ms"]["iterations"], "smoke": smoke == "1", **extra,
         "timers": "torch_median_ms: cuda events around forward (input on device); torch_host_to_host and planrt: host clock around copy in + forward + copy out"}
 print(json.dumps(line))
 print(f"{name}: rel {rel:.2e}  host-to-host torch {line['torch_host_to_host_median_ms']:.3f} ms  "
       f"planrt {p['latency_ms']['median']:.3f} ms (torch forward {t['latency_ms']['median']:.3f})  "
       f"device used above weights: torch {line['torch_device_used_above_weights_bytes']/2**20:.1f} MiB  "
       f"planrt {planrt_above/2**20:.1f} MiB", file=sys.stderr)
+tolerance = 1e-5 if dtype == "f32" else 1e-2
+if not rel <= tolerance:
+    print(f"{name}: relative error {rel:.2e} above {tolerance:.0e}", file=sys.stderr)
+    sys.exit(3)
 PY
 done
+if [ $smoke = 1 ]; then
+  cp docs/performance.md "$work/performance.md"
+  python3 bench/report_compare.py --results "$results" --table "$work/performance_table.md" \
+    --svg "$work/performance.svg" --doc "$work/performance.md"
+fi
+if [ $failures -gt 0 ]; then
+  echo "compare.sh: $failures check(s) failed" >&2
+  exit 1
+fi

@@ -5,11 +5,15 @@
 //
 // Repetitions run interleaved in random order by default (Google Benchmark's
 // --benchmark_enable_random_interleaving), so drifting load from other processes spreads
-// over both rather than biasing one.
+// over both rather than biasing one. Before timing, planrt's output is checked against the
+// sgemm's plus the bias (relative error at most 1e-5); a mismatch fails the benchmark.
+// --smoke (CI): 2 repetitions of at least 10 ms each, the check still made, a line only
+// with --out. Exit 0: done; 1: an error or a wrong output.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -43,6 +47,34 @@ struct Operands {
 Operands& operands() {
   static Operands ops;
   return ops;
+}
+
+// planrt's linear against cblas_sgemm + bias on the benchmark's operands: the relative
+// (Frobenius) error, or a negative value when the kernel fails.
+double linear_error() {
+  using namespace planrt;
+  Operands& o = operands();
+  auto fn = kernels::find_cpu_kernel("linear");
+  if (!fn.ok()) return -1;
+  std::vector<float> y(o.y.size()), ref(o.y.size());
+  const TensorView inputs[] = {
+      TensorView::contiguous(o.x.data(), DType::F32, {kRows, kIn}),
+      TensorView::contiguous(o.w.data(), DType::F32, {kOut, kIn}),
+      TensorView::contiguous(o.b.data(), DType::F32, {kOut}),
+  };
+  const TensorView outputs[] = {TensorView::contiguous(y.data(), DType::F32, {kRows, kOut})};
+  if (!(*fn)(kernels::OpAttrs{}, std::span<const TensorView>(inputs), std::span<const TensorView>(outputs)).ok()) {
+    return -1;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kRows, kOut, kIn, 1.0f, o.x.data(), kIn,
+              o.w.data(), kIn, 0.0f, ref.data(), kOut);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double want = static_cast<double>(ref[i]) + o.b[i % kOut];
+    num += (y[i] - want) * (y[i] - want);
+    den += want * want;
+  }
+  return std::sqrt(num / den);
 }
 
 void BM_planrt_linear(benchmark::State& state) {
@@ -145,6 +177,7 @@ int main(int argc, char** argv) {
   std::string out_path = (source_dir / "results" / "cpu_linear.jsonl").string();
   std::string command;
   bool interleave_set = false;
+  bool smoke = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -153,16 +186,32 @@ int main(int argc, char** argv) {
       out_path = a.substr(6);
       continue;
     }
+    if (a == "--smoke") {
+      smoke = true;
+      continue;
+    }
     if (a.rfind("--benchmark_enable_random_interleaving", 0) == 0) interleave_set = true;
     args.push_back(argv[i]);
   }
   std::string interleave = "--benchmark_enable_random_interleaving=true";
   if (!interleave_set) args.push_back(interleave.data());
+  std::string min_time = "--benchmark_min_time=0.01";
+  if (smoke) {
+    args.push_back(min_time.data());
+    if (out_path == (source_dir / "results" / "cpu_linear.jsonl").string()) out_path.clear();
+  }
+  const double error = linear_error();
+  std::printf("planrt linear vs cblas_sgemm + bias: relative error %.2e\n", error);
+  if (error < 0 || error > 1e-5) {
+    std::fprintf(stderr, "cpu_linear_bench: planrt's linear %s\n",
+                 error < 0 ? "failed" : "disagrees with cblas_sgemm + bias");
+    return 1;
+  }
   int bargc = static_cast<int>(args.size());
   benchmark::Initialize(&bargc, args.data());
   if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return 2;
 
-  constexpr int kRepetitions = 15;
+  const int kRepetitions = smoke ? 2 : 15;
   for (auto* b : {benchmark::RegisterBenchmark("planrt_linear", BM_planrt_linear),
                   benchmark::RegisterBenchmark("cblas_sgemm", BM_cblas_sgemm)}) {
     b->Unit(benchmark::kMillisecond)
@@ -212,7 +261,10 @@ int main(int argc, char** argv) {
          {{"median_ms", sgemm_ms}, {"gflops", sgemm_gflops}, {"cv", reporter.cvs["cblas_sgemm"]}}},
         // Rate ratio: 1.0 means planrt's linear runs as fast as the bare sgemm.
         {"ratio_gflops_planrt_over_sgemm", planrt_gflops / sgemm_gflops},
+        {"relative_error", error},
+        {"smoke", smoke},
     };
+    if (out_path.empty()) return 0;
     std::ofstream out(out_path, std::ios::app);
     out << line.dump() << "\n";
     if (!out) {

@@ -8,7 +8,10 @@ sides of the comparison copy. Medians of CUDA-event timings after warm-up. Print
 line (bench/compare.sh appends it to its results file); bench/report_compare.py divides
 each model's FLOPs and bytes by these.
 
-  python3 bench/floors.py [--seqs 128,2048] [--width 512]
+  python3 bench/floors.py [--seqs 128,2048] [--width 512] [--smoke]
+
+--smoke (bench/compare.sh --smoke): a 1024^3 product, a 64 MiB copy, 3 timed runs each;
+the same JSON with "smoke": true (its figures are not the ceilings).
 """
 import argparse
 import json
@@ -49,31 +52,34 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seqs", default="128,2048")
     p.add_argument("--width", type=int, default=512)
+    p.add_argument("--smoke", action="store_true")
     a = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device("cuda")
-    n = 8192
+    n = 1024 if a.smoke else 8192
+    runs = 3 if a.smoke else None
     x = torch.randn(n, n, device=dev)
     y = torch.randn(n, n, device=dev)
-    gemm_ms = median_ms(lambda: torch.mm(x, y), 10)
+    gemm_ms = median_ms(lambda: torch.mm(x, y), runs or 10)
     x, y = x.bfloat16(), y.bfloat16()
-    bf16_gemm_ms = median_ms(lambda: torch.mm(x, y), 20)
+    bf16_gemm_ms = median_ms(lambda: torch.mm(x, y), runs or 20)
     del x, y
-    big = torch.empty(1 << 28, device=dev)  # 1 GiB of f32
-    copy_ms = median_ms(lambda: big.clone(), 10)
+    copy_elements = (1 << 24) if a.smoke else (1 << 28)  # 64 MiB or 1 GiB of f32
+    big = torch.empty(copy_elements, device=dev)
+    copy_ms = median_ms(lambda: big.clone(), runs or 10)
     del big
     copies = {}
     for s in (int(v) for v in a.seqs.split(",")):
         host = torch.randn(1, s, a.width)
         on_dev = host.to(dev)
-        copies[str(s)] = {"host_to_device_ms": host_ms(lambda: host.to(dev), 20),
-                          "device_to_host_ms": host_ms(lambda: on_dev.cpu(), 20)}
+        copies[str(s)] = {"host_to_device_ms": host_ms(lambda: host.to(dev), runs or 20),
+                          "device_to_host_ms": host_ms(lambda: on_dev.cpu(), runs or 20)}
     print(json.dumps({
         "bench": "floors", "device": torch.cuda.get_device_name(dev), "torch": torch.__version__,
         "f32_matrix_tflops": 2 * n ** 3 / (gemm_ms * 1e-3) / 1e12,
         "bf16_matrix_tflops": 2 * n ** 3 / (bf16_gemm_ms * 1e-3) / 1e12,
-        "copy_bandwidth_gbps": 2 * (1 << 30) / (copy_ms * 1e-3) / 1e9,
-        "pageable_copies": copies,
+        "copy_bandwidth_gbps": 2 * copy_elements * 4 / (copy_ms * 1e-3) / 1e9,
+        "pageable_copies": copies, "smoke": a.smoke,
     }))
 
 

@@ -5,15 +5,29 @@
 # per-kernel totals per forward. Needs ncu and torch (a GPU machine); CUDA events and the
 # compare harness (bench/compare.sh) give the latencies that count — this says why.
 #
-#   PLANRT=build/gpu/tools/planrt bench/kernel_profile.sh [LAYERS] [SEQ] [PARTITION] [ATTENTION]
+#   PLANRT=build/gpu/tools/planrt bench/kernel_profile.sh [--smoke] [LAYERS] [SEQ] [PARTITION] [ATTENTION]
+# --smoke (scripts/gpu-test.sh): defaults of 1 block at S = 64, into out/kernel_profile-smoke;
+# fails when either profile holds no kernels (a process that failed under ncu).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 planrt=${PLANRT:-build/release/tools/planrt}
-layers=${1:-2}
-seq=${2:-2048}
+smoke=0
+if [ "${1:-}" = --smoke ]; then
+  smoke=1
+  shift
+fi
+if [ $smoke = 1 ]; then
+  layers=${1:-1}
+  seq=${2:-64}
+  base=${PROFILE_DIR:-out/kernel_profile-smoke}
+else
+  layers=${1:-2}
+  seq=${2:-2048}
+  base=${PROFILE_DIR:-out/kernel_profile}
+fi
 partition=${3:-cuda}
 attention=${4:-fused}
-dir=${PROFILE_DIR:-out/kernel_profile}/t${layers}_s${seq}_${partition}_${attention}
+dir=$base/t${layers}_s${seq}_${partition}_${attention}
 mkdir -p "$dir"
 "$planrt" build --template transformer --layers "$layers" --d-model 512 --heads 8 --ffn 2048 \
   --max-seq "$seq" --weights random:1 --partition "$partition" --attention "$attention" \

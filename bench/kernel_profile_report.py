@@ -15,6 +15,8 @@ PARAMS = re.compile(r"\(.*")
 def kernels(path):
     lines = [line for line in open(path) if line.startswith('"')]
     rows = list(csv.reader(lines))
+    if not rows:
+        return []
     header, out = rows[0], []
     for row in rows[1:]:
         record = dict(zip(header, row))
@@ -34,9 +36,12 @@ def report(path, passes):
     print(f"== {path}: {sum(us for _, us in found) / passes:.1f} us of kernels per forward")
     for name, us in sorted(total.items(), key=lambda item: -item[1]):
         print(f"{us / passes:9.1f} us  x{count[name] / passes:5.1f}  {name}")
+    return len(found)
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    for i in range(0, len(args), 2):
-        report(args[i], int(args[i + 1]))
+    empty = [args[i] for i in range(0, len(args), 2) if report(args[i], int(args[i + 1])) == 0]
+    if empty:
+        # A profile without kernels means the profiled process failed or ncu saw nothing.
+        sys.exit(f"kernel_profile_report.py: no kernels in {', '.join(empty)}")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Packs a CUDA build made here (build/gpu) into build/gpu-carry for a GPU machine that has
 # the CUDA toolkit but not this machine's Debian libraries: the test binaries and ctest
-# files, the CLI, the GPU benchmarks, stripped, plus the shared libraries the GPU image
-# lacks (fmt, OpenBLAS and its Fortran runtime). On the GPU machine:
+# files, the CLI, every benchmark (their smoke runs are ctest tests), stripped, plus the
+# shared libraries the GPU image lacks (fmt, OpenBLAS and its Fortran runtime), and
+# source_root (the checkout it was made in: gpu-test.sh points the ctest files at its own).
+# On the GPU machine:
 #   export LD_LIBRARY_PATH=$PWD/build/gpu/lib   # with build/gpu -> gpu-carry
 #   PLANRT_SKIP_BUILD=1 ./scripts/gpu-test.sh
 set -euo pipefail
@@ -10,15 +12,14 @@ cd "$(dirname "$0")/.."
 src=${1:-build/gpu}
 dst=build/gpu-carry
 rm -rf "$dst"
-mkdir -p "$dst/tests" "$dst/tools" "$dst/bench" "$dst/src" "$dst/lib"
+mkdir -p "$dst/tests" "$dst/tools" "$dst/bench/smoke" "$dst/src" "$dst/lib"
 cp "$src/CTestTestfile.cmake" "$dst/"
 : > "$dst/src/CTestTestfile.cmake"
 cp "$src"/tests/*_test "$src"/tests/*.cmake "$dst/tests/"
 cp "$src/tools/planrt" "$dst/tools/"
-: > "$dst/bench/CTestTestfile.cmake"
-for b in pool_bench cuda_per_op_bench engine_scratch_bench; do
-  [ -x "$src/bench/$b" ] && cp "$src/bench/$b" "$dst/bench/"
-done
+cp "$src/bench/CTestTestfile.cmake" "$dst/bench/"
+cp "$src"/bench/*_bench "$dst/bench/"
+sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$src/CMakeCache.txt" > "$dst/source_root"
 [ -f "$src/tools/CTestTestfile.cmake" ] && cp "$src/tools/CTestTestfile.cmake" "$dst/tools/"
 strip "$dst"/tests/*_test "$dst/tools/planrt" "$dst"/bench/*_bench 2>/dev/null || true
 for lib in libfmt.so.9 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do

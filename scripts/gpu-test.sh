@@ -1,18 +1,68 @@
 #!/usr/bin/env bash
-# The GPU lane: builds with CUDA required and runs every test with PLANRT_REQUIRE_GPU=1,
-# so a GPU test that would skip fails instead. Run it on a machine with an NVIDIA GPU.
+# The GPU lane: builds with CUDA required, runs every test with PLANRT_REQUIRE_GPU=1 (so a
+# GPU test that would skip fails instead), then every GPU benchmark in its smoke mode: the
+# C++ ones through ctest (label bench-smoke), bench/compare.sh --smoke (planrt beside
+# PyTorch, report included) and bench/kernel_profile.sh --smoke (Nsight Compute). A
+# benchmark that errors or fails its own checks fails the lane. Run it on a machine with an
+# NVIDIA GPU, torch and ncu.
 #
-#   ./scripts/gpu-test.sh                 # configure, build, test
-#   PLANRT_SKIP_BUILD=1 ./scripts/gpu-test.sh   # test a build carried from elsewhere
-set -euo pipefail
+#   ./scripts/gpu-test.sh                       # configure, build, test, benchmarks' smoke runs
+#   PLANRT_SKIP_BUILD=1 ./scripts/gpu-test.sh   # a build carried from elsewhere (gpu-carry.sh)
+# PLANRT_LANE_OUT=DIR keeps the logs and the lane's summary line (lane.json) there.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir=${PLANRT_BUILD_DIR:-build/gpu}
 if [ "${PLANRT_SKIP_BUILD:-0}" != "1" ]; then
+  set -e
   ./scripts/deps.sh
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLANRT_CUDA=ON
   cmake --build "$build_dir" -j "$(nproc)"
+  set +e
+fi
+# A carried build names the folders it was made in; point its ctest files at this checkout.
+if [ -f "$build_dir/source_root" ]; then
+  made_in=$(cat "$build_dir/source_root")
+  if [ "$made_in" != "$PWD" ]; then
+    grep -rlF "$made_in" "$build_dir" --include='*.cmake' | xargs -r sed -i "s|$made_in|$PWD|g"
+    echo "$PWD" > "$build_dir/source_root"
+  fi
 fi
 export PLANRT_REQUIRE_GPU=1
+out=${PLANRT_LANE_OUT:-out/gpu-lane}
+mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-ctest --test-dir "$build_dir" --output-on-failure -j "${PLANRT_TEST_JOBS:-4}" --timeout 900
+start=$SECONDS
+failed=()
+
+step() {  # step NAME COMMAND...: runs it, its output to the terminal and $out/NAME.log
+  local name=$1
+  shift
+  echo "=== gpu lane: $name"
+  if "$@" 2>&1 | tee "$out/$name.log"; then
+    echo "=== gpu lane: $name passed"
+  else
+    echo "=== gpu lane: $name FAILED"
+    failed+=("$name")
+  fi
+}
+
+step tests ctest --test-dir "$build_dir" --output-on-failure -j "${PLANRT_TEST_JOBS:-4}" \
+  --timeout 900 -LE bench-smoke
+step bench-smoke ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -L bench-smoke
+planrt_cli=$PWD/$build_dir/tools/planrt
+step compare-smoke env PLANRT="$planrt_cli" bench/compare.sh --smoke
+step kernel-profile-smoke env PLANRT="$planrt_cli" bench/kernel_profile.sh --smoke
+
+summary() {  # "N tests, P passed, ..." from ctest's log line
+  grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$out/$1.log" | tail -1
+}
+cat > "$out/lane.json" <<EOF
+{"lane": "gpu-test", "commit": "${PLANRT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}", "device": "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | sed 's/^ *//' | paste -sd, -)", "tests": "$(summary tests)", "bench_smoke": "$(summary bench-smoke)", "skipped": "$(grep -c 'Skipped\|\*\*\*Skipped' "$out/tests.log" 2>/dev/null || echo 0)", "failed_steps": "${failed[*]:-}", "wall_s": $((SECONDS - start))}
+EOF
+cat "$out/lane.json"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "gpu-test.sh: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "gpu-test.sh: tests and every GPU benchmark's smoke run passed"

@@ -1,5 +1,5 @@
 // engine_scratch_bench: activation scratch of engines, private vs pooled (the shared
-// per-device pool, DESIGN §6), on the scenarios the reference measured, in one process:
+// per-device pool, docs/design.md §6), on the scenarios the reference measured, in one process:
 //   four_contexts   four execution contexts of one engine holding two f32 8-head attention
 //                   blocks over [1, 2048, 512] (the 2-block template, partition `engine`,
 //                   loaded as four methods)
@@ -18,7 +18,11 @@
 // Attention is unfused by default (--attention=unfused): the reference's figures come from
 // engines that hold the [heads, S, S] scores; --attention=fused measures the one-pass kernel.
 // Appends JSON lines to bench/results/engine_scratch.jsonl (or --out=PATH).
-//   engine_scratch_bench [--seq=N] [--iters=N] [--attention=unfused|fused] [--out=PATH]
+//   engine_scratch_bench [--seq=N] [--iters=N] [--attention=unfused|fused] [--out=PATH] [--smoke]
+// --smoke (the GPU lane, scripts/gpu-test.sh): S = 256, FFN widths 256..3072, 3 timed runs
+// per round; every condition but the latency ratio is still checked (capacity = largest,
+// identical outputs, dynamic S), and lines are written only with --out. Exit 0: conditions
+// met; 1: an error; 2: a condition not met; 77: no GPU visible (a skip, as ctest reads it).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -137,6 +141,7 @@ int main(int argc, char** argv) {
   int64_t seq = 2048;
   int iters = 20;
   bool fused_attention = false;
+  bool smoke = false;
   std::string command;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -146,10 +151,19 @@ int main(int argc, char** argv) {
     else if (a.rfind("--iters=", 0) == 0) iters = std::max(3, std::atoi(a.c_str() + 8));
     else if (a == "--attention=fused") fused_attention = true;
     else if (a == "--attention=unfused") fused_attention = false;
+    else if (a == "--smoke") smoke = true;
     else if (i > 0) return fail("unknown argument " + a);
   }
+  if (smoke) {
+    seq = 256;
+    iters = 3;
+    if (out_path == (source_dir / "results" / "engine_scratch.jsonl").string()) out_path.clear();
+  }
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return fail("no CUDA device visible");
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    fail("no CUDA device visible: nothing measured");
+    return planrt::bench::no_gpu_exit();
+  }
   cudaSetDevice(0);
   cudaFree(nullptr);
   cudaDeviceProp prop{};
@@ -158,8 +172,11 @@ int main(int argc, char** argv) {
   const std::string commit = commit_env ? commit_env : "unknown";
   if (Status s = register_cuda_backend(); !s.ok()) return fail(s.to_string());
   if (Status s = register_engine_backend(); !s.ok()) return fail(s.to_string());
-  std::ofstream out(out_path, std::ios::app);
-  if (!out) return fail("cannot open " + out_path);
+  std::ofstream out;
+  if (!out_path.empty()) {
+    out.open(out_path, std::ios::app);
+    if (!out) return fail("cannot open " + out_path);
+  }
 
   std::vector<float> x(static_cast<size_t>(seq * 512));
   std::mt19937 rng(3);
@@ -167,12 +184,16 @@ int main(int argc, char** argv) {
   for (float& v : x) v = normal(rng);
   TensorView input = TensorView::contiguous(x.data(), DType::F32, *Shape::from(std::vector<int64_t>{1, seq, 512}));
 
+  // Widths large enough that the MLP, not the attention scores, sets some engines'
+  // scratch at S = 2048 (below ~9000 every block needs the attention's 144 MiB); the smoke
+  // run's at S = 256 (the scores take 2 MiB, a width-3072 MLP 6 MiB).
+  const std::vector<int64_t> differing_widths =
+      smoke ? std::vector<int64_t>{256, 512, 1024, 1536, 2048, 3072}
+            : std::vector<int64_t>{2048, 8192, 12288, 16384, 20480, 24576};
   const std::vector<Scenario> scenarios = {
       {"four_contexts", "engine", 2, {}, 4},
       {"interleaved", "engine-cuda-interleaved", 6, {}, 1},
-      // Widths large enough that the MLP, not the attention scores, sets some engines'
-      // scratch at S = 2048 (below ~9000 every block needs the attention's 144 MiB).
-      {"differing", "engine-per-block", 6, {2048, 8192, 12288, 16384, 20480, 24576}, 1},
+      {"differing", "engine-per-block", 6, differing_widths, 1},
   };
   bool all_met = true;
   std::printf("%-14s %5s %11s %11s %11s %6s %12s %12s %9s %9s %7s %5s\n", "scenario", "ctx",
@@ -198,7 +219,9 @@ int main(int argc, char** argv) {
     const double priv_ms = median(priv.ms), pool_ms = median(pool.ms);
     const double latency_ratio = pool_ms / priv_ms;
     const bool same = priv.output == pool.output;
-    const bool met = ratio == 1.0 && latency_ratio <= 1.03 && same;
+    // A smoke run's few timings say nothing about latency; the other conditions hold at
+    // any size.
+    const bool met = ratio == 1.0 && (smoke || latency_ratio <= 1.03) && same;
     all_met = all_met && met;
     std::printf("%-14s %5lld %11.1f %11.1f %11.1f %6.3f %12.1f %12.1f %9.3f %9.3f %7.3f %5s\n",
                 s.name.c_str(), static_cast<long long>(pool.contexts), priv.private_bytes / kMiB,
@@ -219,8 +242,8 @@ int main(int argc, char** argv) {
         {"measured_saving_bytes", priv.device_delta - pool.device_delta},
         {"private_median_ms", priv_ms}, {"pooled_median_ms", pool_ms},
         {"latency_ratio", latency_ratio}, {"runs_per_mode", priv.ms.size()},
-        {"outputs_identical", same}, {"targets_met", met}};
-    out << line.dump() << "\n";
+        {"outputs_identical", same}, {"targets_met", met}, {"smoke", smoke}};
+    if (out.is_open()) out << line.dump() << "\n";
   }
 
   // Dynamic S: calls at S = seq/4 then seq/2 on the differing-sizes method settle the pool at
@@ -258,10 +281,11 @@ int main(int argc, char** argv) {
                            {"calls_seq", {sizes[0], sizes[1]}},
                            {"capacity_after_bytes", {capacity[0], capacity[1]}},
                            {"profile_max_bytes", profile_max},
-                           {"settles_below_profile_max", settles}};
-    out << line.dump() << "\n";
+                           {"settles_below_profile_max", settles}, {"smoke", smoke}};
+    if (out.is_open()) out << line.dump() << "\n";
   }
-  std::printf("targets (capacity = largest, pooled latency within 3%%, identical outputs, dynamic S): %s\n",
+  std::printf("targets (capacity = largest, %sidentical outputs, dynamic S): %s\n",
+              smoke ? "smoke run: latency not judged, " : "pooled latency within 3%, ",
               all_met ? "met" : "NOT all met");
   return all_met ? 0 : 2;
 }
