@@ -22,7 +22,7 @@ cp "$src"/bench/*_bench "$dst/bench/"
 sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$src/CMakeCache.txt" > "$dst/source_root"
 [ -f "$src/tools/CTestTestfile.cmake" ] && cp "$src/tools/CTestTestfile.cmake" "$dst/tools/"
 strip "$dst"/tests/*_test "$dst/tools/planrt" "$dst"/bench/*_bench 2>/dev/null || true
-for lib in libfmt.so.9 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
+for lib in libfmt.so.9 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libbenchmark.so.1debian; do
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
   [ -n "$path" ] && cp -L "$path" "$dst/lib/"
 done

@@ -54,11 +54,11 @@ planrt_cli=$PWD/$build_dir/tools/planrt
 step compare-smoke env PLANRT="$planrt_cli" bench/compare.sh --smoke
 step kernel-profile-smoke env PLANRT="$planrt_cli" bench/kernel_profile.sh --smoke
 
-summary() {  # "N tests, P passed, ..." from ctest's log line
-  grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$out/$1.log" | tail -1
+summary() {  # ctest's own summary line: "100% tests passed out of N" or "..., K tests failed out of N"
+  grep -Eo '[0-9]+% tests passed(, [0-9]+ tests failed)? out of [0-9]+' "$out/$1.log" | tail -1
 }
 cat > "$out/lane.json" <<EOF
-{"lane": "gpu-test", "commit": "${PLANRT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}", "device": "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | sed 's/^ *//' | paste -sd, -)", "tests": "$(summary tests)", "bench_smoke": "$(summary bench-smoke)", "skipped": "$(grep -c 'Skipped\|\*\*\*Skipped' "$out/tests.log" 2>/dev/null || echo 0)", "failed_steps": "${failed[*]:-}", "wall_s": $((SECONDS - start))}
+{"lane": "gpu-test", "commit": "${PLANRT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}", "device": "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | sed 's/^ *//' | paste -sd, -)", "tests": "$(summary tests)", "bench_smoke": "$(summary bench-smoke)", "skipped": $(grep -c '\*\*\*Skipped' "$out/tests.log" 2>/dev/null || true), "failed_steps": "${failed[*]:-}", "wall_s": $((SECONDS - start))}
 EOF
 cat "$out/lane.json"
 if [ ${#failed[@]} -gt 0 ]; then
