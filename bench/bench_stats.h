@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace planrt::bench {
@@ -20,6 +21,14 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t mid = v.size() / 2;
   return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2.0;
+}
+
+// Where a benchmark appends its JSON line: --out when given; else nowhere in a smoke run
+// (its figures are not results) and `default_path` (under bench/results/) otherwise.
+inline std::string results_path(const std::string& out_flag, bool smoke,
+                                const std::string& default_path) {
+  if (!out_flag.empty()) return out_flag;
+  return smoke ? std::string() : default_path;
 }
 
 // The exit status of a GPU benchmark that finds no GPU: 77, which ctest reads as a skip

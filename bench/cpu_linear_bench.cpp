@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_stats.h"
 #include "kernels/kernel.h"
 
 namespace {
@@ -174,7 +175,7 @@ std::string utc_now() {
 
 int main(int argc, char** argv) {
   const std::filesystem::path source_dir = std::filesystem::path(__FILE__).parent_path();
-  std::string out_path = (source_dir / "results" / "cpu_linear.jsonl").string();
+  std::string out_flag;  // --out=PATH
   std::string command;
   bool interleave_set = false;
   bool smoke = false;
@@ -183,7 +184,7 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     command += (i ? " " : "") + a;
     if (a.rfind("--out=", 0) == 0) {
-      out_path = a.substr(6);
+      out_flag = a.substr(6);
       continue;
     }
     if (a == "--smoke") {
@@ -196,10 +197,9 @@ int main(int argc, char** argv) {
   std::string interleave = "--benchmark_enable_random_interleaving=true";
   if (!interleave_set) args.push_back(interleave.data());
   std::string min_time = "--benchmark_min_time=0.01";
-  if (smoke) {
-    args.push_back(min_time.data());
-    if (out_path == (source_dir / "results" / "cpu_linear.jsonl").string()) out_path.clear();
-  }
+  if (smoke) args.push_back(min_time.data());
+  const std::string out_path =
+      planrt::bench::results_path(out_flag, smoke, (source_dir / "results" / "cpu_linear.jsonl").string());
   const double error = linear_error();
   std::printf("planrt linear vs cblas_sgemm + bias: relative error %.2e\n", error);
   if (error < 0 || error > 1e-5) {

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_stats.h"
 #include "format/writer.h"
 #include "planrt/runtime/program.h"
 
@@ -123,7 +124,7 @@ int fail(const Status& s) {
 
 int main(int argc, char** argv) {
   const std::filesystem::path source_dir = std::filesystem::path(__FILE__).parent_path();
-  std::string out_path = (source_dir / "results" / "load.jsonl").string();
+  std::string out_flag;  // --out=PATH
   std::filesystem::path dir = std::filesystem::temp_directory_path();
   int runs = 15;
   bool smoke = false;
@@ -131,7 +132,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     command += (i ? " " : "") + a;
-    if (a.rfind("--out=", 0) == 0) out_path = a.substr(6);
+    if (a.rfind("--out=", 0) == 0) out_flag = a.substr(6);
     else if (a.rfind("--dir=", 0) == 0) dir = a.substr(6);
     else if (a.rfind("--runs=", 0) == 0) runs = std::max(1, std::stoi(a.substr(7)));
     else if (a == "--smoke") smoke = true;
@@ -143,8 +144,9 @@ int main(int argc, char** argv) {
   if (smoke) {
     table_rows = 16384;
     runs = 3;
-    if (out_path == (source_dir / "results" / "load.jsonl").string()) out_path.clear();
   }
+  const std::string out_path =
+      planrt::bench::results_path(out_flag, smoke, (source_dir / "results" / "load.jsonl").string());
   const std::string path = (dir / ("planrt_load_bench_" + std::to_string(getpid()) + ".prog")).string();
   const uint64_t constants_bytes = uint64_t{kConstants} * table_rows * kCols * 4;
   // The 1 GiB file goes on every exit path.

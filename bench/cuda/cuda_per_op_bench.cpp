@@ -95,7 +95,7 @@ Status run_round(const Program& program, bool private_pool, bool sync_each_step,
 int main(int argc, char** argv) {
   const std::filesystem::path source_dir =
       std::filesystem::path(__FILE__).parent_path().parent_path();
-  std::string out_path = (source_dir / "results" / "cuda_per_op.jsonl").string();
+  std::string out_flag;  // --out=PATH
   int64_t layers = 2, d_model = 512, seq = 128;
   int iters = 60, rounds = 6;
   bool smoke = false;
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
       if (a.rfind(f, 0) == 0) return a.substr(f.size());
       return std::nullopt;
     };
-    if (auto v = value("--out=")) out_path = *v;
+    if (auto v = value("--out=")) out_flag = *v;
     else if (auto v = value("--layers=")) layers = std::atoll(v->c_str());
     else if (auto v = value("--d-model=")) d_model = std::atoll(v->c_str());
     else if (auto v = value("--seq=")) seq = std::atoll(v->c_str());
@@ -122,8 +122,9 @@ int main(int argc, char** argv) {
     seq = 32;
     iters = 10;
     rounds = 2;
-    if (out_path == (source_dir / "results" / "cuda_per_op.jsonl").string()) out_path.clear();
   }
+  const std::string out_path =
+      planrt::bench::results_path(out_flag, smoke, (source_dir / "results" / "cuda_per_op.jsonl").string());
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     fail("no CUDA device visible: nothing measured");

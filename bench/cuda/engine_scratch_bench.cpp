@@ -137,7 +137,7 @@ Status measure(const Program& program, const Scenario& s, bool pooled, const Ten
 int main(int argc, char** argv) {
   const std::filesystem::path source_dir =
       std::filesystem::path(__FILE__).parent_path().parent_path();
-  std::string out_path = (source_dir / "results" / "engine_scratch.jsonl").string();
+  std::string out_flag;  // --out=PATH
   int64_t seq = 2048;
   int iters = 20;
   bool fused_attention = false;
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     command += (i ? " " : "") + a;
-    if (a.rfind("--out=", 0) == 0) out_path = a.substr(6);
+    if (a.rfind("--out=", 0) == 0) out_flag = a.substr(6);
     else if (a.rfind("--seq=", 0) == 0) seq = std::atoll(a.c_str() + 6);
     else if (a.rfind("--iters=", 0) == 0) iters = std::max(3, std::atoi(a.c_str() + 8));
     else if (a == "--attention=fused") fused_attention = true;
@@ -157,8 +157,9 @@ int main(int argc, char** argv) {
   if (smoke) {
     seq = 256;
     iters = 3;
-    if (out_path == (source_dir / "results" / "engine_scratch.jsonl").string()) out_path.clear();
   }
+  const std::string out_path =
+      planrt::bench::results_path(out_flag, smoke, (source_dir / "results" / "engine_scratch.jsonl").string());
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     fail("no CUDA device visible: nothing measured");

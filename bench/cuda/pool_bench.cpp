@@ -90,22 +90,23 @@ size_t device_used_bytes() {
 int main(int argc, char** argv) {
   const std::filesystem::path source_dir =
       std::filesystem::path(__FILE__).parent_path().parent_path();
-  std::string out_path = (source_dir / "results" / "cuda_pool.jsonl").string();
+  std::string out_flag;  // --out=PATH
   int iters = 2000;
   bool smoke = false;
   std::string command;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     command += (i ? " " : "") + a;
-    if (a.rfind("--out=", 0) == 0) out_path = a.substr(6);
+    if (a.rfind("--out=", 0) == 0) out_flag = a.substr(6);
     else if (a.rfind("--iters=", 0) == 0) iters = std::max(10, std::atoi(a.c_str() + 8));
     else if (a == "--smoke") smoke = true;
     else if (i > 0) return fail("unknown argument " + a);
   }
   if (smoke) {
     iters = 40;
-    if (out_path == (source_dir / "results" / "cuda_pool.jsonl").string()) out_path.clear();
   }
+  const std::string out_path =
+      planrt::bench::results_path(out_flag, smoke, (source_dir / "results" / "cuda_pool.jsonl").string());
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     fail("no CUDA device visible: nothing measured");

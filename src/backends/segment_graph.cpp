@@ -28,7 +28,7 @@ Result<SegmentGraph> parse_segment_graph(std::span<const uint8_t> blob,
   seg.scratch_bytes = graph->scratch_bytes();
   size_t n = runtime_detail::size_of(graph->values());
   auto check_id = [&](uint32_t id, std::string_view what, bool optional) -> Status {
-    if (optional && id == kNoGraphValue) return {};
+    if (optional && id == format::kNoValue) return {};
     if (id >= n) {
       return make_error(ErrorCode::InvalidProgram, "segment '{}': {} is value {}, but the graph has {}",
                         seg.name, what, id, n);

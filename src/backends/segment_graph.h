@@ -15,13 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "format/program_file.h"
 #include "kernels/kernel.h"
 #include "planrt/format/program_generated.h"
 #include "planrt/runtime/backend.h"
 
 namespace planrt {
-
-inline constexpr uint32_t kNoGraphValue = 0xFFFFFFFFu;
 
 struct SegmentValue {
   std::string name;
@@ -37,7 +36,7 @@ struct SegmentStep {
   std::string op;
   std::string node;
   kernels::OpAttrs attrs;
-  std::vector<uint32_t> inputs;   // kNoGraphValue: an absent optional operand
+  std::vector<uint32_t> inputs;   // format::kNoValue: an absent optional operand
   std::vector<uint32_t> outputs;
 };
 

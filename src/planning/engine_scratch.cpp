@@ -8,12 +8,13 @@
 #include "planning/op_attrs.h"
 #include "planning/planner.h"
 #include "format/fb_types.h"
+#include "format/program_file.h"
 #include "kernels/workspace.h"
 
 namespace planrt::planning {
 namespace {
 
-constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+using format::kNoValue;
 
 Status bad(std::string message) { return Status(ErrorCode::InvalidProgram, std::move(message)); }
 

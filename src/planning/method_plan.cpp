@@ -8,6 +8,7 @@
 
 #include "planning/engine_scratch.h"
 #include "format/fb_types.h"
+#include "format/program_file.h"
 
 namespace planrt::planning {
 namespace {
@@ -43,7 +44,7 @@ Result<std::vector<std::optional<TensorLifetime>>> lifetimes(
   std::vector<std::optional<TensorLifetime>> out(num_values);
   const auto last = static_cast<int64_t>(instructions.empty() ? 0 : instructions.size() - 1);
   auto touch = [&](uint32_t v, int64_t at, bool writes) -> Status {
-    if (v == 0xFFFFFFFFu) return {};
+    if (v == format::kNoValue) return {};
     if (v >= num_values) return make_error(ErrorCode::Internal, "instruction {} names value {} of {}", at, v, num_values);
     if (values[v]->kind == fb::ValueKind::Constant) return {};
     if (!out[v]) {

@@ -25,15 +25,10 @@
 // largest sum of sizes live at any one instruction, each rounded up to the alignment), at
 // most the arena of ordering 1 alone (the planner before best-of) and at most the no-reuse
 // arena. Not guaranteed: optimality (the problem is NP-hard, and the lower bound is not
-// always reachable) or any ratio bound on arbitrary input. Measured max ratio arena/lower
-// bound over 2000 seeded cases of 5..200 tensors per family of tests/support/plan_cases
-// (alignment 256; bench/results/planner.jsonl), ordering 1 alone -> best of three:
-//   transformer 1.000 -> 1.000, transformer-kv 1.0135 -> 1.0038, resnet 1.000 -> 1.000,
-//   unet 1.1292 -> 1.000, random-chain 1.500 -> 1.0833 (one case above 1.05),
-//   uniform-random 1.2861 -> 1.2517 (sizes all distinct, so only ordering 3 differs from
-//   ordering 1; 945 of its 2000 cases stay above 1.05). At 10k tensors (5 cases each):
-//   1.000 on the model-like families, uniform-random 1.0607 -> 1.0607.
-// The ratio is reported for every plan and checked by the tests and a benchmark.
+// always reachable) or any ratio bound on arbitrary input. The ratio arena / lower bound is
+// reported for every plan and checked by the tests (tests/planning) and a benchmark
+// (bench/planner_bench over the case families of tests/support/plan_cases, each ordering
+// alone and best of three; its figures are in bench/results/planner.jsonl).
 //
 // The no-reuse planner puts every tensor after the previous one (arena = sum of sizes):
 // for debugging a suspected aliasing bug.
@@ -80,8 +75,8 @@ std::span<const GreedyOrder> greedy_orders();
 // (InvalidArgument, naming the tensor): a lifetime with last_use < first_use, a
 // non-power-of-two alignment, a size or arena end that overflows 64 bits (GreedyBySize:
 // under every ordering; the first ordering's error is returned). Cost: O(k n^2) time in
-// the tensor count n, k = 3 orderings at most (0.08-1 s at 10k tensors on a shared 2-core
-// host, ~14 us at 5..200; bench/planner_bench), O(n) memory.
+// the tensor count n, k = 3 orderings at most (timings: bench/results/planner.jsonl),
+// O(n) memory.
 Result<MemoryPlan> plan_memory(std::span<const TensorLifetime> tensors, uint64_t alignment,
                                PlannerKind kind = PlannerKind::GreedyBySize);
 

@@ -150,8 +150,7 @@ struct Method::Impl {
   MethodRunStats stats;
   // Per method input: true when only host-to-device copies read it (and it is no output).
   // run() copies such an input to the device straight from the caller's memory, which
-  // saves a host memcpy into its planned buffer per run (measured: a 4 MiB input on an
-  // H200 host). Set at load by find_inputs_read_only_by_device_copies().
+  // saves a host memcpy into its planned buffer per run. Set at load by find_inputs_read_only_by_device_copies().
   std::vector<bool> input_read_by_copies_only;
   void find_inputs_read_only_by_device_copies();
   // Pins each own host arena a device-to-host copy writes (once per arena).

@@ -123,7 +123,8 @@ TEST(Npy, FailsCleanlyAtEveryTruncatedLength) {
   auto bytes = numpy_written_2x3_f32();
   for (size_t n = 0; n < bytes.size(); ++n) {
     std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<long>(n));
-    EXPECT_FALSE(parse_npy(cut).ok()) << n;
+    SCOPED_TRACE(n);
+    expect_error(parse_npy(cut), ErrorCode::InvalidArgument, "npy '<memory>': ");
   }
 }
 
@@ -148,6 +149,7 @@ TEST(Npy, RefusesToWriteDataThatDoesNotMatchTheShape) {
   t.data.pop_back();
   auto r = serialize_npy(t);
   ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::InvalidArgument) << r.status().to_string();
   EXPECT_NE(r.status().message().find("needs 16 bytes but holds 15"), std::string::npos);
 }
 
@@ -177,6 +179,7 @@ TEST(Npy, RefusesGarbageHeaders) {
   for (const char* h : headers) {
     auto r = parse_npy(with_header(h, 8), "g.npy");
     ASSERT_FALSE(r.ok()) << h;
+    EXPECT_EQ(r.status().code(), ErrorCode::InvalidArgument) << h << ": " << r.status().to_string();
     EXPECT_NE(r.status().message().find("'g.npy'"), std::string::npos) << r.status().message();
   }
 }

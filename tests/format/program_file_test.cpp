@@ -8,10 +8,12 @@
 #include "format/program_corruption.h"
 #include "format/safetensors.h"
 #include "format/test_util.h"
+#include "support/status_matchers.h"
 
 namespace planrt::format {
 namespace {
 
+using ::planrt::testing::IsError;
 using fixtures::FixtureProgram;
 using fixtures::relu_add_program;
 
@@ -34,6 +36,7 @@ TEST(ProgramFileOpen, ReportsAnEmptyFile) {
   write_bytes(dir.file("empty.prog"), {});
   auto r = ProgramFile::open(dir.file("empty.prog"));
   ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::IoError) << r.status().to_string();
   EXPECT_NE(r.status().message().find("is empty"), std::string::npos) << r.status().message();
 }
 
@@ -41,10 +44,12 @@ TEST(ProgramFileOpen, RefusesADirectoryAndAFifoWithoutBlocking) {
   TempDir dir;
   auto r = ProgramFile::open(dir.path().string());
   ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(IsError(r.status(), ErrorCode::IoError, {"not a regular file"}));
   const std::string fifo = dir.file("pipe");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   r = ProgramFile::open(fifo);
   ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::IoError) << r.status().to_string();
   EXPECT_NE(r.status().message().find("not a regular file"), std::string::npos)
       << r.status().message();
 }
@@ -246,7 +251,8 @@ TEST(ProgramFileConstants, FromBytesResolvesExternalConstantsAgainstBaseDir) {
   FixtureProgram f = relu_add_program();
   ASSERT_TRUE(f.write_with_external_weights(dir.path().string(), "m.prog", "w.safetensors").ok());
   auto bytes = read_bytes(dir.file("m.prog"));
-  EXPECT_FALSE(ProgramFile::from_bytes(bytes, "/nonexistent-dir").ok());
+  EXPECT_TRUE(IsError(ProgramFile::from_bytes(bytes, "/nonexistent-dir").status(), ErrorCode::NotFound,
+                      {"external constants 'w.safetensors'", "/nonexistent-dir/w.safetensors"}));
   auto r = ProgramFile::from_bytes(bytes, dir.path().string());
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->path(), "");

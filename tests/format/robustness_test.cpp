@@ -52,7 +52,9 @@ TEST(ReaderRobustness, RandomBytesFailCleanly) {
   for (int trial = 0; trial < 2000; ++trial) {
     std::vector<uint8_t> bytes(rng() % 600);
     for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-    EXPECT_FALSE(ProgramFile::from_bytes(std::move(bytes)).ok()) << trial;
+    auto r = ProgramFile::from_bytes(std::move(bytes));
+    EXPECT_FALSE(r.ok()) << trial;
+    EXPECT_EQ(r.status().code(), ErrorCode::InvalidProgram) << trial << ": " << r.status().to_string();
   }
 }
 
@@ -63,7 +65,12 @@ TEST(ReaderRobustness, RandomBytesBehindAValidHeaderFailCleanly) {
   for (int trial = 0; trial < 2000; ++trial) {
     std::vector<uint8_t> bytes = good;
     for (size_t i = 64; i < 64 + h.flatbuffer_size; ++i) bytes[i] = static_cast<uint8_t>(rng());
-    EXPECT_FALSE(ProgramFile::from_bytes(std::move(bytes)).ok()) << trial;
+    auto r = ProgramFile::from_bytes(std::move(bytes));
+    EXPECT_FALSE(r.ok()) << trial;
+    EXPECT_EQ(r.status().code(), ErrorCode::InvalidProgram) << trial << ": " << r.status().to_string();
+    // Its identifier is random too: the FlatBuffer verifier refuses it.
+    EXPECT_NE(r.status().message().find("is not a valid program"), std::string::npos)
+        << trial << ": " << r.status().message();
   }
 }
 

@@ -4,9 +4,12 @@
 
 #include "format/safetensors.h"
 #include "format/test_util.h"
+#include "support/status_matchers.h"
 
 namespace planrt::format {
 namespace {
+
+using ::planrt::testing::IsError;
 
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
   std::vector<uint8_t> v(n);
@@ -151,7 +154,8 @@ TEST(Safetensors, FailsCleanlyAtEveryTruncatedLength) {
   ASSERT_TRUE(bytes.ok());
   for (size_t n = 0; n < bytes->size(); ++n) {
     std::vector<uint8_t> cut(bytes->begin(), bytes->begin() + static_cast<long>(n));
-    EXPECT_FALSE(SafetensorsFile::from_bytes(cut).ok()) << n;
+    SCOPED_TRACE(n);
+    expect_invalid(SafetensorsFile::from_bytes(cut), "safetensors '<memory>': ");
   }
   EXPECT_TRUE(SafetensorsFile::from_bytes(*bytes).ok());
 }
@@ -161,12 +165,15 @@ TEST(Safetensors, WriterRefusesBadTensors) {
   std::vector<SafetensorsTensor> dup = {{"a", DType::F32, {2}, data}, {"a", DType::F32, {2}, data}};
   auto r = serialize_safetensors(dup);
   ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::InvalidArgument) << r.status().to_string();
   EXPECT_NE(r.status().message().find("'a' is reserved or repeated"), std::string::npos);
   std::vector<SafetensorsTensor> reserved = {{"__metadata__", DType::F32, {2}, data}};
-  EXPECT_FALSE(serialize_safetensors(reserved).ok());
+  EXPECT_TRUE(IsError(serialize_safetensors(reserved).status(), ErrorCode::InvalidArgument,
+                      {"tensor name '__metadata__' is reserved or repeated"}));
   std::vector<SafetensorsTensor> short_data = {{"a", DType::F32, {3}, data}};
   r = serialize_safetensors(short_data);
   ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::InvalidArgument) << r.status().to_string();
   EXPECT_NE(r.status().message().find("needs 12 bytes but 8"), std::string::npos);
 }
 

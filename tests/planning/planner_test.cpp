@@ -9,8 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/status_matchers.h"
+
 namespace planrt::planning {
 namespace {
+
+using ::planrt::testing::IsError;
 
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 constexpr uint64_t kU = 64;  // one alignment unit: hand cases are written in units
@@ -185,7 +189,8 @@ TEST(PlannerTest, SingleOrderingReportsTheLowerBoundAndTheSameErrors) {
     Result<MemoryPlan> bad = plan_memory_greedy(std::vector<TensorLifetime>{T(1, 4, 3)}, kU, order);
     ASSERT_FALSE(bad.ok());
     EXPECT_EQ(bad.status().code(), ErrorCode::InvalidArgument);
-    EXPECT_FALSE(plan_memory_greedy(tensors, 48, order).ok());
+    EXPECT_TRUE(IsError(plan_memory_greedy(tensors, 48, order).status(), ErrorCode::InvalidArgument,
+                        {"alignment 48 is not a power of two"}));
   }
 }
 
@@ -260,6 +265,7 @@ TEST(PlannerTest, RejectsSizeThatOverflowsWhenAligned) {
     Result<MemoryPlan> plan =
         plan_memory(std::vector<TensorLifetime>{T(1, 0, 0), {kMax - 10, 0, 0}}, 64, kind);
     ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), ErrorCode::InvalidArgument);
     EXPECT_NE(plan.status().message().find("tensor 1"), std::string::npos)
         << plan.status().message();
     EXPECT_NE(plan.status().message().find("overflows"), std::string::npos);
@@ -288,6 +294,7 @@ TEST(PlannerTest, RejectsPlacementWhoseAlignedEndOverflows) {
   const std::vector<TensorLifetime> tensors = {{65, 0, 1}, {kMax - 127, 0, 1}};
   Result<MemoryPlan> plan = plan_memory(tensors, 64);
   ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), ErrorCode::InvalidArgument);
   EXPECT_EQ(plan.status().message(),
             "tensor 0 of 65 bytes placed at offset 18446744073709551488 overflows a 64-bit "
             "arena (alignment 64)");
@@ -339,6 +346,7 @@ TEST_F(VerifyPlanTest, CatchesMisalignedOffset) {
   plan_.offsets[2] += 8;
   Status s = verify_plan(tensors_, plan_, kU);
   ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::Internal);
   EXPECT_NE(s.message().find("tensor 2 offset"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("alignment 64"), std::string::npos) << s.message();
 }
@@ -347,6 +355,7 @@ TEST_F(VerifyPlanTest, CatchesTensorOutsideTheArena) {
   plan_.arena_bytes -= kU;
   Status s = verify_plan(tensors_, plan_, kU);
   ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::Internal);
   EXPECT_NE(s.message().find("outside the arena"), std::string::npos) << s.message();
 }
 
@@ -354,6 +363,7 @@ TEST_F(VerifyPlanTest, CatchesOffsetNearTheTopOfTheAddressSpaceWithoutOverflow) 
   plan_.offsets[1] = kMax - (kU - 1);  // offset + size would wrap to a small number
   Status s = verify_plan(tensors_, plan_, kU);
   ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::Internal);
   EXPECT_NE(s.message().find("tensor 1"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("outside the arena"), std::string::npos) << s.message();
 }
@@ -362,6 +372,7 @@ TEST_F(VerifyPlanTest, CatchesWrongNumberOfOffsets) {
   plan_.offsets.pop_back();
   Status s = verify_plan(tensors_, plan_, kU);
   ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::Internal);
   EXPECT_NE(s.message().find("2 offsets for 3 tensors"), std::string::npos) << s.message();
 }
 

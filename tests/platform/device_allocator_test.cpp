@@ -1,58 +1,33 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdint>
-#include <limits>
 #include <thread>
 #include <vector>
 
 #include "planrt/platform/device_allocator.h"
+#include "support/device_allocator_contract.h"
 #include "support/test_device.h"
 
 namespace planrt {
 namespace {
 
+using testing::AllocatorCaseName;
+using testing::DeviceAllocatorContract;
+using testing::DeviceAllocatorFailureContract;
+using testing::host_allocator_case;
+using testing::test_allocator_case;
 using testing::TestDeviceAllocator;
 
-TEST(HostAllocator, Returns64ByteAlignedMemory) {
-  DeviceAllocator& host = host_allocator();
-  for (size_t n : {1u, 63u, 64u, 1000u}) {
-    Result<void*> p = host.allocate(n, Device::cpu());
-    ASSERT_TRUE(p.ok()) << p.status().to_string();
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(*p) % kHostAlignment, 0u) << n;
-    host.deallocate(*p, n, Device::cpu());
-  }
-}
-
-TEST(HostAllocator, ReturnsOutOfMemoryInsteadOfThrowing) {
-  size_t huge = std::numeric_limits<size_t>::max() / 2;
-  Result<void*> p = host_allocator().allocate(huge, Device::cpu());
-  ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().code(), ErrorCode::OutOfMemory);
-  EXPECT_NE(p.status().message().find(std::to_string(huge)), std::string::npos)
-      << p.status().message();
-}
-
-TEST(HostAllocator, RefusesANonCpuDevice) {
-  Result<void*> p = host_allocator().allocate(16, Device::cuda(0));
-  ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().code(), ErrorCode::NotSupported);
-  EXPECT_NE(p.status().message().find("cuda:0"), std::string::npos);
-}
-
-TEST(HostAllocator, CopiesMoveBytes) {
-  DeviceAllocator& host = host_allocator();
-  int a[4] = {1, 2, 3, 4};
-  int b[4] = {};
-  ASSERT_TRUE(host.copy_host_to_device(b, a, sizeof(a), Device::cpu()).ok());
-  EXPECT_EQ(b[3], 4);
-  int c[4] = {};
-  ASSERT_TRUE(host.copy_device_to_host(c, b, sizeof(b), Device::cpu()).ok());
-  EXPECT_EQ(c[2], 3);
-  int d[4] = {};
-  ASSERT_TRUE(host.copy_device_to_device(d, c, sizeof(c), Device::cpu()).ok());
-  EXPECT_EQ(d[1], 2);
-}
+// The contract of device_allocator.h (support/device_allocator_contract.h) over the
+// allocators that need no GPU: the built-in host allocator (64-byte alignment, OutOfMemory
+// instead of bad_alloc, NotSupported for a device other than the CPU) and the test
+// allocator, with its injected failures. The CUDA allocator's run:
+// tests/platform/cuda/cuda_allocator_test.cpp.
+INSTANTIATE_TEST_SUITE_P(HostMemory, DeviceAllocatorContract,
+                         ::testing::Values(host_allocator_case(), test_allocator_case()),
+                         AllocatorCaseName);
+INSTANTIATE_TEST_SUITE_P(HostMemory, DeviceAllocatorFailureContract,
+                         ::testing::Values(test_allocator_case()), AllocatorCaseName);
 
 TEST(AllocatorRegistry, CpuAlwaysHasTheHostAllocator) {
   EXPECT_EQ(get_device_allocator(DeviceType::CPU), &host_allocator());

@@ -20,6 +20,7 @@
 #include "planrt/builder/builder.h"
 #include "planrt/runtime/program.h"
 #include "runtime_test_util.h"
+#include "support/built_programs.h"
 #include "support/test_device.h"
 
 namespace planrt {
@@ -196,12 +197,9 @@ builder::TransformerOptions engine_blocks(const std::string& partition) {
 }
 
 Result<Program> build_engines(bool shared, const std::string& partition = "engine-per-block") {
-  PLANRT_ASSIGN_OR_RETURN(builder::Model model, builder::make_transformer(engine_blocks(partition)));
   builder::BuildOptions b;
   b.shared_scratch = shared;
-  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(model, b));
-  PLANRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, built.serialize());
-  return Program::load_bytes(std::move(bytes));
+  return fixtures::load_transformer(engine_blocks(partition), b);
 }
 
 std::vector<float> engine_input(int64_t s) {

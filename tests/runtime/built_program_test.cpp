@@ -10,6 +10,7 @@
 #include "planrt/builder/builder.h"
 #include "planrt/runtime/program.h"
 #include "runtime_test_util.h"
+#include "support/built_programs.h"
 #include "support/test_device.h"
 
 namespace planrt {
@@ -27,9 +28,7 @@ std::string model_path() {
 
 Result<Program> build_two_methods() {
   PLANRT_ASSIGN_OR_RETURN(builder::Model model, builder::read_model_json(model_path()));
-  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(model));
-  PLANRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, built.serialize());
-  return Program::load_bytes(std::move(bytes));
+  return fixtures::load_built_program(model);
 }
 
 Result<std::vector<Tensor>> run(Method& m, std::vector<float>& x, int64_t s) {

@@ -17,6 +17,7 @@
 #include "planrt/builder/builder.h"
 #include "planrt/format/program_generated.h"
 #include "planrt/runtime/program.h"
+#include "support/built_programs.h"
 
 namespace planrt {
 namespace {
@@ -35,12 +36,9 @@ builder::TransformerOptions blocks(const std::string& partition, const std::stri
 }
 
 Result<Program> load(const builder::TransformerOptions& o, bool shared) {
-  PLANRT_ASSIGN_OR_RETURN(builder::Model model, builder::make_transformer(o));
   builder::BuildOptions b;
   b.shared_scratch = shared;
-  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(model, b));
-  PLANRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, built.serialize());
-  return Program::load_bytes(std::move(bytes));
+  return fixtures::load_transformer(o, b);
 }
 
 Result<MethodMeta> meta_of(const builder::TransformerOptions& o, bool shared) {

@@ -33,6 +33,7 @@
 #include "format/safetensors.h"
 #include "planrt/builder/builder.h"
 #include "planrt/runtime/program.h"
+#include "support/built_programs.h"
 
 namespace planrt {
 namespace {
@@ -219,9 +220,7 @@ Result<Built> build(const builder::TransformerOptions& options, const std::strin
   PLANRT_ASSIGN_OR_RETURN(builder::Model model, builder::make_transformer(options));
   PLANRT_RETURN_IF_ERROR(builder::write_weights_safetensors(model, export_path));
   PLANRT_ASSIGN_OR_RETURN(Weights w, read_weights(export_path));
-  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(model));
-  PLANRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, built.serialize());
-  PLANRT_ASSIGN_OR_RETURN(Program program, Program::load_bytes(std::move(bytes)));
+  PLANRT_ASSIGN_OR_RETURN(Program program, fixtures::load_built_program(model));
   return Built{std::move(program), std::move(w)};
 }
 

@@ -10,6 +10,7 @@
 
 #include "planrt/backends/engine.h"
 #include "planrt/builder/builder.h"
+#include "support/built_programs.h"
 
 namespace planrt::stress {
 namespace {
@@ -135,8 +136,7 @@ std::string model_json(std::string_view engines_device) {
 
 Result<std::vector<uint8_t>> program_bytes(std::string_view engines_device) {
   PLANRT_ASSIGN_OR_RETURN(builder::Model model, builder::parse_model_json(model_json(engines_device)));
-  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(model));
-  return built.serialize();
+  return fixtures::built_program_bytes(model);
 }
 
 const std::vector<std::string>& method_names() { return kMethods; }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "format/program_file.h"
 #include "kernels/kernel.h"
 #include "planrt/format/program_generated.h"
 #include "planrt/platform/device_buffer.h"
@@ -313,7 +314,7 @@ Status run_steps(const GraphHandle& g, const PreparedCall& call) {
     const GraphStep& s = g.steps[k];
     in.clear();
     out.clear();
-    for (uint32_t id : s.inputs) in.push_back(id == 0xFFFFFFFFu ? TensorView::none() : call.views[id]);
+    for (uint32_t id : s.inputs) in.push_back(id == format::kNoValue ? TensorView::none() : call.views[id]);
     for (uint32_t id : s.outputs) out.push_back(call.views[id]);
     Status st = s.fn(s.attrs, in, out);
     if (!st.ok()) return st.with_context(fmt::format("segment '{}' step {} ('{}')", g.name, k, s.op));

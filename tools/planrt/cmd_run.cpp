@@ -2,22 +2,27 @@
 //                      [--dim NAME=VALUE ...] [--iterations N] [--warmup N]
 //                      [--output-dir DIR] [--backend-option BACKEND.KEY=VALUE ...]
 //                      [--synchronize-each-step] [--json]
+//
+// Each step below fills its part of a RunReport (run_report.h); the text and --json
+// printers read only that report.
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "format_bytes.h"
 #include "format/npy.h"
 #include "planrt/backends/engine.h"
 #include "planrt/runtime/program.h"
@@ -27,6 +32,7 @@
 #endif
 #include "progress.h"
 #include "random_inputs.h"
+#include "run_report.h"
 
 namespace planrt::cli {
 namespace {
@@ -102,15 +108,10 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-struct OutputStats {
-  double min = 0, max = 0, mean = 0;
-  bool has_stats = false;
-};
-
-OutputStats stats_of(const TensorView& v) {
-  OutputStats s;
+// Min, max and mean of an output; none for an empty one, or an f16 one (no host reader).
+std::optional<OutputStats> stats_of(const TensorView& v) {
   int64_t n = v.numel();
-  if (n == 0) return s;
+  if (n == 0 || v.dtype == DType::F16) return std::nullopt;
   auto read = [&](int64_t i) -> double {
     switch (v.dtype) {
       case DType::F32: return static_cast<const float*>(v.data)[i];
@@ -120,8 +121,7 @@ OutputStats stats_of(const TensorView& v) {
       default: return NAN;
     }
   };
-  if (v.dtype == DType::F16) return s;
-  s.has_stats = true;
+  OutputStats s;
   s.min = s.max = read(0);
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -134,6 +134,89 @@ OutputStats stats_of(const TensorView& v) {
   return s;
 }
 
+// ---- flags ----
+
+// What the flags say, once their shape is checked.
+struct RunFlags {
+  std::map<std::string, std::string> input_paths;  // input name -> .npy path
+  std::map<std::string, int64_t> dim_values;
+  LoadMethodOptions load_options;
+};
+
+// "NAME=INTEGER" -> {NAME, INTEGER}; nullopt when malformed.
+std::optional<std::pair<std::string, int64_t>> split_dim_assignment(const std::string& text) {
+  auto kv = split_assignment(text);
+  if (!kv) return std::nullopt;
+  int64_t value = 0;
+  const std::string& v = kv->second;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
+  if (ec != std::errc() || ptr != v.data() + v.size()) return std::nullopt;
+  return std::make_pair(kv->first, value);
+}
+
+// "BACKEND.KEY=VALUE" into the load options; false when malformed.
+bool add_backend_option(const std::string& spec, BackendOptions& options) {
+  auto kv = split_assignment(spec);
+  if (!kv) return false;
+  size_t dot = kv->first.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == kv->first.size()) return false;
+  options[kv->first.substr(0, dot)].push_back({kv->first.substr(dot + 1), kv->second});
+  return true;
+}
+
+// Reads no file: malformed flags are usage errors before any file is read. Returns
+// kExitOk, or the exit code of the error it reported.
+int parse_run_flags(const RunArgs& args, RunFlags& flags) {
+  for (const std::string& spec : args.inputs) {
+    auto kv = split_assignment(spec);
+    if (!kv) return report_usage_error(fmt::format("--input '{}' must be NAME=PATH.npy", spec));
+    flags.input_paths[kv->first] = kv->second;
+  }
+  for (const std::string& spec : args.dims) {
+    auto dim = split_dim_assignment(spec);
+    if (!dim) return report_usage_error(fmt::format("--dim '{}' must be NAME=INTEGER", spec));
+    flags.dim_values[dim->first] = dim->second;
+  }
+  flags.load_options.synchronize_each_step = args.synchronize_each_step;
+  for (const std::string& spec : args.backend_options) {
+    if (!add_backend_option(spec, flags.load_options.backend_options)) {
+      return report_usage_error(
+          fmt::format("--backend-option '{}' must be BACKEND.KEY=VALUE (e.g. cuda.allow_tf32=true)", spec));
+    }
+  }
+  return kExitOk;
+}
+
+// Every --input and --dim must name something the method has. Returns kExitOk, or the
+// exit code of the error it reported.
+int check_flags_against_method(const RunFlags& flags, const MethodMeta& meta) {
+  for (const auto& [name, path] : flags.input_paths) {
+    bool known = std::any_of(meta.inputs.begin(), meta.inputs.end(),
+                             [&](const TensorSpec& s) { return s.name == name; });
+    if (!known) {
+      return report_usage_error(fmt::format("--input {}: method '{}' has no input '{}'", name,
+                                            meta.name, name));
+    }
+  }
+  for (const auto& [name, value] : flags.dim_values) {
+    auto dim = std::find_if(meta.dims.begin(), meta.dims.end(),
+                            [&](const DimSpec& d) { return d.name == name; });
+    if (dim == meta.dims.end()) {
+      return report_usage_error(fmt::format("--dim {}: method '{}' has no dim '{}'", name,
+                                            meta.name, name));
+    }
+    // Checked here, before random inputs of that size are allocated.
+    if (value < dim->min || value > dim->max) {
+      return report_error(make_error(ErrorCode::OutOfRange,
+                                     "--dim {}={} is outside the bounds [{}, {}] of method '{}'",
+                                     name, value, dim->min, dim->max, meta.name));
+    }
+  }
+  return kExitOk;
+}
+
+// ---- opening the program ----
+
 Result<std::string> pick_method(const Program& program, const std::string& requested) {
   if (!requested.empty()) return requested;  // load_method names what exists if it doesn't
   std::vector<std::string> names = program.method_names();
@@ -144,39 +227,75 @@ Result<std::string> pick_method(const Program& program, const std::string& reque
                     fmt::join(names, ", "));
 }
 
-// What the device itself says (cudaMemGetInfo) and the warm pool's figures; CUDA only.
-struct DeviceFigures {
-  bool known = false;
-  uint64_t used_before_load = 0, used_after_load = 0, used_after_run = 0, total = 0;
-  bool pool_known = false;
-  uint64_t pool_reserved = 0, pool_reserved_high = 0, pool_used = 0, pool_used_high = 0;
-  int64_t pool_allocations = 0;
-  bool private_pool = true;
+// The program and what its chosen method declares; the method itself is loaded later,
+// after the inputs are made, so that the load can be timed and measured on its own.
+struct OpenedProgram {
+  Program program;
+  MethodMeta meta;
 };
 
-// The engine backend's scratch on a device: private contexts, the shared pool.
-struct ScratchFigures {
-  bool known = false;
-  EngineScratchStats stats;
-};
+Result<OpenedProgram> open_program(const RunArgs& args) {
+#ifdef PLANRT_HAVE_CUDA
+  // CUDA methods need the cuda backend and allocator; on a machine without a GPU this
+  // still registers, and loading a CUDA method then says the device is missing.
+  PLANRT_RETURN_IF_ERROR(register_cuda_backend());
+#endif
+  PLANRT_RETURN_IF_ERROR(register_engine_backend());
+  PLANRT_ASSIGN_OR_RETURN(Program program, Program::load(args.program));
+  PLANRT_ASSIGN_OR_RETURN(std::string method_name, pick_method(program, args.method));
+  PLANRT_ASSIGN_OR_RETURN(MethodMeta meta, program.method_meta(method_name));
+  return OpenedProgram{std::move(program), std::move(meta)};
+}
 
-struct DeviceMemory {
-  Device device;
-  ScratchFigures scratch;
-  std::vector<std::pair<uint32_t, uint64_t>> arenas;  // buffer index, bytes
-  uint64_t planned_bytes = 0;
-  uint64_t weights_bytes = 0;
-  DeviceFigures figures;
-};
+// ---- inputs ----
 
-// "BACKEND.KEY=VALUE" into the load options; false when malformed.
-bool add_backend_option(const std::string& spec, BackendOptions& options) {
-  auto kv = split_assignment(spec);
-  if (!kv) return false;
-  size_t dot = kv->first.find('.');
-  if (dot == std::string::npos || dot == 0 || dot + 1 == kv->first.size()) return false;
-  options[kv->first.substr(0, dot)].push_back({kv->first.substr(dot + 1), kv->second});
-  return true;
+// Inputs in the method's order: from .npy files, else random (dims from --dim, else each
+// dim's maximum); `reports` says what each is and where it came from. Returns kExitOk, or
+// the exit code of the error it reported.
+int make_inputs(const RunArgs& args, const RunFlags& flags, const MethodMeta& meta,
+                std::vector<Tensor>& inputs, std::vector<InputReport>& reports) {
+  for (size_t i = 0; i < meta.inputs.size(); ++i) {
+    const TensorSpec& spec = meta.inputs[i];
+    Result<Tensor> t = Status(ErrorCode::Internal, "no input");
+    std::string source;
+    if (auto it = flags.input_paths.find(spec.name); it != flags.input_paths.end()) {
+      t = read_npy_tensor(it->second, spec.dtype);
+      source = it->second;
+    } else if (args.random_inputs_seed) {
+      t = random_input(spec, meta.dims, flags.dim_values, *args.random_inputs_seed + i);
+      source = fmt::format("random:{}", *args.random_inputs_seed);
+    } else {
+      return report_usage_error(fmt::format(
+          "input '{}' not given: pass --input {}=PATH.npy or --random-inputs SEED", spec.name,
+          spec.name));
+    }
+    if (!t.ok()) return report_error(t.status().with_context(fmt::format("input '{}'", spec.name)));
+    std::span<const int64_t> dims = t->shape().dims();
+    reports.push_back({spec.name, t->dtype(), {dims.begin(), dims.end()}, source});
+    inputs.push_back(std::move(t).value());
+  }
+  return kExitOk;
+}
+
+// ---- memory: what the plan says, then what is measured ----
+
+// What the plan says per device (arenas, weights); the measured figures come later.
+std::vector<DeviceMemory> planned_memory(const MethodMeta& meta) {
+  std::map<Device, DeviceMemory> by_device;
+  for (uint32_t i = 0; i < meta.planned_buffers.size(); ++i) {
+    const PlannedBufferInfo& b = meta.planned_buffers[i];
+    DeviceMemory& d = by_device[b.device];
+    d.device = b.device;
+    d.arenas.push_back({i, b.size_bytes});
+    d.planned_bytes += b.size_bytes;
+  }
+  for (const MemoryEstimate& e : meta.memory) {
+    by_device[e.device].device = e.device;
+    by_device[e.device].weights_bytes = e.weights_bytes;
+  }
+  std::vector<DeviceMemory> out;
+  for (auto& [device, d] : by_device) out.push_back(std::move(d));
+  return out;
 }
 
 void read_scratch_stats(std::vector<DeviceMemory>& memory) {
@@ -217,329 +336,139 @@ void read_pool_stats(std::vector<DeviceMemory>& memory) {
 }
 #endif
 
-std::vector<DeviceMemory> memory_report(const MethodMeta& meta) {
-  std::map<Device, DeviceMemory> by_device;
-  for (uint32_t i = 0; i < meta.planned_buffers.size(); ++i) {
-    const PlannedBufferInfo& b = meta.planned_buffers[i];
-    DeviceMemory& d = by_device[b.device];
-    d.device = b.device;
-    d.arenas.emplace_back(i, b.size_bytes);
-    d.planned_bytes += b.size_bytes;
+// ---- loading the method and timing its runs ----
+
+// Loads the method, timing the load and (CUDA) reading the device's used memory on
+// either side of it.
+Result<Method> load_measured(const OpenedProgram& opened, const LoadMethodOptions& options,
+                             RunReport& report) {
+#ifdef PLANRT_HAVE_CUDA
+  read_device_used(report.memory, &DeviceFigures::used_before_load);
+#endif
+  Clock::time_point start = Clock::now();
+  Result<Method> method = opened.program.load_method(opened.meta.name, options);
+  if (!method.ok()) return method;
+  report.load_ms = ms_since(start);
+#ifdef PLANRT_HAVE_CUDA
+  read_device_used(report.memory, &DeviceFigures::used_after_load);
+#endif
+  return method;
+}
+
+// The warm-up runs, then the timed ones behind a progress bar. It reports a failed run
+// itself, while the bar still stands, so the error line comes before the bar's end.
+// Returns kExitOk, or the exit code of the error it reported.
+int time_runs(Method& method, std::span<const TensorView> inputs, const RunArgs& args,
+              LatencyReport& latency) {
+  for (int64_t i = 0; i < args.warmup; ++i) {
+    Status s = method.run(inputs);
+    if (!s.ok()) return report_error(s);
   }
-  for (const MemoryEstimate& e : meta.memory) {
-    by_device[e.device].device = e.device;
-    by_device[e.device].weights_bytes = e.weights_bytes;
+  std::vector<double> times;
+  ProgressBar bar("running", static_cast<uint64_t>(args.iterations));
+  for (int64_t i = 0; i < args.iterations; ++i) {
+    Clock::time_point start = Clock::now();
+    Status s = method.run(inputs);
+    times.push_back(ms_since(start));
+    if (!s.ok()) return report_error(s);
+    bar.update(static_cast<uint64_t>(i + 1));
   }
-  std::vector<DeviceMemory> out;
-  for (auto& [device, d] : by_device) out.push_back(std::move(d));
-  return out;
+  latency = {percentile(times, 0.5), percentile(times, 0.9), args.iterations, args.warmup};
+  return kExitOk;
+}
+
+// What the runs left behind: the device's used memory and warm pool (CUDA), the run
+// counters, the engines' scratch.
+void read_after_runs(const Method& method, RunReport& report) {
+#ifdef PLANRT_HAVE_CUDA
+  read_device_used(report.memory, &DeviceFigures::used_after_run);
+  read_pool_stats(report.memory);
+#endif
+  report.run_stats = method.run_stats();
+  read_scratch_stats(report.memory);
+}
+
+// ---- outputs ----
+
+Status create_output_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return make_error(ErrorCode::IoError, "cannot create output directory '{}': {}", dir,
+                      ec.message());
+  }
+  return Status();
+}
+
+// Writes `view` as DIR/NAME.npy and returns that path. `written` holds the file names
+// written so far: two outputs of one name would overwrite each other.
+Result<std::string> write_output(const std::string& dir, const std::string& name,
+                                 const TensorView& view, std::set<std::string>& written) {
+  PLANRT_ASSIGN_OR_RETURN(std::string file_name, output_file_name(name));
+  if (!written.insert(file_name).second) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "two outputs are named '{}': --output-dir cannot hold both", name);
+  }
+  std::string path = (std::filesystem::path(dir) / file_name).string();
+  PLANRT_RETURN_IF_ERROR(write_npy_tensor(path, view));
+  return path;
+}
+
+// Each output's shape and figures, and with --output-dir its file, in the method's order.
+Status summarize_outputs(std::span<const TensorView> outputs, const MethodMeta& meta,
+                         const std::string& output_dir, std::vector<OutputReport>& reports) {
+  if (!output_dir.empty()) {
+    PLANRT_RETURN_IF_ERROR(create_output_dir(output_dir));
+  }
+  std::set<std::string> written;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorView& v = outputs[i];
+    std::span<const int64_t> dims = v.sizes.dims();
+    OutputReport o{meta.outputs[i].name, v.dtype, {dims.begin(), dims.end()}, stats_of(v), {}};
+    if (!output_dir.empty()) {
+      PLANRT_ASSIGN_OR_RETURN(o.path, write_output(output_dir, o.name, v, written));
+    }
+    reports.push_back(std::move(o));
+  }
+  return Status();
 }
 
 }  // namespace
 
 int run_run(const RunArgs& args) {
-  // Command-line shape first: malformed flags are usage errors before any file is read.
-  std::map<std::string, std::string> input_paths;
-  for (const std::string& spec : args.inputs) {
-    auto kv = split_assignment(spec);
-    if (!kv) return report_usage_error(fmt::format("--input '{}' must be NAME=PATH.npy", spec));
-    input_paths[kv->first] = kv->second;
-  }
-  std::map<std::string, int64_t> dim_values;
-  for (const std::string& spec : args.dims) {
-    auto kv = split_assignment(spec);
-    int64_t value = 0;
-    if (kv) {
-      const std::string& v = kv->second;
-      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
-      if (ec != std::errc() || ptr != v.data() + v.size()) kv.reset();
-    }
-    if (!kv) return report_usage_error(fmt::format("--dim '{}' must be NAME=INTEGER", spec));
-    dim_values[kv->first] = value;
-  }
-  LoadMethodOptions load_options;
-  load_options.synchronize_each_step = args.synchronize_each_step;
-  for (const std::string& spec : args.backend_options) {
-    if (!add_backend_option(spec, load_options.backend_options)) {
-      return report_usage_error(
-          fmt::format("--backend-option '{}' must be BACKEND.KEY=VALUE (e.g. cuda.allow_tf32=true)", spec));
-    }
-  }
+  RunFlags flags;
+  if (int rc = parse_run_flags(args, flags); rc != kExitOk) return rc;
+  Result<OpenedProgram> opened = open_program(args);
+  if (!opened.ok()) return report_error(opened.status());
+  const MethodMeta& meta = opened->meta;
+  if (int rc = check_flags_against_method(flags, meta); rc != kExitOk) return rc;
 
-#ifdef PLANRT_HAVE_CUDA
-  // CUDA methods need the cuda backend and allocator; on a machine without a GPU this
-  // still registers, and loading a CUDA method then says the device is missing.
-  if (Status s = register_cuda_backend(); !s.ok()) return report_error(s);
-#endif
-  if (Status s = register_engine_backend(); !s.ok()) return report_error(s);
-  Result<Program> program = Program::load(args.program);
-  if (!program.ok()) return report_error(program.status());
-  Result<std::string> method_name = pick_method(*program, args.method);
-  if (!method_name.ok()) return report_error(method_name.status());
-  Result<MethodMeta> meta = program->method_meta(*method_name);
-  if (!meta.ok()) return report_error(meta.status());
-
-  for (const auto& [name, path] : input_paths) {
-    bool known = std::any_of(meta->inputs.begin(), meta->inputs.end(),
-                             [&](const TensorSpec& s) { return s.name == name; });
-    if (!known) {
-      return report_usage_error(fmt::format("--input {}: method '{}' has no input '{}'", name,
-                                            meta->name, name));
-    }
-  }
-  for (const auto& [name, value] : dim_values) {
-    auto dim = std::find_if(meta->dims.begin(), meta->dims.end(),
-                            [&](const DimSpec& d) { return d.name == name; });
-    if (dim == meta->dims.end()) {
-      return report_usage_error(fmt::format("--dim {}: method '{}' has no dim '{}'", name,
-                                            meta->name, name));
-    }
-    // Checked here, before random inputs of that size are allocated.
-    if (value < dim->min || value > dim->max) {
-      return report_error(make_error(ErrorCode::OutOfRange,
-                                     "--dim {}={} is outside the bounds [{}, {}] of method '{}'",
-                                     name, value, dim->min, dim->max, meta->name));
-    }
-  }
-
-  // Inputs: from .npy files, else random (dims from --dim, else each dim's maximum).
+  RunReport report;
+  report.program = args.program;
+  report.method = meta.name;
   std::vector<Tensor> inputs;
-  nlohmann::json inputs_json = nlohmann::json::array();
-  for (size_t i = 0; i < meta->inputs.size(); ++i) {
-    const TensorSpec& spec = meta->inputs[i];
-    Result<Tensor> t = Status(ErrorCode::Internal, "no input");
-    std::string source;
-    if (auto it = input_paths.find(spec.name); it != input_paths.end()) {
-      t = read_npy_tensor(it->second, spec.dtype);
-      source = it->second;
-    } else if (args.random_inputs_seed) {
-      t = random_input(spec, meta->dims, dim_values, *args.random_inputs_seed + i);
-      source = fmt::format("random:{}", *args.random_inputs_seed);
-    } else {
-      return report_usage_error(fmt::format(
-          "input '{}' not given: pass --input {}=PATH.npy or --random-inputs SEED", spec.name,
-          spec.name));
-    }
-    if (!t.ok()) return report_error(t.status().with_context(fmt::format("input '{}'", spec.name)));
-    inputs_json.push_back({{"name", spec.name},
-                           {"dtype", dtype_name(t->dtype())},
-                           {"shape", t->shape().dims()},
-                           {"source", source}});
-    inputs.push_back(std::move(t).value());
-  }
+  if (int rc = make_inputs(args, flags, meta, inputs, report.inputs); rc != kExitOk) return rc;
   std::vector<TensorView> views;
   for (const Tensor& t : inputs) views.push_back(t.view());
 
-  std::vector<DeviceMemory> memory = memory_report(*meta);
-#ifdef PLANRT_HAVE_CUDA
-  read_device_used(memory, &DeviceFigures::used_before_load);
-#endif
-  Clock::time_point load_start = Clock::now();
-  Result<Method> method = program->load_method(*method_name, load_options);
+  report.memory = planned_memory(meta);
+  Result<Method> method = load_measured(*opened, flags.load_options, report);
   if (!method.ok()) return report_error(method.status());
-  double load_ms = ms_since(load_start);
-#ifdef PLANRT_HAVE_CUDA
-  read_device_used(memory, &DeviceFigures::used_after_load);
-#endif
-
-  for (int64_t i = 0; i < args.warmup; ++i) {
-    Status s = method->run(views);
-    if (!s.ok()) return report_error(s);
-  }
-  std::vector<double> times;
-  {
-    ProgressBar bar("running", static_cast<uint64_t>(args.iterations));
-    for (int64_t i = 0; i < args.iterations; ++i) {
-      Clock::time_point start = Clock::now();
-      Status s = method->run(views);
-      times.push_back(ms_since(start));
-      if (!s.ok()) return report_error(s);
-      bar.update(static_cast<uint64_t>(i + 1));
-    }
-  }
+  if (int rc = time_runs(*method, views, args, report.latency); rc != kExitOk) return rc;
+  // Views into the method's planned memory: valid while `method` lives.
   Result<std::vector<TensorView>> outputs = method->outputs();
   if (!outputs.ok()) return report_error(outputs.status());
-#ifdef PLANRT_HAVE_CUDA
-  read_device_used(memory, &DeviceFigures::used_after_run);
-  read_pool_stats(memory);
-#endif
-  MethodRunStats run_stats = method->run_stats();
-  read_scratch_stats(memory);
+  read_after_runs(*method, report);
+  Status summarized = summarize_outputs(*outputs, meta, args.output_dir, report.outputs);
+  if (!summarized.ok()) return report_error(summarized);
 
-  if (!args.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(args.output_dir, ec);
-    if (ec) {
-      return report_error(make_error(ErrorCode::IoError, "cannot create output directory '{}': {}",
-                                     args.output_dir, ec.message()));
-    }
-  }
-  nlohmann::json outputs_json = nlohmann::json::array();
-  std::set<std::string> written;
-  for (size_t i = 0; i < outputs->size(); ++i) {
-    const TensorView& v = (*outputs)[i];
-    const std::string& name = meta->outputs[i].name;
-    OutputStats st = stats_of(v);
-    nlohmann::json o = {{"name", name}, {"dtype", dtype_name(v.dtype)}, {"shape", v.sizes.dims()}};
-    if (st.has_stats) {
-      o["min"] = st.min;
-      o["max"] = st.max;
-      o["mean"] = st.mean;
-    }
-    if (!args.output_dir.empty()) {
-      Result<std::string> file_name = output_file_name(name);
-      if (!file_name.ok()) return report_error(file_name.status());
-      if (!written.insert(*file_name).second) {
-        return report_error(make_error(ErrorCode::InvalidArgument,
-                                       "two outputs are named '{}': --output-dir cannot hold both",
-                                       name));
-      }
-      std::string path = (std::filesystem::path(args.output_dir) / *file_name).string();
-      Status s = write_npy_tensor(path, v);
-      if (!s.ok()) return report_error(s);
-      o["path"] = path;
-    }
-    outputs_json.push_back(std::move(o));
-  }
-
-  double median = percentile(times, 0.5), p90 = percentile(times, 0.9);
-  bool shared = method->shares_memory_arenas();
-
+  report.shared_host_arenas = method->shares_memory_arenas();
+  report.shared_host_arena_bytes = opened->program.shared_host_arena_bytes();
+  report.constants_bytes = opened->program.constants_bytes();
   if (args.json) {
-    nlohmann::json devices = nlohmann::json::array();
-    for (const DeviceMemory& d : memory) {
-      nlohmann::json arenas = nlohmann::json::array();
-      for (auto [index, bytes] : d.arenas) {
-        arenas.push_back({{"index", index}, {"size_bytes", bytes},
-                          {"shared", d.device.is_cpu() && shared}});
-      }
-      nlohmann::json dj = {{"device", to_string(d.device)},
-                           {"planned_bytes", d.planned_bytes},
-                           {"weights_bytes", d.weights_bytes},
-                           {"total_bytes", d.planned_bytes + d.weights_bytes},
-                           {"arenas", arenas}};
-      const DeviceFigures& f = d.figures;
-      if (f.known) {
-        dj["device_total_bytes"] = f.total;
-        dj["device_used_before_load_bytes"] = f.used_before_load;
-        dj["device_used_after_load_bytes"] = f.used_after_load;
-        dj["device_used_after_run_bytes"] = f.used_after_run;
-      }
-      if (f.pool_known) {
-        dj["pool"] = {{"private", f.private_pool},
-                      {"reserved_bytes", f.pool_reserved},
-                      {"reserved_high_bytes", f.pool_reserved_high},
-                      {"used_bytes", f.pool_used},
-                      {"used_high_bytes", f.pool_used_high},
-                      {"allocations", f.pool_allocations}};
-      }
-      const EngineScratchStats& es = d.scratch.stats;
-      dj["scratch_private_bytes"] = es.private_scratch_bytes;
-      dj["scratch_pool_capacity_bytes"] = es.pool_capacity_bytes;
-      dj["scratch_pool_high_water_bytes"] = es.pool_high_water_bytes;
-      nlohmann::json contexts = nlohmann::json::array();
-      for (const EngineContextInfo& c : es.contexts) {
-        contexts.push_back({{"method", c.method}, {"segment", c.segment}, {"pooled", c.pooled},
-                            {"scratch_bytes", c.scratch_bytes}});
-      }
-      dj["scratch"] = {{"contexts", contexts},
-                       {"private_contexts", es.private_contexts},
-                       {"pooled_contexts", es.pooled_contexts},
-                       {"pool_growths", es.pool_growths},
-                       {"pooled_private_equivalent_bytes", es.pooled_private_equivalent_bytes},
-                       {"pooled_runs", es.pooled_runs}};
-      devices.push_back(std::move(dj));
-    }
-    nlohmann::json j = {
-        {"program", args.program},
-        {"method", meta->name},
-        {"inputs", inputs_json},
-        {"outputs", outputs_json},
-        {"load_ms", load_ms},
-        {"latency_ms",
-         {{"median", median}, {"p90", p90}, {"iterations", args.iterations}, {"warmup", args.warmup}}},
-        {"streams", run_stats.streams},
-        {"synchronizations_per_run", run_stats.last_run_synchronizations},
-        {"memory",
-         {{"devices", devices},
-          {"shared_host_arenas", shared},
-          {"shared_host_arena_bytes", program->shared_host_arena_bytes()},
-          {"constants_bytes", program->constants_bytes()}}}};
-    fmt::print("{}\n", j.dump(2));
-    return kExitOk;
-  }
-
-  fmt::print("method {} of {} (loaded in {:.2f} ms)\n", meta->name, args.program, load_ms);
-  for (const nlohmann::json& in : inputs_json) {
-    fmt::print("  input  {} {} {} ({})\n", in["name"].get<std::string>(),
-               in["dtype"].get<std::string>(), in["shape"].dump(),
-               in["source"].get<std::string>());
-  }
-  for (const nlohmann::json& o : outputs_json) {
-    fmt::print("  output {} {} {}", o["name"].get<std::string>(), o["dtype"].get<std::string>(),
-               o["shape"].dump());
-    if (o.contains("mean")) {
-      fmt::print("  min {:.6g}  max {:.6g}  mean {:.6g}", o["min"].get<double>(),
-                 o["max"].get<double>(), o["mean"].get<double>());
-    }
-    if (o.contains("path")) fmt::print("  -> {}", o["path"].get<std::string>());
-    fmt::print("\n");
-  }
-  fmt::print("latency over {} iterations ({} warm-up): median {:.3f} ms, p90 {:.3f} ms\n",
-             args.iterations, args.warmup, median, p90);
-  if (run_stats.streams > 0) {
-    fmt::print("device work on {} stream(s); the host waited {} time(s) per run\n", run_stats.streams,
-               run_stats.last_run_synchronizations);
-  }
-  fmt::print("memory\n");
-  uint64_t total = 0;
-  for (const DeviceMemory& d : memory) {
-    fmt::print("  {:<7} weights {:>12}  planned {:>12}\n", to_string(d.device),
-               format_bytes(d.weights_bytes), format_bytes(d.planned_bytes));
-    for (auto [index, bytes] : d.arenas) {
-      fmt::print("          arena #{:<3} {:>12}  {}\n", index, format_bytes(bytes),
-                 d.device.is_cpu() && shared ? "shared with the program's other host methods"
-                                             : "own");
-    }
-    if (d.scratch.known) {
-      const EngineScratchStats& es = d.scratch.stats;
-      fmt::print("          engine scratch: {} private context(s) hold {}; {} pooled context(s) share "
-                 "{} (high-water {}, {} growth(s)) where private scratch would cost {}\n",
-                 es.private_contexts, format_bytes(es.private_scratch_bytes), es.pooled_contexts,
-                 format_bytes(es.pool_capacity_bytes), format_bytes(es.pool_high_water_bytes),
-                 es.pool_growths, format_bytes(es.pooled_private_equivalent_bytes));
-      for (const EngineContextInfo& c : es.contexts) {
-        fmt::print("            {:<20} {:>12}  {}\n", c.segment, format_bytes(c.scratch_bytes),
-                   c.pooled ? "pooled" : "private");
-      }
-    }
-    const DeviceFigures& f = d.figures;
-    if (f.pool_known) {
-      fmt::print("          {} pool: reserved {} (high {}), in use {} (high {}), {} allocations\n",
-                 f.private_pool ? "warm" : "default", format_bytes(f.pool_reserved),
-                 format_bytes(f.pool_reserved_high), format_bytes(f.pool_used),
-                 format_bytes(f.pool_used_high), f.pool_allocations);
-    }
-    if (f.known) {
-      // fmt, not "+" + std::string: GCC 12 at -O3 (the Release build bench/compare.sh
-      // makes) reports a false -Wrestrict in that operator+, an error under -Werror.
-      auto delta = [](uint64_t a, uint64_t b) {
-        return a >= b ? fmt::format("+{}", format_bytes(a - b))
-                      : fmt::format("-{}", format_bytes(b - a));
-      };
-      fmt::print("          device used (cudaMemGetInfo, all processes): {} before load, {} after "
-                 "load ({}), {} after the runs ({})\n",
-                 format_bytes(f.used_before_load), format_bytes(f.used_after_load),
-                 delta(f.used_after_load, f.used_before_load), format_bytes(f.used_after_run),
-                 delta(f.used_after_run, f.used_before_load));
-    }
-    total += d.weights_bytes + d.planned_bytes;
-  }
-  fmt::print("  total   {:>12} (weights are mapped from the file, resident once read)\n",
-             format_bytes(total));
-  if (shared) {
-    fmt::print("  the shared host arenas hold {} for all host methods of the program\n",
-               format_bytes(program->shared_host_arena_bytes()));
+    print_json(report);
+  } else {
+    print_text(report);
   }
   return kExitOk;
 }

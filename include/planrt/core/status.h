@@ -38,8 +38,6 @@ class [[nodiscard]] Status {
   Status() = default;  // ok
   Status(ErrorCode code, std::string message);
 
-  static Status ok_status() { return Status(); }
-
   bool ok() const { return rep_ == nullptr; }
   ErrorCode code() const { return rep_ ? rep_->code : ErrorCode::Ok; }
   // Empty when ok.

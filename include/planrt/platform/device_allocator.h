@@ -19,8 +19,8 @@
 //   the synchronous ones (the defaults do exactly that). destroy_stream() lets queued work
 //   finish and never throws.
 // - Pinning (optional): pin_host_memory() page-locks host memory the runtime copies to or
-//   from the device, so those copies run as DMA without the driver's staging (measured on an
-//   H200 host: a 4 MiB device-to-host copy 0.39 ms pageable). Copies from pinned host
+//   from the device, so those copies run as DMA without the driver's staging (what that saves:
+//   docs/placement.md). Copies from pinned host
 //   memory may still read it after the call returns: the runtime writes such memory only
 //   after synchronize(). true: pinned, and unpin_host_memory() gets the same arguments
 //   before the memory is freed; false: not pinned (the default), nothing to undo.

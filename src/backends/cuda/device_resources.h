@@ -5,9 +5,9 @@
 //   by every segment reading it, freed when the last one releases it. Keyed by the
 //   constant's host bytes (address and size in the program's mapping, valid while any
 //   method of that program exists).
-// - shared_cublas(device, tf32): one cuBLAS handle per (device, TF32 mode): cublasCreate
-//   takes 64 MiB of device memory on an H200 (measured with cudaMemGetInfo, CUDA 13), so a
-//   handle per segment made a model of many delegates pay it once per delegate. A handle
+// - shared_cublas(device, tf32): one cuBLAS handle per (device, TF32 mode): a handle holds
+//   tens of MiB of device memory (docs/design.md §7 has the figure), so a handle per
+//   segment made a model of many delegates pay it once per delegate. A handle
 //   must not be used from two threads at once: hold `mu` from the first enqueue through the
 //   last. The handle goes, with its memory, when the last user does.
 // Thread safety: both may be used from any thread.

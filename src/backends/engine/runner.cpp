@@ -64,7 +64,7 @@ class CpuRunner final : public EngineRunner {
       const SegmentStep& s = g.steps[k];
       in_.clear();
       out_.clear();
-      for (uint32_t id : s.inputs) in_.push_back(id == kNoGraphValue ? TensorView::none() : views_[id]);
+      for (uint32_t id : s.inputs) in_.push_back(id == format::kNoValue ? TensorView::none() : views_[id]);
       for (uint32_t id : s.outputs) out_.push_back(views_[id]);
       Status st = fns_[k](s.attrs, in_, out_);
       if (!st.ok()) return st.with_context(g.step_name(k));

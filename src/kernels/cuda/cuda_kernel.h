@@ -1,5 +1,6 @@
-// CUDA kernels for every op of the table (docs/design.md §9), f32 arithmetic, any dtype for data
-// movement: the interface the `cuda` backend calls.
+// CUDA kernels for every op of the table (docs/design.md §9): f32 or bf16 operands (one dtype
+// per call, f32 arithmetic), any dtype for data movement: the interface the `cuda` backend
+// and the CUDA engine runner call.
 //
 // Design
 // - A call is `CudaKernelFn(ctx, attrs, inputs, outputs)`, parallel to KernelFn (kernel.h):

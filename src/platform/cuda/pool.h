@@ -4,8 +4,8 @@
 //
 // Why a pool of our own: the stream-ordered allocator gives freed memory back to the driver
 // at every synchronization while the pool's release threshold is 0 (the default), so an
-// inference that synchronizes maps its temporaries again on every call (~131 us per
-// allocation against ~9 us warm, seed 002). Raising the threshold on the device's DEFAULT
+// inference that synchronizes maps its temporaries again on every call (the measured cost:
+// docs/design.md §5, bench/results/cuda_pool.jsonl). Raising the threshold on the device's DEFAULT
 // pool would make every other user of cudaMallocAsync in the process retain memory, and
 // trimming it would throw their cache away; a pool created here (cudaMemPoolCreate) keeps
 // the threshold and the trims to planrt.

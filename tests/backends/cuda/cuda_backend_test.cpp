@@ -20,7 +20,9 @@
 #include "planrt/platform/cuda.h"
 #include "planrt/runtime/backend.h"
 #include "planrt/runtime/program.h"
+#include "support/built_programs.h"
 #include "support/gpu.h"
+#include "support/status_matchers.h"
 
 namespace planrt {
 namespace {
@@ -35,9 +37,7 @@ std::string data_path(const std::string& name) {
 
 Result<Program> load_model(Result<builder::Model> model) {
   if (!model.ok()) return model.status();
-  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(*model));
-  PLANRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, built.serialize());
-  return Program::load_bytes(std::move(bytes));
+  return fixtures::load_built_program(*model);
 }
 
 Result<Program> two_methods() { return load_model(builder::read_model_json(data_path("two_methods.json"))); }
@@ -105,7 +105,7 @@ class CudaBackendTest : public ::testing::Test {
     ASSERT_TRUE(m.ok()) << m.status().to_string();
     std::vector<float> x = make_input(3 * 64, 0.f);
     ASSERT_TRUE(run(*m, x, {1, 3, 64}).ok());
-    Result<Program> t = load_model(builder::make_transformer(small_transformer("cuda")));
+    Result<Program> t = fixtures::load_transformer(small_transformer("cuda"));
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     Result<Method> f = t->load_method("forward");
     ASSERT_TRUE(f.ok()) << f.status().to_string();
@@ -142,8 +142,8 @@ TEST_F(CudaBackendTest, TwoMethodsCudaMatchesCpu) {
 
 TEST_F(CudaBackendTest, TransformerPartitionCudaMatchesCpu) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
-  Result<Program> cpu = load_model(builder::make_transformer(small_transformer("cpu")));
-  Result<Program> gpu = load_model(builder::make_transformer(small_transformer("cuda")));
+  Result<Program> cpu = fixtures::load_transformer(small_transformer("cpu"));
+  Result<Program> gpu = fixtures::load_transformer(small_transformer("cuda"));
   ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
   ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
   Result<Method> a = cpu->load_method("forward");
@@ -164,7 +164,7 @@ TEST_F(CudaBackendTest, TransformerPartitionCudaMatchesCpu) {
 // kernel: the same f32 add and the same norm, so every output bit matches the unfused run.
 TEST_F(CudaBackendTest, FusedAddAndLayerNormChangeNoOutputBit) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
-  Result<Program> gpu = load_model(builder::make_transformer(small_transformer("cuda")));
+  Result<Program> gpu = fixtures::load_transformer(small_transformer("cuda"));
   ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
   LoadMethodOptions unfused;
   unfused.backend_options["cuda"] = {BackendOption{"fuse_kernels", "false"}};
@@ -197,7 +197,7 @@ TEST_F(CudaBackendTest, CudaGraphReplayChangesNoOutputBit) {
       SCOPED_TRACE(fmt::format("{} heads {}", partition, heads));
       builder::TransformerOptions o = small_transformer(partition);
       o.heads = heads;
-      Result<Program> gpu = load_model(builder::make_transformer(o));
+      Result<Program> gpu = fixtures::load_transformer(o);
       ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
       LoadMethodOptions graphs;
       graphs.backend_options["cuda"] = {BackendOption{"use_cuda_graphs", "true"}};
@@ -220,7 +220,7 @@ TEST_F(CudaBackendTest, CudaGraphReplayChangesNoOutputBit) {
       EXPECT_EQ(after.graph_replays - before.graph_replays, 2 * segments);   // 33 and 1 again
     }
   }
-  Result<Program> gpu = load_model(builder::make_transformer(small_transformer("cuda")));
+  Result<Program> gpu = fixtures::load_transformer(small_transformer("cuda"));
   ASSERT_TRUE(gpu.ok());
   LoadMethodOptions bad;
   bad.backend_options["cuda"] = {BackendOption{"use_cuda_graphs", "sometimes"}};
@@ -234,7 +234,7 @@ TEST_F(CudaBackendTest, CudaGraphReplayChangesNoOutputBit) {
 // DMA) while the method lives, and pageable again once it is gone.
 TEST_F(CudaBackendTest, OutputHostArenaIsPinnedWhileTheMethodLives) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
-  Result<Program> gpu = load_model(builder::make_transformer(small_transformer("cuda")));
+  Result<Program> gpu = fixtures::load_transformer(small_transformer("cuda"));
   ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
   const void* output = nullptr;
   auto memory_type = [](const void* p) {
@@ -404,7 +404,7 @@ TEST_F(CudaBackendTest, WeightsAreUploadedOncePerDeviceAndShared) {
 
 TEST_F(CudaBackendTest, TemporariesComeFromTheWarmPoolAndAreFreedEachCall) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
-  Result<Program> p = load_model(builder::make_transformer(small_transformer("cuda")));
+  Result<Program> p = fixtures::load_transformer(small_transformer("cuda"));
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   Result<Method> m = p->load_method("forward");
   ASSERT_TRUE(m.ok()) << m.status().to_string();
@@ -435,7 +435,8 @@ TEST_F(CudaBackendTest, InputOutOfBoundsIsAnErrorAndTheMethodKeepsWorking) {
   Result<Method> dev = p->load_method("forward_cuda");
   ASSERT_TRUE(dev.ok()) << dev.status().to_string();
   std::vector<float> big = make_input(300 * 64, 0.f);
-  EXPECT_FALSE(run(*dev, big, {1, 300, 64}).ok());
+  EXPECT_TRUE(testing::IsError(run(*dev, big, {1, 300, 64}).status(), ErrorCode::OutOfRange,
+                               {"input 0 'x' dim 1: S = 300 is outside its bounds [1, 256]"}));
   std::vector<float> x = make_input(4 * 64, 0.f);
   EXPECT_TRUE(run(*dev, x, {1, 4, 64}).ok());
 }
@@ -480,8 +481,8 @@ TEST_F(CudaBackendTest, EmbeddingIdOutOfRangeIsReportedAfterTheRunsSynchronizati
 // waits once per run, whatever the number of delegates.
 TEST_F(CudaBackendTest, ManyDelegatesShareOneStreamAndOneWaitPerRun) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
-  Result<Program> per_op = load_model(builder::make_transformer(small_transformer("cuda-per-op")));
-  Result<Program> whole = load_model(builder::make_transformer(small_transformer("cuda")));
+  Result<Program> per_op = fixtures::load_transformer(small_transformer("cuda-per-op"));
+  Result<Program> whole = fixtures::load_transformer(small_transformer("cuda"));
   ASSERT_TRUE(per_op.ok() && whole.ok());
   Result<Method> a = per_op->load_method("forward");
   Result<Method> b = whole->load_method("forward");

@@ -11,6 +11,7 @@
 #include "planrt/backends/engine.h"
 #include "planrt/builder/builder.h"
 #include "planrt/runtime/program.h"
+#include "support/built_programs.h"
 #include "support/gpu.h"
 
 namespace planrt {
@@ -30,14 +31,9 @@ builder::TransformerOptions model(const std::string& partition) {
   return o;
 }
 
-Result<Program> load(const builder::TransformerOptions& options) {
-  PLANRT_ASSIGN_OR_RETURN(builder::Model m, builder::make_transformer(options));
-  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(m));
-  PLANRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, built.serialize());
-  return Program::load_bytes(std::move(bytes));
+Result<Program> load(const std::string& partition) {
+  return fixtures::load_transformer(model(partition));
 }
-
-Result<Program> load(const std::string& partition) { return load(model(partition)); }
 
 // One forward of x[1, s, width], x = sin(0.11 i).
 Result<std::vector<float>> run(Method& m, int64_t s, int64_t width = 128) {
@@ -100,7 +96,7 @@ TEST(BuiltEnginesCuda, EnginesRunUnfusedAndFusedAttentionAtHeadDim64) {
       o.ffn_per_block = {};
       o.max_seq = 512;
       o.fused_attention = fused;
-      return load(o);
+      return fixtures::load_transformer(o);
     };
     Result<Program> reference = load_with("cuda");
     ASSERT_TRUE(reference.ok()) << reference.status().to_string();

@@ -72,20 +72,6 @@ double relative_error(const HostTensor& out, const std::vector<double>& ref) {
   return norm == 0.0 ? std::sqrt(diff) : std::sqrt(diff / norm);
 }
 
-::testing::AssertionResult IsError(const Status& status, ErrorCode code,
-                                   std::initializer_list<std::string_view> fragments) {
-  if (status.code() != code) {
-    return ::testing::AssertionFailure()
-           << "expected " << error_code_name(code) << ", got " << status.to_string();
-  }
-  for (std::string_view f : fragments) {
-    if (status.message().find(f) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message lacks '" << f << "': " << status.to_string();
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
 std::vector<int64_t> unravel(int64_t flat, const Shape& shape) {
   std::vector<int64_t> index(static_cast<size_t>(shape.rank()));
   for (int d = shape.rank() - 1; d >= 0; --d) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "support/status_matchers.h"
 
 namespace planrt::kernels::testing {
 
@@ -56,9 +57,8 @@ double relative_error(const HostTensor& out, const std::vector<double>& ref);
 
 inline constexpr double kTolerance = 1e-5;
 
-// Success when `status` has `code` and its message contains every fragment.
-::testing::AssertionResult IsError(const Status& status, ErrorCode code,
-                                   std::initializer_list<std::string_view> fragments = {});
+// Error-status assertions: support/status_matchers.h (shared with the CUDA kernel tests).
+using ::planrt::testing::IsError;
 
 // Row-major multi-index helpers for references: the flat index into a contiguous tensor
 // of shape `in` that broadcasting reads for the output multi-index `index` (of `out`).

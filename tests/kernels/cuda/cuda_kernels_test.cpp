@@ -1,7 +1,9 @@
-// Every CUDA kernel against the CPU kernel on fresh random inputs (relative error below
-// 1e-5 in f32 with TF32 off; NaN never passes; bytes equal for data movement), the shared
-// operand checks, device-side id errors, and the TF32 option. GPU tests skip without a
-// visible GPU and fail instead with PLANRT_REQUIRE_GPU=1.
+// The CUDA kernels' f32-only paths against the CPU kernel on fresh random inputs (relative
+// error below 1e-5 with TF32 off; NaN never passes; bytes equal for data movement): the
+// unfused attention, embedding, data movement, in-place elementwise; and the shared operand
+// checks, device-side id errors and the TF32 option. The arithmetic kernels that also run in
+// bf16 are tested once for both dtypes in kernels_in_each_dtype_test.cpp. GPU tests skip
+// without a visible GPU and fail instead with PLANRT_REQUIRE_GPU=1.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
@@ -19,19 +21,12 @@ namespace {
 
 using testing::CudaRunner;
 using testing::ExpectAgree;
+using testing::attrs_of;
 using testing::HostTensor;
 using testing::IsError;
+using testing::rnd;
 using testing::kTolerance;
 
-OpAttrs attrs_of(std::initializer_list<std::pair<const char*, AttrValue>> values) {
-  OpAttrs a;
-  for (const auto& [k, v] : values) a.set(k, v);
-  return a;
-}
-
-HostTensor rnd(Shape s, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  return HostTensor::random(s, seed, lo, hi);
-}
 
 // No GPU needed: the op table and the CUDA registry stay in step.
 TEST(CudaKernels, EveryOpHasACudaKernel) {
@@ -52,26 +47,6 @@ TEST(CudaKernels, DeviceErrorStatusNamesTheBadId) {
       IsError(device_error_status(bad), ErrorCode::OutOfRange, {"ids[3] = 12", "10 rows"}));
 }
 
-TEST(CudaKernels, BinaryOpsMatchTheCpuWithBroadcasting) {
-  PLANRT_REQUIRE_GPU_OR_SKIP();
-  CudaRunner r;
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{4, 33, 65}, {4, 33, 65}}, {{2, 3, 4}, {3, 1}}, {{4}, {2, 1, 4}},
-      {{}, {3}},                  {{5, 1, 7}, {1, 6, 1}}, {{}, {}}};
-  uint32_t seed = 1;
-  for (std::string_view op : {"add", "sub", "mul", "div"}) {
-    for (const auto& [sa, sb] : cases) {
-      SCOPED_TRACE(std::string(op) + " " + sa.to_string() + " " + sb.to_string());
-      Result<Shape> shape = broadcast_shapes(op, sa, sb);
-      ASSERT_TRUE(shape.ok());
-      HostTensor a = rnd(sa, seed++);
-      // div: b away from zero, so that the comparison measures the kernel, not 1/0.
-      HostTensor b = op == "div" ? rnd(sb, seed++, 0.5f, 2.0f) : rnd(sb, seed++);
-      ExpectAgree(r, op, {}, {a, b}, DType::F32, *shape);
-    }
-  }
-}
-
 TEST(CudaKernels, ElementwiseMayWriteOverItsInput) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;
@@ -89,115 +64,6 @@ TEST(CudaKernels, ElementwiseMayWriteOverItsInput) {
   HostTensor want(DType::F32, {1000});
   for (int i = 0; i < 1000; ++i) want.f()[i] = a.f()[i] + b.f()[i];
   EXPECT_LT(testing::relative_error(got, want), kTolerance);
-}
-
-TEST(CudaKernels, ActivationsMatchTheCpu) {
-  PLANRT_REQUIRE_GPU_OR_SKIP();
-  CudaRunner r;
-  HostTensor x = rnd({3, 1031}, 11, -6.0f, 6.0f);
-  ExpectAgree(r, "relu", {}, {x}, DType::F32, x.shape());
-  ExpectAgree(r, "silu", {}, {x}, DType::F32, x.shape());
-  ExpectAgree(r, "gelu", {}, {x}, DType::F32, x.shape());
-  ExpectAgree(r, "gelu", attrs_of({{"approximate", std::string("tanh")}}), {x}, DType::F32,
-              x.shape());
-}
-
-TEST(CudaKernels, LinearMatchesTheCpuWithAndWithoutBias) {
-  PLANRT_REQUIRE_GPU_OR_SKIP();
-  CudaRunner r;
-  HostTensor x = rnd({2, 5, 64}, 21);
-  HostTensor w = rnd({48, 64}, 22);
-  HostTensor b = rnd({48}, 23);
-  ExpectAgree(r, "linear", {}, {x, w, b}, DType::F32, {2, 5, 48});
-  ExpectAgree(r, "linear", {}, {x, w}, DType::F32, {2, 5, 48});
-  ExpectAgree(r, "linear", {}, {x, w, HostTensor()}, DType::F32, {2, 5, 48});
-  ExpectAgree(r, "linear", {}, {rnd({64}, 24), w, b}, DType::F32, {48});
-  // in = 0: the output is the bias (a sum over nothing), as on the CPU.
-  ExpectAgree(r, "linear", {}, {rnd({3, 0}, 25), rnd({4, 0}, 26), rnd({4}, 27)}, DType::F32,
-              {3, 4});
-}
-
-TEST(CudaKernels, MatmulMatchesTheCpuForEveryBatchLayout) {
-  PLANRT_REQUIRE_GPU_OR_SKIP();
-  CudaRunner r;
-  struct Case {
-    Shape a, b, out;
-  };
-  const std::vector<Case> cases = {
-      {{3, 4, 5}, {5, 6}, {3, 4, 6}},               // shared b: folded into one GEMM
-      {{2, 3, 4, 5}, {2, 3, 5, 6}, {2, 3, 4, 6}},   // equal batches: strided batched
-      {{4, 5}, {2, 5, 3}, {2, 4, 3}},               // a broadcast: stride 0
-      {{2, 1, 4, 5}, {3, 5, 6}, {2, 3, 4, 6}},      // mixed broadcast: pointer arrays
-      {{5}, {5}, {}},                               // dot product
-      {{5}, {2, 5, 3}, {2, 3}},                     // row vector
-      {{2, 4, 5}, {5}, {2, 4}},                     // column vector
-      {{2, 4, 0}, {2, 0, 3}, {2, 4, 3}},            // k = 0: zeros
-  };
-  uint32_t seed = 31;
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.a.to_string() + " @ " + c.b.to_string());
-    ExpectAgree(r, "matmul", {}, {rnd(c.a, seed++), rnd(c.b, seed++)}, DType::F32, c.out);
-  }
-}
-
-TEST(CudaKernels, NormalizationsMatchTheCpu) {
-  PLANRT_REQUIRE_GPU_OR_SKIP();
-  CudaRunner r;
-  // 1000 is not a multiple of the block; the offset mean tests the two-pass variance.
-  HostTensor x = rnd({3, 7, 1000}, 41, 99.0f, 101.0f);
-  HostTensor w = rnd({1000}, 42);
-  HostTensor b = rnd({1000}, 43);
-  ExpectAgree(r, "layer_norm", {}, {x, w, b}, DType::F32, x.shape());
-  ExpectAgree(r, "layer_norm", attrs_of({{"eps", 1e-3}}), {x}, DType::F32, x.shape());
-  ExpectAgree(r, "layer_norm", {}, {rnd({5, 3}, 44), HostTensor(), rnd({3}, 45)}, DType::F32,
-              {5, 3});
-  ExpectAgree(r, "rms_norm", {}, {rnd({4, 4097}, 46), rnd({4097}, 47)}, DType::F32, {4, 4097});
-  ExpectAgree(r, "rms_norm", attrs_of({{"eps", 1e-2}}), {rnd({6, 16}, 48, -0.1f, 0.1f)},
-              DType::F32, {6, 16});
-}
-
-// The fused residual add + layer_norm against the two CPU kernels it stands for, with and
-// without the affine operands; operands of two shapes are refused before anything runs.
-TEST(CudaKernels, AddLayerNormMatchesAddThenLayerNorm) {
-  PLANRT_REQUIRE_GPU_OR_SKIP();
-  CudaRunner r;
-  const Shape shape{3, 5, 200};
-  HostTensor a = rnd(shape, 451, -3.0f, 3.0f);
-  HostTensor b = rnd(shape, 452);
-  HostTensor w = rnd({200}, 453);
-  HostTensor bias = rnd({200}, 454);
-  testing::Comparison sum = r.compare("add", {}, {a, b}, DType::F32, shape);
-  ASSERT_TRUE(sum.cpu.ok());
-  for (bool affine : {true, false}) {
-    SCOPED_TRACE(affine ? "weight and bias" : "no affine");
-    std::vector<HostTensor> norm_in{sum.cpu_out};
-    if (affine) norm_in.insert(norm_in.end(), {w, bias});
-    testing::Comparison norm = r.compare("layer_norm", {}, norm_in, DType::F32, shape);
-    ASSERT_TRUE(norm.cpu.ok());
-    std::vector<TensorView> in{r.upload(a), r.upload(b)};
-    if (affine) in.insert(in.end(), {r.upload(w), r.upload(bias)});
-    std::vector<TensorView> out{r.device_output(DType::F32, shape),
-                                r.device_output(DType::F32, shape)};
-    ASSERT_TRUE(add_layer_norm(r.ctx(), {}, in, out).ok());
-    ASSERT_TRUE(r.synchronize().ok());
-    EXPECT_TRUE(testing::same_bytes(r.download(out[0]), sum.cpu_out));
-    EXPECT_LE(testing::relative_error(r.download(out[1]), norm.cpu_out), kTolerance);
-  }
-  std::vector<TensorView> mismatched{r.upload(a), r.upload(rnd({3, 5, 1}, 455))};
-  std::vector<TensorView> out{r.device_output(DType::F32, shape),
-                              r.device_output(DType::F32, shape)};
-  EXPECT_TRUE(IsError(add_layer_norm(r.ctx(), {}, mismatched, out), ErrorCode::InvalidArgument,
-                      {"one shape"}));
-}
-
-TEST(CudaKernels, SoftmaxMatchesTheCpuAlongAnyDim) {
-  PLANRT_REQUIRE_GPU_OR_SKIP();
-  CudaRunner r;
-  HostTensor x = rnd({3, 7, 300}, 51, -20.0f, 20.0f);
-  ExpectAgree(r, "softmax", {}, {x}, DType::F32, x.shape());
-  ExpectAgree(r, "softmax", attrs_of({{"dim", int64_t{1}}}), {x}, DType::F32, x.shape());
-  ExpectAgree(r, "softmax", attrs_of({{"dim", int64_t{0}}}), {x}, DType::F32, x.shape());
-  ExpectAgree(r, "softmax", {}, {rnd({}, 52)}, DType::F32, {});
 }
 
 TEST(CudaKernels, AttentionMatchesTheCpuCausalAndNot) {
@@ -227,70 +93,17 @@ TEST(CudaKernels, AttentionMatchesTheCpuCausalAndNot) {
               {1, 2, 3, 5});
 }
 
-// Head dim 64 takes the fused kernel (one pass, online softmax): row and key counts around
-// its 64-row tiles, more keys than queries and fewer, causal and not, and fused=false (the
-// unfused path) on the same inputs.
-TEST(CudaKernels, FusedAttentionMatchesTheCpuAndTheUnfusedPath) {
+// fused=false at head dim 64 keeps the scores (the unfused path, f32 only) on the shapes the
+// fused kernel is tested on (kernels_in_each_dtype_test.cpp): it agrees with the CPU too.
+TEST(CudaKernels, UnfusedAttentionAtHeadDim64MatchesTheCpu) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;
-  uint32_t seed = 401;
-  for (const testing::AttentionCase& c : testing::kFusedAttentionCases) {
-    for (bool causal : {false, true}) {
-      SCOPED_TRACE(fmt::format("heads {} Sq {} Sk {} causal {}", c.heads, c.sq, c.sk, causal));
-      HostTensor q = rnd({1, c.heads, c.sq, 64}, seed++, -2.0f, 2.0f);
-      HostTensor k = rnd({1, c.heads, c.sk, 64}, seed++, -2.0f, 2.0f);
-      HostTensor v = rnd({1, c.heads, c.sk, 64}, seed++);
-      const Shape out{1, c.heads, c.sq, 64};
-      ExpectAgree(r, "scaled_dot_product_attention", attrs_of({{"causal", causal}}), {q, k, v},
-                  DType::F32, out);
-      ExpectAgree(r, "scaled_dot_product_attention",
-                  attrs_of({{"causal", causal}, {"fused", false}}), {q, k, v}, DType::F32, out);
-    }
+  for (const testing::AttentionInputs& c : testing::fused_attention_inputs(401)) {
+    SCOPED_TRACE(c.label);
+    ExpectAgree(r, "scaled_dot_product_attention",
+                attrs_of({{"causal", c.causal}, {"fused", false}}), {c.q, c.k, c.v}, DType::F32,
+                c.out);
   }
-}
-
-// Runs `op` on operands placed one float off 16-byte alignment and checks the result
-// against the CPU kernel: the vectorized kernels (fused attention, cuBLASLt's bias
-// epilogue) take their fallback paths there.
-void ExpectAgreeOffAlignment(CudaRunner& r, std::string_view op, const OpAttrs& attrs,
-                             const std::vector<HostTensor>& inputs, const Shape& out_shape) {
-  testing::Comparison ref = r.compare(op, attrs, inputs, DType::F32, out_shape);
-  ASSERT_TRUE(ref.cpu.ok()) << ref.cpu.to_string();
-  std::vector<TensorView> in;
-  for (const HostTensor& t : inputs) in.push_back(r.upload(t, sizeof(float)));
-  std::vector<TensorView> out{r.device_output(DType::F32, out_shape, sizeof(float))};
-  Result<CudaKernelFn> kernel = find_cuda_kernel(op);
-  ASSERT_TRUE(kernel.ok());
-  ASSERT_TRUE((*kernel)(r.ctx(), attrs, in, out).ok());
-  ASSERT_TRUE(r.synchronize().ok());
-  EXPECT_LE(testing::relative_error(r.download(out[0]), ref.cpu_out), kTolerance);
-}
-
-TEST(CudaKernels, FusedAttentionOnOperandsOffAlignment) {
-  PLANRT_REQUIRE_GPU_OR_SKIP();
-  CudaRunner r;
-  const Shape shape{1, 2, 97, 64};
-  for (bool causal : {false, true}) {
-    SCOPED_TRACE(fmt::format("causal {}", causal));
-    ExpectAgreeOffAlignment(r, "scaled_dot_product_attention", attrs_of({{"causal", causal}}),
-                            {rnd(shape, 421, -2.0f, 2.0f), rnd(shape, 422, -2.0f, 2.0f),
-                             rnd(shape, 423)},
-                            shape);
-  }
-}
-
-TEST(CudaKernels, LinearWithBiasOnOperandsOffAlignment) {
-  PLANRT_REQUIRE_GPU_OR_SKIP();
-  CudaRunner r;
-  ExpectAgreeOffAlignment(r, "linear", {}, {rnd({33, 40}, 431), rnd({24, 40}, 432), rnd({24}, 433)},
-                          {33, 24});
-}
-
-TEST(CudaKernels, ElementwiseOnOperandsOffAlignment) {
-  PLANRT_REQUIRE_GPU_OR_SKIP();
-  CudaRunner r;
-  ExpectAgreeOffAlignment(r, "add", {}, {rnd({1001}, 441), rnd({1001}, 442)}, {1001});
-  ExpectAgreeOffAlignment(r, "gelu", {}, {rnd({3, 333}, 443, -6.0f, 6.0f)}, {3, 333});
 }
 
 TEST(CudaKernels, EmbeddingGathersRowsForI32AndI64Ids) {

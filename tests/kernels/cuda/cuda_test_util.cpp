@@ -1,5 +1,7 @@
 #include "kernels/cuda/cuda_test_util.h"
 
+#include <fmt/format.h>
+
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -69,20 +71,6 @@ double relative_error(const HostTensor& out, const HostTensor& ref) {
 bool same_bytes(const HostTensor& a, const HostTensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
          std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
-}
-
-::testing::AssertionResult IsError(const Status& status, ErrorCode code,
-                                   std::initializer_list<std::string_view> fragments) {
-  if (status.code() != code) {
-    return ::testing::AssertionFailure()
-           << "expected " << error_code_name(code) << ", got " << status.to_string();
-  }
-  for (std::string_view f : fragments) {
-    if (status.message().find(f) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message lacks '" << f << "': " << status.to_string();
-    }
-  }
-  return ::testing::AssertionSuccess();
 }
 
 DeviceMemory::DeviceMemory(size_t bytes) {
@@ -180,6 +168,23 @@ Comparison CudaRunner::compare(std::string_view op, const OpAttrs& attrs,
                                            ? 0.0
                                            : std::numeric_limits<double>::infinity());
   return c;
+}
+
+std::vector<AttentionInputs> fused_attention_inputs(uint32_t seed) {
+  std::vector<AttentionInputs> out;
+  for (const AttentionCase& c : kFusedAttentionCases) {
+    for (bool causal : {false, true}) {
+      AttentionInputs in;
+      in.q = rnd({1, c.heads, c.sq, 64}, seed++, -2.0f, 2.0f);
+      in.k = rnd({1, c.heads, c.sk, 64}, seed++, -2.0f, 2.0f);
+      in.v = rnd({1, c.heads, c.sk, 64}, seed++);
+      in.out = Shape{1, c.heads, c.sq, 64};
+      in.causal = causal;
+      in.label = fmt::format("heads {} Sq {} Sk {} causal {}", c.heads, c.sq, c.sk, causal);
+      out.push_back(std::move(in));
+    }
+  }
+  return out;
 }
 
 void ExpectAgree(CudaRunner& runner, std::string_view op, const OpAttrs& attrs,

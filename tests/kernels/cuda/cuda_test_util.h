@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "kernels/cuda/cuda_kernel.h"
 #include "kernels/kernel.h"
+#include "support/status_matchers.h"
 
 namespace planrt::kernels::cuda::testing {
 
@@ -54,8 +56,8 @@ class HostTensor {
 double relative_error(const HostTensor& out, const HostTensor& ref);
 bool same_bytes(const HostTensor& a, const HostTensor& b);
 
-::testing::AssertionResult IsError(const Status& status, ErrorCode code,
-                                   std::initializer_list<std::string_view> fragments = {});
+// Error-status assertions: support/status_matchers.h (shared with the CPU kernel tests).
+using ::planrt::testing::IsError;
 
 // Device memory owned by a test (cudaMalloc/cudaFree).
 class DeviceMemory {
@@ -114,6 +116,28 @@ class CudaRunner {
   std::vector<DeviceMemory> buffers_;
   CudaKernelContext ctx_;
 };
+
+// Attributes from a brace list: attrs_of({{"causal", true}, {"scale", 0.3}}).
+inline OpAttrs attrs_of(std::initializer_list<std::pair<const char*, AttrValue>> values) {
+  OpAttrs a;
+  for (const auto& [k, v] : values) a.set(k, v);
+  return a;
+}
+
+// f32 uniform in [lo, hi), deterministic for a seed.
+inline HostTensor rnd(Shape s, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  return HostTensor::random(s, seed, lo, hi);
+}
+
+// The operands of every kFusedAttentionCases case, causal and not: q and k in [-2, 2), v in
+// [-1, 1), fresh values from `seed` on.
+struct AttentionInputs {
+  HostTensor q, k, v;
+  Shape out;
+  bool causal = false;
+  std::string label;  // for SCOPED_TRACE
+};
+std::vector<AttentionInputs> fused_attention_inputs(uint32_t seed);
 
 // EXPECT that both kernels succeed and agree within kTolerance (f32) or byte for byte.
 void ExpectAgree(CudaRunner& runner, std::string_view op, const OpAttrs& attrs,

@@ -23,6 +23,7 @@
 #include "planrt/runtime/program.h"
 #include "platform/cuda/fault_injection.h"
 #include "runtime/runtime_test_util.h"
+#include "support/built_programs.h"
 #include "support/gpu.h"
 
 namespace planrt {
@@ -114,13 +115,6 @@ builder::TransformerOptions transformer(const std::string& partition) {
   o.partition = partition;
   o.device = "cuda:0";
   return o;
-}
-
-Result<Program> build(const std::string& partition) {
-  PLANRT_ASSIGN_OR_RETURN(builder::Model m, builder::make_transformer(transformer(partition)));
-  PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(m));
-  PLANRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, built.serialize());
-  return Program::load_bytes(std::move(bytes));
 }
 
 Result<std::vector<float>> forward(Method& m, int64_t s) {
@@ -230,7 +224,7 @@ TEST_F(AllocationSweepCuda, TheMixedProgramsDeviceMethodLoadsAndRunsOrFailsClean
 }
 
 TEST_F(AllocationSweepCuda, TheCudaPartitionLoadsAndRunsOrFailsCleanly) {
-  Result<Program> p = build("cuda");
+  Result<Program> p = fixtures::load_transformer(transformer("cuda"));
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   auto run = [](Method& m) { return forward(m, 48); };
   const std::vector<float> want = reference(*p, "forward", {}, run);
@@ -249,7 +243,7 @@ TEST_F(AllocationSweepCuda, TheCudaPartitionLoadsAndRunsOrFailsCleanly) {
 }
 
 TEST_F(AllocationSweepCuda, EnginesLoadOrFailCleanlyPrivateAndPooled) {
-  Result<Program> p = build("engine-per-block");
+  Result<Program> p = fixtures::load_transformer(transformer("engine-per-block"));
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   auto run = [](Method& m) { return forward(m, 48); };
   for (bool pooled : {false, true}) {
@@ -264,7 +258,7 @@ TEST_F(AllocationSweepCuda, EnginesLoadOrFailCleanlyPrivateAndPooled) {
 
 // Pooled engines grow the shared scratch while running: each growth can fail.
 TEST_F(AllocationSweepCuda, PooledEnginesRunOrFailCleanlyAtEveryScratchGrowth) {
-  Result<Program> p = build("engine-per-block");
+  Result<Program> p = fixtures::load_transformer(transformer("engine-per-block"));
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   auto run = [](Method& m) { return forward(m, 48); };
   const std::vector<float> want = reference(*p, "forward", engine_scratch(true), run);

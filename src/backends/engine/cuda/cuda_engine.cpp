@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "backends/cuda/device_error_record.h"
 #include "backends/cuda/device_resources.h"
 #include "backends/engine/runner.h"
 #include "backends/engine/scratch_device.h"
@@ -19,8 +20,6 @@
 
 namespace planrt::engine {
 namespace {
-
-using kernels::cuda::CudaDeviceError;
 
 // Hands a kernel the workspace planned for its step: one region, carved in call order.
 class PlannedWorkspace final : public kernels::cuda::CudaTempMemory {
@@ -58,10 +57,6 @@ class CudaRunner final : public EngineRunner {
       Status s = stream_.synchronize();
       if (!s.ok()) PLANRT_LOG_ERROR("engine '{}': {}", name_, s.to_string());
     }
-    if (device_errors_ != nullptr) {
-      cuda::cuda_allocator().deallocate(device_errors_, sizeof(CudaDeviceError), Device::cuda(device_));
-    }
-    if (host_errors_ != nullptr) (void)cudaFreeHost(host_errors_);
     for (const auto& [host, bytes] : weights_held_) backends::weight_cache().release(device_, host, bytes);
   }
 
@@ -98,16 +93,7 @@ class CudaRunner final : public EngineRunner {
     r->cublas_ = std::move(cublas).value();
     PLANRT_ASSIGN_OR_RETURN(r->stream_, cuda::Stream::create(device));
     PLANRT_ASSIGN_OR_RETURN(r->legacy_done_, cuda::Event::create(device));
-    PLANRT_ASSIGN_OR_RETURN(void* err, cuda::cuda_allocator().allocate(sizeof(CudaDeviceError),
-                                                                       Device::cuda(device)));
-    r->device_errors_ = static_cast<CudaDeviceError*>(err);
-    PLANRT_CUDA_RETURN_IF_ERROR(cudaMemset(r->device_errors_, 0, sizeof(CudaDeviceError)),
-                                where + ": clearing the error record", device);
-    void* host = nullptr;
-    PLANRT_CUDA_RETURN_IF_ERROR(cuda::malloc_host(&host, sizeof(CudaDeviceError)),
-                                where + ": the pinned error record", device);
-    r->host_errors_ = static_cast<CudaDeviceError*>(host);
-    *r->host_errors_ = CudaDeviceError{};
+    PLANRT_ASSIGN_OR_RETURN(r->errors_, backends::DeviceErrorRecord::create(device, where));
     return std::unique_ptr<EngineRunner>(std::move(r));
   }
 
@@ -141,7 +127,7 @@ class CudaRunner final : public EngineRunner {
     ctx.stream = s;
     ctx.cublas = cublas_->handle.get();
     ctx.temp = &workspace_;
-    ctx.device_errors = device_errors_;
+    ctx.device_errors = errors_.device();
     {
       std::lock_guard cublas_lock(cublas_->mu);  // the device's one cuBLAS handle
       for (size_t k = 0; k < g.steps.size(); ++k) {
@@ -152,31 +138,19 @@ class CudaRunner final : public EngineRunner {
                          plan.workspace_bytes[k]);
         in_.clear();
         out_.clear();
-        for (uint32_t id : st.inputs) in_.push_back(id == kNoGraphValue ? TensorView::none() : views_[id]);
+        for (uint32_t id : st.inputs) in_.push_back(id == format::kNoValue ? TensorView::none() : views_[id]);
         for (uint32_t id : st.outputs) out_.push_back(views_[id]);
         Status status = fns_[k](ctx, st.attrs, in_, out_);
         if (!status.ok()) return status.with_context(g.step_name(k));
       }
     }
-    cudaError_t err = cudaMemcpyAsync(host_errors_, device_errors_, sizeof(CudaDeviceError),
-                                      cudaMemcpyDeviceToHost, s);
-    if (err != cudaSuccess) {
-      return cuda::cuda_error(err, where + ": reading the kernels' error record", device_);
-    }
-    return {};
+    return errors_.copy_to_host(s, where);
   }
 
   Status finish() override {
-    CudaDeviceError record = *host_errors_;
-    if (record.kind == 0) return {};
-    *host_errors_ = CudaDeviceError{};
+    if (!errors_.has_error()) return {};
     Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(device_);
-    cudaError_t err = cudaMemsetAsync(device_errors_, 0, sizeof(CudaDeviceError), stream_.get());
-    if (err == cudaSuccess) err = cudaStreamSynchronize(stream_.get());
-    if (err != cudaSuccess) {
-      PLANRT_LOG_ERROR("{}", cuda::cuda_error(err, "clearing an engine's error record", device_).to_string());
-    }
-    return kernels::cuda::device_error_status(record).with_context(fmt::format("engine '{}'", name_));
+    return errors_.take(stream_.get(), fmt::format("engine '{}'", name_));
   }
 
   void* own_stream() override { return stream_.get(); }
@@ -191,8 +165,7 @@ class CudaRunner final : public EngineRunner {
   std::shared_ptr<backends::SharedCublas> cublas_;
   cuda::Stream stream_;
   cuda::Event legacy_done_;
-  CudaDeviceError* device_errors_ = nullptr;
-  CudaDeviceError* host_errors_ = nullptr;
+  backends::DeviceErrorRecord errors_;
   PlannedWorkspace workspace_;
   std::vector<TensorView> views_, in_, out_;
 };

@@ -1,0 +1,73 @@
+#include "backends/cuda/graph_replay.h"
+
+#include <atomic>
+
+#include "backends/cuda/segment.h"
+#include "planrt/core/log.h"
+#include "platform/cuda/cuda_status.h"
+
+namespace planrt::cuda_backend {
+namespace {
+
+std::atomic<int64_t> g_captures{0};
+std::atomic<int64_t> g_replays{0};
+std::atomic<int64_t> g_fallbacks{0};
+
+// What a captured graph depends on besides the segment itself: each operand's address and
+// sizes (the sizes fix every dim, hence every temporary's size and every kernel's grid).
+std::vector<int64_t> graph_key(std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs) {
+  std::vector<int64_t> key;
+  for (const auto views : {inputs, outputs}) {
+    for (const TensorView& v : views) {
+      key.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(v.data)));
+      key.push_back(v.sizes.rank());
+      for (int d = 0; d < v.sizes.rank(); ++d) key.push_back(v.sizes[d]);
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
+GraphCounters graph_counters() {
+  return {g_captures.load(), g_replays.load(), g_fallbacks.load()};
+}
+
+Status run_with_graphs(Segment& seg, std::span<const TensorView> inputs,
+                       std::span<const TensorView> outputs, cudaStream_t stream) {
+  std::string where = fmt::format("segment '{}'", seg.name);
+  std::vector<int64_t> key = graph_key(inputs, outputs);
+  for (const CapturedGraph& g : seg.graphs.captured) {
+    if (g.key != key) continue;
+    g_replays.fetch_add(1, std::memory_order_relaxed);
+    return g.exec.launch(stream).with_context(where);
+  }
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  PLANRT_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capturing),
+                              where + ": cudaStreamIsCapturing", seg.device);
+  if (seg.graphs.captured.size() >= kMaxGraphsPerSegment || capturing != cudaStreamCaptureStatusNone) {
+    return run_eagerly(seg, inputs, outputs, stream);
+  }
+  PLANRT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed),
+                              where + ": cudaStreamBeginCapture", seg.device);
+  Status status = run_eagerly(seg, inputs, outputs, stream);
+  Result<cuda::GraphExec> exec = cuda::GraphExec::capture_end(stream, seg.device);
+  if (status.ok() && exec.ok()) {
+    seg.graphs.captured.push_back({std::move(key), std::move(exec).value()});
+    g_captures.fetch_add(1, std::memory_order_relaxed);
+    return seg.graphs.captured.back().exec.launch(stream).with_context(where);
+  }
+  (void)cudaGetLastError();  // a refused capture leaves its error behind; nothing ran
+  // The kernels' own checks (a bad operand, an unsupported dtype) fail the same eagerly.
+  if (!status.ok() && status.code() != ErrorCode::Internal) return status;
+  // Else CUDA refused something in the capture. Nothing was enqueued for real (a capture
+  // only records), so the work runs eagerly now.
+  PLANRT_LOG_WARN("{}: CUDA graph capture failed ({}); running without graphs from now on", where,
+                  !exec.ok() ? exec.status().to_string() : status.to_string());
+  seg.graphs.failed = true;
+  g_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  return run_eagerly(seg, inputs, outputs, stream);
+}
+
+}  // namespace planrt::cuda_backend

@@ -1,0 +1,123 @@
+// The cuda backend's segment model: what init() makes of a segment's graph blob, and the
+// eager run of one call. The Backend glue (cuda_backend.cpp) and CUDA-graph replay
+// (graph_replay.h) sit on top. Private to src/backends/cuda.
+//
+// A Segment holds the parsed graph (values, steps with their CUDA kernels, add + layer_norm
+// fused where it can be), when each Temporary lives (allocated from the warm pool before its
+// first step, freed after its last), and its device resources: the pool handle, the
+// device's shared cuBLAS handle, a stream for calls without one, the kernels' error record
+// and the uploaded weights. Ownership: the Segment owns all of it; its destructor waits for
+// its stream and gives everything back. Thread safety: one call at a time per Segment (the
+// Backend contract); the device's cuBLAS handle is shared and locked by the caller.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/device_error_record.h"
+#include "backends/cuda/device_resources.h"
+#include "backends/cuda/graph_replay.h"
+#include "backends/segment_graph.h"
+#include "kernels/cuda/cuda_kernel.h"
+#include "planrt/runtime/backend.h"
+#include "platform/cuda/pool.h"
+#include "platform/cuda/stream.h"
+
+namespace planrt::cuda_backend {
+
+// The kernels' per-call scratch, served by the warm pool.
+class PoolTempMemory final : public kernels::cuda::CudaTempMemory {
+ public:
+  explicit PoolTempMemory(cuda::PoolHandle* pool) : pool_(pool) {}
+  Result<void*> allocate(size_t bytes, cudaStream_t stream) override {
+    return pool_->allocate(bytes, stream);
+  }
+  Status deallocate(void* ptr, size_t, cudaStream_t stream) override {
+    return pool_->deallocate(ptr, stream);
+  }
+
+ private:
+  cuda::PoolHandle* pool_;
+};
+
+// A value of the graph and, for a constant, its device copy and cache key.
+struct GraphValue : SegmentValue {
+  void* weight = nullptr;
+  const uint8_t* weight_host = nullptr;
+  size_t weight_bytes = 0;
+};
+
+struct GraphStep {
+  std::string op;
+  std::string node;
+  kernels::cuda::CudaKernelFn fn = nullptr;
+  kernels::OpAttrs attrs;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  std::vector<uint32_t> allocate_before;  // Temporaries first used by this step
+  std::vector<uint32_t> free_after;       // Temporaries last used by this step
+};
+
+// The backend's options (include/planrt/backends/cuda.h lists them with their defaults).
+struct SegmentOptions {
+  bool allow_tf32 = false;
+  bool fuse_kernels = true;      // fuse_add_layer_norm; false runs every op as its own kernel
+  bool use_cuda_graphs = false;  // capture each execute once per operand addresses and sizes
+  cuda::PoolOptions pool;
+};
+
+// Compile specs, then load-time options: a later key wins. Unknown keys are ignored (they
+// may be meant for another version of this backend). InvalidArgument naming a bad value.
+Result<SegmentOptions> parse_options(std::span<const BackendOption> compile_specs,
+                                     std::span<const BackendOption> load_options);
+
+struct Segment {
+  std::string name;
+  int device = 0;
+  std::vector<DimSpec> dims;
+  std::vector<GraphValue> values;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
+  std::vector<GraphStep> steps;
+  uint64_t scratch_bytes = 0;
+  bool has_planned = false;
+  bool fuse = true;  // option fuse_kernels
+  SegmentGraphs graphs;  // option use_cuda_graphs: the captures, replayed by graph_replay.h
+
+  cuda::PoolHandle pool;
+  std::unique_ptr<PoolTempMemory> temp;
+  std::shared_ptr<backends::SharedCublas> cublas;  // shared by every segment on this device
+  cuda::Stream stream;      // used when the caller gives none
+  cuda::Event legacy_done;  // the legacy default stream's work, waited for on `stream`
+  backends::DeviceErrorRecord errors;
+
+  // Per-call state, reused (execute never runs twice at once on one handle).
+  std::vector<int64_t> bound;
+  std::vector<TensorView> views;
+  std::vector<TensorView> in, out;
+
+  std::string step_name(size_t k) const;
+  ~Segment();
+};
+
+// Everything that needs no device: the graph (through the shared parser,
+// backends/segment_graph.h), each step's CUDA kernel (NotFound for an op without one),
+// fusion when seg.fuse, and the Temporaries' lifetimes.
+Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendInitContext& ctx);
+
+// Device resources: pool, cuBLAS, stream, error record, the weights the graph reads (once
+// per device and program constant). `seg.device` must be current.
+Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
+                   const cuda::PoolOptions& pool_options);
+
+// One call, enqueued on `stream` without waiting: operands checked against the graph (dims
+// bound from their shapes), temporaries from the warm pool, every step's kernel. Everything
+// it allocated is freed (stream-ordered) before it returns, also on failure.
+Status run_eagerly(Segment& seg, std::span<const TensorView> inputs,
+                   std::span<const TensorView> outputs, cudaStream_t stream);
+
+}  // namespace planrt::cuda_backend

@@ -1,0 +1,248 @@
+// The arithmetic CUDA kernels against the CPU kernels, written once and run in each dtype
+// the CUDA kernels compute in (f32 and bf16; dtype_agreement.h says what "agree" means in
+// each): elementwise ops with broadcasting, activations, norms, softmax, the fused
+// add + layer_norm, linear and matmul over every batch layout, and the fused attention,
+// each also on operands one element off 16-byte alignment (the vectorized kernels'
+// fallback paths). What only one dtype has stays in that dtype's file: the f32-only paths
+// (unfused attention, data movement, ...) in cuda_kernels_test.cpp; bf16's refusals below.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/dtype_agreement.h"
+#include "kernels/operands.h"
+#include "support/gpu.h"
+
+namespace planrt::kernels::cuda {
+namespace {
+
+using testing::CudaRunner;
+using testing::ExpectAgreeIn;
+using testing::attrs_of;
+using testing::HostTensor;
+using testing::IsError;
+using testing::rnd;
+
+
+class CudaKernelsInEachDtype : public ::testing::TestWithParam<DType> {
+ protected:
+  DType dtype() const { return GetParam(); }
+  // One element off 16-byte alignment.
+  size_t off_alignment() const { return element_size(GetParam()); }
+  void Agree(CudaRunner& r, std::string_view op, const OpAttrs& attrs,
+             const std::vector<HostTensor>& inputs, const Shape& out, size_t offset = 0) {
+    ExpectAgreeIn(dtype(), r, op, attrs, inputs, out, offset);
+  }
+};
+
+TEST_P(CudaKernelsInEachDtype, BinaryOpsMatchTheCpuWithBroadcasting) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{4, 33, 65}, {4, 33, 65}}, {{2, 3, 4}, {3, 1}}, {{4}, {2, 1, 4}},
+      {{}, {3}},                  {{5, 1, 7}, {1, 6, 1}}, {{}, {}}, {{1001}, {1001}}};
+  uint32_t seed = 1;
+  for (std::string_view op : {"add", "sub", "mul", "div"}) {
+    for (const auto& [sa, sb] : cases) {
+      SCOPED_TRACE(std::string(op) + " " + sa.to_string() + " " + sb.to_string());
+      Result<Shape> shape = broadcast_shapes(op, sa, sb);
+      ASSERT_TRUE(shape.ok());
+      HostTensor a = rnd(sa, seed++);
+      // div: b away from zero, so that the comparison measures the kernel, not 1/0.
+      HostTensor b = op == "div" ? rnd(sb, seed++, 0.5f, 2.0f) : rnd(sb, seed++);
+      Agree(r, op, {}, {a, b}, *shape);
+    }
+    // 1001: the vector loop and a tail; off alignment: the element-wise fallback.
+    HostTensor a = rnd({1001}, seed++);
+    HostTensor b = op == "div" ? rnd({1001}, seed++, 0.5f, 2.0f) : rnd({1001}, seed++);
+    Agree(r, op, {}, {a, b}, {1001}, off_alignment());
+  }
+}
+
+TEST_P(CudaKernelsInEachDtype, ActivationsMatchTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  const OpAttrs tanh = attrs_of({{"approximate", std::string("tanh")}});
+  HostTensor x = rnd({3, 1031}, 11, -6.0f, 6.0f);
+  for (std::string_view op : {"relu", "silu", "gelu"}) Agree(r, op, {}, {x}, x.shape());
+  Agree(r, "gelu", tanh, {x}, x.shape());
+  for (size_t offset : {size_t{0}, off_alignment()}) {
+    SCOPED_TRACE(fmt::format("offset {}", offset));
+    Agree(r, "gelu", {}, {rnd({3, 333}, 5, -6.0f, 6.0f)}, {3, 333}, offset);
+    Agree(r, "gelu", tanh, {rnd({3, 333}, 6, -6.0f, 6.0f)}, {3, 333}, offset);
+    Agree(r, "silu", {}, {rnd({999}, 7, -6.0f, 6.0f)}, {999}, offset);
+  }
+}
+
+TEST_P(CudaKernelsInEachDtype, NormalizationsAndSoftmaxMatchTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  // 1000 is not a multiple of the block; the offset mean tests the two-pass variance.
+  HostTensor x = rnd({3, 7, 1000}, 41, 99.0f, 101.0f);
+  Agree(r, "layer_norm", {}, {x, rnd({1000}, 42), rnd({1000}, 43)}, x.shape());
+  Agree(r, "layer_norm", attrs_of({{"eps", 1e-3}}), {x}, x.shape());
+  HostTensor centred = rnd({3, 7, 1000}, 11, -3.0f, 3.0f);
+  Agree(r, "layer_norm", {}, {centred, rnd({1000}, 12), rnd({1000}, 13)}, centred.shape());
+  Agree(r, "layer_norm", {}, {rnd({5, 3}, 44), HostTensor(), rnd({3}, 45)}, {5, 3});
+  Agree(r, "rms_norm", {}, {rnd({4, 4097}, 46), rnd({4097}, 47)}, {4, 4097});
+  Agree(r, "rms_norm", attrs_of({{"eps", 1e-2}}), {rnd({6, 16}, 48, -0.1f, 0.1f)}, {6, 16});
+  HostTensor s = rnd({3, 7, 300}, 51, -20.0f, 20.0f);
+  Agree(r, "softmax", {}, {s}, s.shape());
+  Agree(r, "softmax", attrs_of({{"dim", int64_t{1}}}), {s}, s.shape());
+  Agree(r, "softmax", attrs_of({{"dim", int64_t{0}}}), {s}, s.shape());
+  Agree(r, "softmax", {}, {rnd({}, 52)}, {});
+}
+
+// The fused residual add + layer_norm against the two CPU kernels it stands for, with and
+// without the affine operands: the sum is rounded to the dtype before it is normalised, as
+// add then layer_norm; operands of two shapes are refused before anything runs.
+TEST_P(CudaKernelsInEachDtype, AddLayerNormMatchesAddThenLayerNorm) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  using testing::rounded_to;
+  const Shape shape{3, 5, 512};
+  HostTensor a = rnd(shape, 451, -3.0f, 3.0f);
+  HostTensor b = rnd(shape, 452);
+  HostTensor w = rnd({512}, 453);
+  HostTensor bias = rnd({512}, 454);
+  HostTensor sum(DType::F32, shape);  // the dtype's sum, widened
+  {
+    HostTensor ra = rounded_to(a, dtype());
+    HostTensor rb = rounded_to(b, dtype());
+    std::vector<TensorView> in{ra.view(), rb.view()};
+    std::vector<TensorView> out{sum.view()};
+    ASSERT_TRUE((*find_cpu_kernel("add"))({}, in, out).ok());
+    sum = rounded_to(sum, dtype());
+  }
+  for (bool affine : {true, false}) {
+    SCOPED_TRACE(affine ? "weight and bias" : "no affine");
+    std::vector<HostTensor> norm_in{sum};
+    if (affine) norm_in.insert(norm_in.end(), {rounded_to(w, dtype()), rounded_to(bias, dtype())});
+    HostTensor normed(DType::F32, shape);
+    std::vector<TensorView> host_in;
+    for (const HostTensor& t : norm_in) host_in.push_back(t.view());
+    std::vector<TensorView> host_out{normed.view()};
+    ASSERT_TRUE((*find_cpu_kernel("layer_norm"))({}, host_in, host_out).ok());
+
+    std::vector<TensorView> in{r.upload(testing::in_dtype(a, dtype())),
+                               r.upload(testing::in_dtype(b, dtype()))};
+    if (affine) {
+      in.insert(in.end(), {r.upload(testing::in_dtype(w, dtype())),
+                           r.upload(testing::in_dtype(bias, dtype()))});
+    }
+    std::vector<TensorView> out{r.device_output(dtype(), shape), r.device_output(dtype(), shape)};
+    ASSERT_TRUE(add_layer_norm(r.ctx(), {}, in, out).ok());
+    ASSERT_TRUE(r.synchronize().ok());
+    EXPECT_EQ(testing::relative_error(testing::widened(r.download(out[0])), sum), 0.0);
+    EXPECT_LT(testing::relative_error(testing::widened(r.download(out[1])), normed),
+              testing::tolerance_of(dtype()));
+  }
+  std::vector<TensorView> mismatched{r.upload(testing::in_dtype(a, dtype())),
+                                     r.upload(testing::in_dtype(rnd({3, 5, 1}, 455), dtype()))};
+  std::vector<TensorView> out{r.device_output(dtype(), shape), r.device_output(dtype(), shape)};
+  EXPECT_TRUE(IsError(add_layer_norm(r.ctx(), {}, mismatched, out), ErrorCode::InvalidArgument,
+                      {"one shape"}));
+}
+
+TEST_P(CudaKernelsInEachDtype, LinearMatchesTheCpuWithAndWithoutBias) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor x = rnd({2, 5, 64}, 21);
+  HostTensor w = rnd({48, 64}, 22);
+  HostTensor b = rnd({48}, 23);
+  Agree(r, "linear", {}, {x, w, b}, {2, 5, 48});
+  Agree(r, "linear", {}, {x, w}, {2, 5, 48});
+  Agree(r, "linear", {}, {x, w, HostTensor()}, {2, 5, 48});
+  Agree(r, "linear", {}, {rnd({64}, 24), w, b}, {48});
+  // in = 0: the output is the bias (a sum over nothing), as on the CPU.
+  Agree(r, "linear", {}, {rnd({3, 0}, 25), rnd({4, 0}, 26), rnd({4}, 27)}, {3, 4});
+  HostTensor wide = rnd({2, 100, 512}, 31);
+  HostTensor wide_w = rnd({384, 512}, 32);
+  Agree(r, "linear", {}, {wide, wide_w, rnd({384}, 33)}, {2, 100, 384});  // cuBLASLt, bias epilogue
+  Agree(r, "linear", {}, {wide, wide_w}, {2, 100, 384});
+  // Off 16-byte alignment: the bias goes in first and the GEMM accumulates onto it.
+  Agree(r, "linear", {}, {rnd({33, 40}, 431), rnd({24, 40}, 432), rnd({24}, 433)}, {33, 24},
+        off_alignment());
+}
+
+TEST_P(CudaKernelsInEachDtype, MatmulMatchesTheCpuForEveryBatchLayout) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  struct Case {
+    Shape a, b, out;
+  };
+  const std::vector<Case> cases = {
+      {{3, 4, 5}, {5, 6}, {3, 4, 6}},               // shared b: folded into one GEMM
+      {{2, 3, 4, 5}, {2, 3, 5, 6}, {2, 3, 4, 6}},   // equal batches: strided batched
+      {{4, 5}, {2, 5, 3}, {2, 4, 3}},               // a broadcast: stride 0
+      {{2, 1, 4, 5}, {3, 5, 6}, {2, 3, 4, 6}},      // mixed broadcast: pointer arrays
+      {{5}, {5}, {}},                               // dot product
+      {{5}, {2, 5, 3}, {2, 3}},                     // row vector
+      {{2, 4, 5}, {5}, {2, 4}},                     // column vector
+      {{2, 4, 0}, {2, 0, 3}, {2, 4, 3}},            // k = 0: zeros
+  };
+  uint32_t seed = 31;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.a.to_string() + " @ " + c.b.to_string());
+    Agree(r, "matmul", {}, {rnd(c.a, seed++), rnd(c.b, seed++)}, c.out);
+  }
+}
+
+// Head dim 64 takes the fused kernel (one pass, online softmax; bf16 on the tensor cores):
+// row and key counts around its 64-row tiles, more keys than queries and fewer, causal and
+// not, a scale, and operands off 16-byte alignment (its plain-load path).
+TEST_P(CudaKernelsInEachDtype, FusedAttentionMatchesTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  for (const testing::AttentionInputs& c : testing::fused_attention_inputs(401)) {
+    SCOPED_TRACE(c.label);
+    Agree(r, "scaled_dot_product_attention", attrs_of({{"causal", c.causal}}), {c.q, c.k, c.v},
+          c.out);
+    Agree(r, "scaled_dot_product_attention", attrs_of({{"causal", c.causal}, {"scale", 0.3}}),
+          {c.q, c.k, c.v}, c.out, off_alignment());
+  }
+  const Shape shape{1, 2, 97, 64};
+  for (bool causal : {false, true}) {
+    Agree(r, "scaled_dot_product_attention", attrs_of({{"causal", causal}}),
+          {rnd(shape, 421, -2.0f, 2.0f), rnd(shape, 422, -2.0f, 2.0f), rnd(shape, 423)}, shape,
+          off_alignment());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernelsInEachDtype, ::testing::Values(DType::F32, DType::BF16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
+
+// bf16 only: what has no bf16 kernel is refused before anything runs.
+TEST(CudaBf16Kernels, MixedDtypesAndUnfusedAttentionAreRefused) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  using testing::in_dtype;
+  Result<CudaKernelFn> add_fn = find_cuda_kernel("add");
+  ASSERT_TRUE(add_fn.ok());
+  std::vector<TensorView> mixed{r.upload(rnd({8}, 61)), r.upload(in_dtype(rnd({8}, 62), DType::BF16))};
+  std::vector<TensorView> out{r.device_output(DType::F32, {8})};
+  EXPECT_TRUE(IsError((*add_fn)(r.ctx(), {}, mixed, out), ErrorCode::NotSupported,
+                      {"add", "bf16", "f32", "one dtype"}));
+  std::vector<TensorView> ints{r.upload(HostTensor::ids(DType::I32, {8}, 63, 0, 4)),
+                               r.upload(HostTensor::ids(DType::I32, {8}, 64, 0, 4))};
+  std::vector<TensorView> int_out{r.device_output(DType::I32, {8})};
+  EXPECT_TRUE(IsError((*add_fn)(r.ctx(), {}, ints, int_out), ErrorCode::NotSupported,
+                      {"i32", "f32 and bf16"}));
+
+  testing::DtypeRun unfused = testing::run_in(
+      DType::BF16, r, "scaled_dot_product_attention", attrs_of({{"fused", false}}),
+      {rnd({1, 2, 8, 64}, 65), rnd({1, 2, 8, 64}, 66), rnd({1, 2, 8, 64}, 67)}, {1, 2, 8, 64});
+  EXPECT_TRUE(IsError(unfused.cuda, ErrorCode::NotSupported, {"bf16", "fused only"}));
+  testing::DtypeRun head32 = testing::run_in(
+      DType::BF16, r, "scaled_dot_product_attention", {},
+      {rnd({1, 2, 8, 32}, 68), rnd({1, 2, 8, 32}, 69), rnd({1, 2, 8, 32}, 70)}, {1, 2, 8, 32});
+  EXPECT_TRUE(IsError(head32.cuda, ErrorCode::NotSupported, {"head dims 32 and 32"}));
+}
+
+}  // namespace
+}  // namespace planrt::kernels::cuda
