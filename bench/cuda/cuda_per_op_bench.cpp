@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../bench_stats.h"
+#include "gpu_bench.h"
 #include "planrt/backends/cuda.h"
 #include "planrt/builder/builder.h"
 #include "planrt/platform/cuda.h"
@@ -52,11 +53,6 @@ int fail(const std::string& what) {
 }
 
 using planrt::bench::median;
-
-uint64_t device_used() {
-  Result<CudaDeviceMemory> m = cuda_device_memory(Device::cuda(0));
-  return m.ok() ? m->used_bytes() : 0;
-}
 
 struct ModeResult {
   std::vector<double> ms;  // every timed run, all rounds
@@ -125,17 +121,9 @@ int main(int argc, char** argv) {
   }
   const std::string out_path =
       planrt::bench::results_path(out_flag, smoke, (source_dir / "results" / "cuda_per_op.jsonl").string());
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    fail("no CUDA device visible: nothing measured");
-    return planrt::bench::no_gpu_exit();
-  }
-  cudaSetDevice(0);
-  cudaFree(nullptr);  // the context exists before the "before" figure
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
-  const char* commit_env = std::getenv("PLANRT_COMMIT");
-  const std::string commit = commit_env ? commit_env : "unknown";
+  const std::optional<planrt::bench::GpuBenchDevice> gpu = planrt::bench::open_gpu_bench("cuda_per_op_bench");
+  if (!gpu) return planrt::bench::no_gpu_exit();
+  const std::string& commit = gpu->commit;
   if (Status s = register_cuda_backend(); !s.ok()) return fail(s.to_string());
 
   // The model of many delegates, and the same model (weights included) as one segment.
@@ -181,7 +169,7 @@ int main(int argc, char** argv) {
   uint64_t used_before = 0, used_after = 0;
   for (int cycle = 0; cycle < 2; ++cycle) {
     // Cycle 0 is the process's first load and release; cycle 1 a second one.
-    const uint64_t before = device_used();
+    const uint64_t before = planrt::bench::device_used_bytes();
     {
       Result<Program> program = Program::load_bytes(*bytes);
       if (!program.ok()) return fail(program.status().to_string());
@@ -199,7 +187,7 @@ int main(int argc, char** argv) {
         }
       }
     }
-    const uint64_t after = device_used();
+    const uint64_t after = planrt::bench::device_used_bytes();
     double diff = (static_cast<double>(after) - static_cast<double>(before)) / (1 << 20);
     if (cycle == 0) {
       first_diff_mib = diff;
@@ -241,7 +229,7 @@ int main(int argc, char** argv) {
   const bool one_segment_agrees = one_segment_rel <= 1e-5;
   const double diff_mib = second_diff_mib;
   std::printf("%s, transformer %lld layers d%lld S=%lld, partition cuda-per-op: %zu delegates\n",
-              prop.name, static_cast<long long>(layers), static_cast<long long>(d_model),
+              gpu->name.c_str(), static_cast<long long>(layers), static_cast<long long>(d_model),
               static_cast<long long>(seq), delegates);
   std::printf("each extra delegate call: %.4f ms ((%.3f ms for %zu delegates - %.3f ms for one "
               "segment) / %zu); host waits per inference %lld (one segment: %lld)\n",
@@ -263,7 +251,7 @@ int main(int argc, char** argv) {
 
   nlohmann::json line = {{"bench", "cuda_per_op"},
                          {"commit", commit},
-                         {"device", prop.name},
+                         {"device", gpu->name},
                          {"command", command},
                          {"model", {{"layers", layers}, {"d_model", d_model}, {"seq", seq}}},
                          {"delegates", delegates},

@@ -32,12 +32,14 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "../bench_stats.h"
+#include "gpu_bench.h"
 #include "planrt/backends/cuda.h"
 #include "planrt/backends/engine.h"
 #include "planrt/builder/builder.h"
@@ -56,11 +58,6 @@ int fail(const std::string& what) {
 }
 
 using planrt::bench::median;
-
-int64_t device_used() {
-  Result<CudaDeviceMemory> m = cuda_device_memory(Device::cuda(0));
-  return m.ok() ? static_cast<int64_t>(m->used_bytes()) : 0;
-}
 
 struct Scenario {
   std::string name;
@@ -100,7 +97,7 @@ Status measure(const Program& program, const Scenario& s, bool pooled, const Ten
                int iters, ModeResult& r) {
   PLANRT_RETURN_IF_ERROR(trim_engine_scratch_pool(Device::cuda(0)));
   cudaDeviceSynchronize();
-  const int64_t before = device_used();
+  const int64_t before = static_cast<int64_t>(planrt::bench::device_used_bytes());
   LoadMethodOptions options;
   options.backend_options["engine"].push_back({std::string(kSharedScratchOption), pooled ? "true" : "false"});
   std::vector<Method> methods;
@@ -110,7 +107,7 @@ Status measure(const Program& program, const Scenario& s, bool pooled, const Ten
   }
   for (Method& m : methods) PLANRT_RETURN_IF_ERROR(m.run({&input, 1}));
   cudaDeviceSynchronize();
-  r.device_delta = device_used() - before;
+  r.device_delta = static_cast<int64_t>(planrt::bench::device_used_bytes()) - before;
   PLANRT_ASSIGN_OR_RETURN(EngineScratchStats st, engine_scratch_stats(Device::cuda(0)));
   r.private_bytes = st.private_scratch_bytes;
   r.pool_capacity = st.pool_capacity_bytes;
@@ -160,17 +157,9 @@ int main(int argc, char** argv) {
   }
   const std::string out_path =
       planrt::bench::results_path(out_flag, smoke, (source_dir / "results" / "engine_scratch.jsonl").string());
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    fail("no CUDA device visible: nothing measured");
-    return planrt::bench::no_gpu_exit();
-  }
-  cudaSetDevice(0);
-  cudaFree(nullptr);
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
-  const char* commit_env = std::getenv("PLANRT_COMMIT");
-  const std::string commit = commit_env ? commit_env : "unknown";
+  const std::optional<planrt::bench::GpuBenchDevice> gpu = planrt::bench::open_gpu_bench("engine_scratch_bench");
+  if (!gpu) return planrt::bench::no_gpu_exit();
+  const std::string& commit = gpu->commit;
   if (Status s = register_cuda_backend(); !s.ok()) return fail(s.to_string());
   if (Status s = register_engine_backend(); !s.ok()) return fail(s.to_string());
   std::ofstream out;
@@ -230,7 +219,7 @@ int main(int argc, char** argv) {
                 pool.device_delta / kMiB, priv_ms, pool_ms, latency_ratio, same ? "yes" : "NO");
     nlohmann::json line = {
         {"bench", "engine_scratch"}, {"scenario", s.name}, {"commit", commit},
-        {"device", prop.name}, {"command", command}, {"partition", s.partition},
+        {"device", gpu->name}, {"command", command}, {"partition", s.partition},
         {"attention", fused_attention ? "fused" : "unfused"}, {"layers", s.layers}, {"ffn_per_block", s.ffn_per_block}, {"seq", seq},
         {"contexts", pool.contexts},
         {"private_scratch_sum_bytes", priv.private_bytes},
@@ -277,7 +266,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(sizes[1]), profile_max / kMiB,
                 settles ? "settles at the largest call" : "NOT below the profile max");
     nlohmann::json line = {{"bench", "engine_scratch_dynamic_s"}, {"commit", commit},
-                           {"device", prop.name}, {"command", command},
+                           {"device", gpu->name}, {"command", command},
                            {"attention", fused_attention ? "fused" : "unfused"},
                            {"calls_seq", {sizes[0], sizes[1]}},
                            {"capacity_after_bytes", {capacity[0], capacity[1]}},

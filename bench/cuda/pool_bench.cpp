@@ -20,12 +20,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "../bench_stats.h"
+#include "gpu_bench.h"
 #include "planrt/platform/cuda.h"
 #include "platform/cuda/pool.h"
 #include "platform/cuda/stream.h"
@@ -79,12 +81,6 @@ double measure(const PoolOptions& options, size_t bytes, int iters, std::string*
   return median(std::move(us));  // the handle's release (the last user) follows
 }
 
-size_t device_used_bytes() {
-  size_t free_b = 0, total_b = 0;
-  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return 0;
-  return total_b - free_b;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,20 +103,12 @@ int main(int argc, char** argv) {
   }
   const std::string out_path =
       planrt::bench::results_path(out_flag, smoke, (source_dir / "results" / "cuda_pool.jsonl").string());
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    fail("no CUDA device visible: nothing measured");
-    return planrt::bench::no_gpu_exit();
-  }
-  cudaSetDevice(0);
-  cudaFree(nullptr);  // create the context before the "before" figure
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
-  const std::string device = prop.name;
-  const char* commit_env = std::getenv("PLANRT_COMMIT");
-  const std::string commit = commit_env ? commit_env : "unknown";
+  const std::optional<planrt::bench::GpuBenchDevice> gpu = planrt::bench::open_gpu_bench("pool_bench");
+  if (!gpu) return planrt::bench::no_gpu_exit();
+  const std::string& commit = gpu->commit;
+  const std::string& device = gpu->name;
 
-  const size_t used_before = device_used_bytes();
+  const size_t used_before = planrt::bench::device_used_bytes();
   std::ofstream out;
   if (!out_path.empty()) {
     out.open(out_path, std::ios::app);
@@ -149,7 +137,7 @@ int main(int argc, char** argv) {
     if (out.is_open()) out << line.dump() << "\n";
   }
 
-  const size_t used_after = device_used_bytes();
+  const size_t used_after = planrt::bench::device_used_bytes();
   const double diff_mib =
       (static_cast<double>(used_after) - static_cast<double>(used_before)) / (1 << 20);
   const bool memory_ok = diff_mib <= 2.0;
