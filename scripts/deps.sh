@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
+  time
 )
 
 missing=()

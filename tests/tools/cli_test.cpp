@@ -99,6 +99,46 @@ TEST_F(CliTest, VersionSaysWhetherTheBuildHasCuda) {
 #endif
 }
 
+// The CUDA math libraries are opened on first CUDA use (kernels/cuda/cublas_library.h), so
+// CPU work in a CUDA build never loads them. LD_DEBUG=files makes the dynamic loader list
+// every library it loads, linked or opened, on stderr.
+TEST_F(CliTest, CpuWorkNeverLoadsTheCudaMathLibraries) {
+  std::string prog = build_small_program();  // partition cpu
+  const std::string runs[] = {
+      "--version", "inspect " + prog, "inspect --json " + prog,
+      "build --template transformer --layers 1 --d-model 32 --heads 4 --ffn 64 --max-seq 16 "
+      "--weights random:2 -o " + path("other.prog"),
+      "run " + prog + " --random-inputs 1 --dim S=8 --iterations 2"};
+  for (const std::string& args : runs) {
+    SCOPED_TRACE(args);
+    CommandResult r = planrt_env("LD_DEBUG=files", args);
+    ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+    // The loader did list what it loaded, so the absence below means something.
+    ASSERT_NE(r.err.find("file=libc.so"), std::string::npos) << r.err.substr(0, 2000);
+    EXPECT_EQ(r.err.find("libcublas"), std::string::npos);
+  }
+}
+
+TEST_F(CliTest, TheFirstCudaRunOpensTheCudaMathLibraries) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  std::string prog = build_small_program("--partition cuda");
+  CommandResult r = planrt_env("LD_DEBUG=files", "run " + prog + " --random-inputs 1 --dim S=8 --iterations 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  EXPECT_NE(r.err.find("file=libcublasLt.so"), std::string::npos);
+  EXPECT_NE(r.err.find("file=libcublas.so"), std::string::npos);
+}
+
+// Missing at that moment: the method's load fails naming the library and where it looked.
+TEST_F(CliTest, ACudaRunWithoutTheMathLibrariesFailsNamingThem) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  std::string prog = build_small_program("--partition cuda");
+  CommandResult r = planrt_env("PLANRT_CUDA_MATH_LIBRARY_DIR=/nonexistent/planrt-cuda",
+                               "run " + prog + " --random-inputs 1 --dim S=8 --iterations 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot load the CUDA math library libcublasLt.so"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/planrt-cuda/libcublasLt.so"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, MissingProgramIsARuntimeError) {
   CommandResult r = planrt("inspect " + path("missing.prog"));
   EXPECT_EQ(r.exit_code, 1);

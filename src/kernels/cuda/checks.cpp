@@ -124,22 +124,30 @@ Status cublas_status(std::string_view op, std::string_view what, cublasStatus_t 
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_ARCH_MISMATCH) {
     code = ErrorCode::NotSupported;
   }
-  return make_error(code, "{}: {} failed: {} ({})", op, what, cublasGetStatusString(status),
-                    cublasGetStatusName(status));
+  // A status comes from a call through the opened library, so its strings are there.
+  const CublasLibrary* cu = cublas_library_if_open();
+  if (cu == nullptr) {
+    return make_error(code, "{}: {} failed: cuBLAS status {}", op, what, static_cast<int>(status));
+  }
+  return make_error(code, "{}: {} failed: {} ({})", op, what, cu->cublasGetStatusString(status),
+                    cu->cublasGetStatusName(status));
 }
 
-Status prepare_cublas(std::string_view op, const CudaKernelContext& ctx) {
+Result<const CublasLibrary*> prepare_cublas(std::string_view op, const CudaKernelContext& ctx) {
   if (ctx.cublas == nullptr) {
     return make_error(ErrorCode::InvalidArgument, "{}: the CUDA kernel needs a cuBLAS handle", op);
   }
+  Result<const CublasLibrary*> cu = cublas_library();
+  if (!cu.ok()) return cu.status().with_context(op);
   cudaStream_t current = nullptr;
-  PLANRT_RETURN_IF_ERROR(cublas_status(op, "cublasGetStream", cublasGetStream(ctx.cublas, &current)));
+  PLANRT_RETURN_IF_ERROR(
+      cublas_status(op, "cublasGetStream", (*cu)->cublasGetStream_v2(ctx.cublas, &current)));
   // Only when it differs: cublasSetStream also resets the handle's workspace.
   if (current != ctx.stream) {
     PLANRT_RETURN_IF_ERROR(
-        cublas_status(op, "cublasSetStream", cublasSetStream(ctx.cublas, ctx.stream)));
+        cublas_status(op, "cublasSetStream", (*cu)->cublasSetStream_v2(ctx.cublas, ctx.stream)));
   }
-  return {};
+  return *cu;
 }
 
 Status require_temp(std::string_view op, const CudaKernelContext& ctx) {

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "kernels/cpu/checks.h"
+#include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/cuda_kernel.h"
 
 namespace planrt::kernels::cuda {
@@ -31,8 +32,9 @@ Result<DType> require_f32_or_bf16_inputs(std::string_view op, std::span<const Te
 Status cuda_status(std::string_view op, std::string_view what, cudaError_t err);
 Status cublas_status(std::string_view op, std::string_view what, cublasStatus_t status);
 
-// ctx.cublas set and bound to ctx.stream; ctx.temp set when `needs_temp`.
-Status prepare_cublas(std::string_view op, const CudaKernelContext& ctx);
+// ctx.cublas set and bound to ctx.stream: the math libraries' functions to call with it
+// (cublas_library.h; the errors of opening them, when no handle opened them before).
+Result<const CublasLibrary*> prepare_cublas(std::string_view op, const CudaKernelContext& ctx);
 Status require_temp(std::string_view op, const CudaKernelContext& ctx);
 
 // Scratch from ctx.temp for one call, given back (stream-ordered) by release() or, on an

@@ -60,8 +60,11 @@ Status StreamOrderedTempMemory::deallocate(void* ptr, size_t, cudaStream_t strea
 }
 
 Result<CublasHandle> CublasHandle::create(const CublasOptions& options) {
+  // The first handle of the process opens the math libraries (cublas_library.h).
+  Result<const CublasLibrary*> cu = cublas_library();
+  if (!cu.ok()) return cu.status().with_context("cuBLAS");
   cublasHandle_t h = nullptr;
-  PLANRT_RETURN_IF_ERROR(cublas_status("cuBLAS", "cublasCreate", cublasCreate(&h)));
+  PLANRT_RETURN_IF_ERROR(cublas_status("cuBLAS", "cublasCreate", (*cu)->cublasCreate_v2(&h)));
   CublasHandle handle(h);
   PLANRT_RETURN_IF_ERROR(handle.set_allow_tf32(options.allow_tf32));
   return handle;
@@ -72,21 +75,23 @@ CublasHandle::CublasHandle(CublasHandle&& other) noexcept
 
 CublasHandle& CublasHandle::operator=(CublasHandle&& other) noexcept {
   if (this != &other) {
-    if (handle_ != nullptr) (void)cublasDestroy(handle_);
+    if (handle_ != nullptr) (void)cublas_library_if_open()->cublasDestroy_v2(handle_);
     handle_ = std::exchange(other.handle_, nullptr);
   }
   return *this;
 }
 
 CublasHandle::~CublasHandle() {
-  if (handle_ != nullptr) (void)cublasDestroy(handle_);
+  // A handle exists only once the library that made it is open.
+  if (handle_ != nullptr) (void)cublas_library_if_open()->cublasDestroy_v2(handle_);
 }
 
 Status CublasHandle::set_allow_tf32(bool allow) {
   if (handle_ == nullptr) {
     return make_error(ErrorCode::InvalidArgument, "cuBLAS: the handle is empty");
   }
-  return cublas_status("cuBLAS", "cublasSetMathMode", cublasSetMathMode(handle_, math_mode(allow)));
+  return cublas_status("cuBLAS", "cublasSetMathMode",
+                       cublas_library_if_open()->cublasSetMathMode(handle_, math_mode(allow)));
 }
 
 Result<bool> CublasHandle::allow_tf32() const {
@@ -94,7 +99,8 @@ Result<bool> CublasHandle::allow_tf32() const {
     return make_error(ErrorCode::InvalidArgument, "cuBLAS: the handle is empty");
   }
   cublasMath_t mode = CUBLAS_DEFAULT_MATH;
-  PLANRT_RETURN_IF_ERROR(cublas_status("cuBLAS", "cublasGetMathMode", cublasGetMathMode(handle_, &mode)));
+  PLANRT_RETURN_IF_ERROR(cublas_status(
+      "cuBLAS", "cublasGetMathMode", cublas_library_if_open()->cublasGetMathMode(handle_, &mode)));
   // The low bits are the mode; flags such as DISALLOW_REDUCED_PRECISION_REDUCTION sit above.
   return (static_cast<int>(mode) & 0xf) == static_cast<int>(CUBLAS_TF32_TENSOR_OP_MATH);
 }

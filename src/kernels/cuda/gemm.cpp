@@ -39,7 +39,7 @@ Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout l
     }
     return {};
   }
-  PLANRT_RETURN_IF_ERROR(prepare_cublas(op, ctx));
+  PLANRT_ASSIGN_OR_RETURN(const CublasLibrary* cu, prepare_cublas(op, ctx));
   const auto mi = static_cast<int>(m);
   const auto ni = static_cast<int>(n);
   const auto ki = static_cast<int>(k);
@@ -51,25 +51,25 @@ Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout l
     auto* fy = static_cast<float*>(y);
     if (count == 1) {
       return cublas_status(op, "cublasSgemm",
-                           cublasSgemm(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, fb, ldb,
+                           cu->cublasSgemm_v2(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, fb, ldb,
                                        fa, ki, &beta, fy, ni));
     }
     return cublas_status(
         op, "cublasSgemmStridedBatched",
-        cublasSgemmStridedBatched(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, fb, ldb,
+        cu->cublasSgemmStridedBatched(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, fb, ldb,
                                   stride_b, fa, ki, stride_a, &beta, fy, ni, stride_y,
                                   static_cast<int>(count)));
   }
   // bf16 operands, f32 accumulation and scalars.
   if (count == 1) {
     return cublas_status(op, "cublasGemmEx",
-                         cublasGemmEx(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b,
+                         cu->cublasGemmEx(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b,
                                       CUDA_R_16BF, ldb, a, CUDA_R_16BF, ki, &beta, y, CUDA_R_16BF,
                                       ni, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
   return cublas_status(
       op, "cublasGemmStridedBatchedEx",
-      cublasGemmStridedBatchedEx(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b,
+      cu->cublasGemmStridedBatchedEx(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b,
                                  CUDA_R_16BF, ldb, stride_b, a, CUDA_R_16BF, ki, stride_a, &beta,
                                  y, CUDA_R_16BF, ni, stride_y, static_cast<int>(count),
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -84,7 +84,7 @@ Status gemm_pointer_batched(std::string_view op, const CudaKernelContext& ctx, D
   if (m == 0 || n == 0 || count == 0 || k == 0) {
     return make_error(ErrorCode::Internal, "{}: pointer-batched GEMM with an empty dim", op);
   }
-  PLANRT_RETURN_IF_ERROR(prepare_cublas(op, ctx));
+  PLANRT_ASSIGN_OR_RETURN(const CublasLibrary* cu, prepare_cublas(op, ctx));
   const float alpha = 1.0f;
   const float beta = 0.0f;
   const auto mi = static_cast<int>(m);
@@ -93,13 +93,13 @@ Status gemm_pointer_batched(std::string_view op, const CudaKernelContext& ctx, D
   if (dtype == DType::F32) {
     return cublas_status(
         op, "cublasSgemmBatched",
-        cublasSgemmBatched(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &alpha,
+        cu->cublasSgemmBatched(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki, &alpha,
                            reinterpret_cast<const float* const*>(b), ni,
                            reinterpret_cast<const float* const*>(a), ki, &beta,
                            reinterpret_cast<float* const*>(y), ni, static_cast<int>(count)));
   }
   return cublas_status(op, "cublasGemmBatchedEx",
-                       cublasGemmBatchedEx(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki,
+                       cu->cublasGemmBatchedEx(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki,
                                            &alpha, b, CUDA_R_16BF, ni, a, CUDA_R_16BF, ki, &beta,
                                            y, CUDA_R_16BF, ni, static_cast<int>(count),
                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));

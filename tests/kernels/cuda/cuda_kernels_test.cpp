@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/cuda_test_util.h"
 #include "kernels/operands.h"
 #include "support/gpu.h"
@@ -266,14 +267,14 @@ TEST(CudaKernels, Tf32IsOffByDefaultAndAnOptionTurnsItOn) {
   Result<CublasHandle> plain = CublasHandle::create();
   ASSERT_TRUE(plain.ok()) << plain.status().to_string();
   cublasMath_t mode = CUBLAS_TF32_TENSOR_OP_MATH;
-  ASSERT_EQ(cublasGetMathMode(plain->get(), &mode), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublas_library_if_open()->cublasGetMathMode(plain->get(), &mode), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(mode, CUBLAS_DEFAULT_MATH);
   Result<bool> plain_tf32 = plain->allow_tf32();
   ASSERT_TRUE(plain_tf32.ok());
   EXPECT_FALSE(*plain_tf32);
 
   CudaRunner r(CublasOptions{.allow_tf32 = true});
-  ASSERT_EQ(cublasGetMathMode(r.ctx().cublas, &mode), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublas_library_if_open()->cublasGetMathMode(r.ctx().cublas, &mode), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(mode, CUBLAS_TF32_TENSOR_OP_MATH);
   Result<bool> tf32 = r.cublas().allow_tf32();
   ASSERT_TRUE(tf32.ok());
@@ -287,7 +288,7 @@ TEST(CudaKernels, Tf32IsOffByDefaultAndAnOptionTurnsItOn) {
 
   // Switching back gives full f32 again.
   ASSERT_TRUE(r.cublas().set_allow_tf32(false).ok());
-  ASSERT_EQ(cublasGetMathMode(r.ctx().cublas, &mode), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublas_library_if_open()->cublasGetMathMode(r.ctx().cublas, &mode), CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(mode, CUBLAS_DEFAULT_MATH);
   testing::Comparison full = r.compare("linear", {}, {x, w}, DType::F32, {512, 768});
   EXPECT_LT(full.error, kTolerance);

@@ -1,0 +1,66 @@
+// The CUDA math libraries are opened on first use (kernels/cuda/cublas_library.h). These
+// tests need no GPU (opening a library and resolving its functions does not touch one), so
+// they run in CI's CPU lane too. ctest runs each test in a process of its own; run alone,
+// a test that needs a process that has not opened the libraries yet skips when it has.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "kernels/cuda/cublas_library.h"
+#include "kernels/cuda/cuda_kernel.h"
+#include "support/status_matchers.h"
+
+namespace planrt::kernels::cuda {
+namespace {
+
+using testing::IsError;
+
+bool mapped(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find(name) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(CublasLibrary, IsOpenedOnFirstUseAndResolvesEveryFunction) {
+  if (cublas_library_if_open() != nullptr) GTEST_SKIP() << "opened earlier in this process";
+  EXPECT_FALSE(mapped(cublaslt_soname())) << "linked or opened before first use";
+  EXPECT_FALSE(mapped(cublas_soname()));
+  Result<const CublasLibrary*> lib = cublas_library();
+  ASSERT_TRUE(lib.ok()) << lib.status().to_string();
+  EXPECT_EQ(cublas_library_if_open(), *lib);
+#define PLANRT_EXPECT_RESOLVED(name) EXPECT_NE((*lib)->name, nullptr) << #name;
+#define PLANRT_EXPECT_TYPED_RESOLVED(name, type) PLANRT_EXPECT_RESOLVED(name)
+  PLANRT_CUBLAS_FUNCTIONS(PLANRT_EXPECT_RESOLVED)
+  PLANRT_CUBLAS_TYPED_FUNCTIONS(PLANRT_EXPECT_TYPED_RESOLVED)
+  PLANRT_CUBLASLT_FUNCTIONS(PLANRT_EXPECT_RESOLVED)
+#undef PLANRT_EXPECT_TYPED_RESOLVED
+#undef PLANRT_EXPECT_RESOLVED
+  EXPECT_TRUE(mapped(cublaslt_soname()));
+  EXPECT_TRUE(mapped(cublas_soname()));
+  // Opened once: the same table after.
+  EXPECT_EQ(*cublas_library(), *lib);
+}
+
+TEST(CublasLibrary, AMissingLibraryIsAnErrorNamingItAndWhereItLookedAndALaterCallRetries) {
+  if (cublas_library_if_open() != nullptr) GTEST_SKIP() << "opened earlier in this process";
+  ASSERT_EQ(setenv("PLANRT_CUDA_MATH_LIBRARY_DIR", "/nonexistent/planrt-cuda", 1), 0);
+  const std::string path = std::string("/nonexistent/planrt-cuda/") + cublaslt_soname();
+  EXPECT_TRUE(IsError(cublas_library().status(), ErrorCode::NotSupported,
+                      {"cannot load the CUDA math library", cublaslt_soname(), path,
+                       "PLANRT_CUDA_MATH_LIBRARY_DIR"}));
+  // A handle is where the kernels first need them: its creation says the same.
+  EXPECT_TRUE(IsError(CublasHandle::create().status(), ErrorCode::NotSupported,
+                      {"cuBLAS", cublaslt_soname(), path}));
+  EXPECT_EQ(cublas_library_if_open(), nullptr);
+  ASSERT_EQ(unsetenv("PLANRT_CUDA_MATH_LIBRARY_DIR"), 0);
+  Result<const CublasLibrary*> lib = cublas_library();
+  EXPECT_TRUE(lib.ok()) << lib.status().to_string();
+}
+
+}  // namespace
+}  // namespace planrt::kernels::cuda
