@@ -4,7 +4,10 @@
 // a test that needs a process that has not opened the libraries yet skips when it has.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -60,6 +63,23 @@ TEST(CublasLibrary, AMissingLibraryIsAnErrorNamingItAndWhereItLookedAndALaterCal
   ASSERT_EQ(unsetenv("PLANRT_CUDA_MATH_LIBRARY_DIR"), 0);
   Result<const CublasLibrary*> lib = cublas_library();
   EXPECT_TRUE(lib.ok()) << lib.status().to_string();
+}
+
+// A file of the right name that is not the library (here the C maths library under
+// cuBLASLt's name): the first function it lacks is named, with the CUDA version expected.
+TEST(CublasLibrary, ALibraryWithoutTheFunctionsIsAnErrorNamingTheFirstMissingOne) {
+  if (cublas_library_if_open() != nullptr) GTEST_SKIP() << "opened earlier in this process";
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("planrt_cublas_impostor_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_symlink("/lib/x86_64-linux-gnu/libm.so.6", dir / cublaslt_soname());
+  std::filesystem::create_symlink("/lib/x86_64-linux-gnu/libm.so.6", dir / cublas_soname());
+  ASSERT_EQ(setenv("PLANRT_CUDA_MATH_LIBRARY_DIR", dir.c_str(), 1), 0);
+  EXPECT_TRUE(IsError(cublas_library().status(), ErrorCode::NotSupported,
+                      {"has no function cublasCreate_v2", "not the version planrt was built against"}));
+  EXPECT_EQ(cublas_library_if_open(), nullptr);
+  ASSERT_EQ(unsetenv("PLANRT_CUDA_MATH_LIBRARY_DIR"), 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
