@@ -52,7 +52,8 @@ Status run_with_graphs(Segment& seg, std::span<const TensorView> inputs,
   PLANRT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed),
                               where + ": cudaStreamBeginCapture", seg.device);
   Status status = run_eagerly(seg, inputs, outputs, stream);
-  Result<cuda::GraphExec> exec = cuda::GraphExec::capture_end(stream, seg.device);
+  // A capture whose work failed is ended and dropped, not instantiated.
+  Result<cuda::GraphExec> exec = cuda::GraphExec::capture_end(stream, seg.device, status.ok());
   if (status.ok() && exec.ok()) {
     seg.graphs.captured.push_back({std::move(key), std::move(exec).value()});
     g_captures.fetch_add(1, std::memory_order_relaxed);

@@ -116,10 +116,13 @@ Segment::~Segment() {
     Status s = stream.synchronize();
     if (!s.ok()) PLANRT_LOG_ERROR("segment '{}': {}", name, s.to_string());
   }
+  // The captured graphs before the pool: releasing the device's last pool handle trims the
+  // device's graph memory, which idle graphs' allocations are part of.
+  graphs.captured.clear();
   for (const GraphValue& v : values) {
     if (v.weight != nullptr) backends::weight_cache().release(device, v.weight_host, v.weight_bytes);
   }
-  // The error record, the captured graphs, the stream and the pool go with their owners.
+  // The error record, the stream and the pool go with their owners.
 }
 
 Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendInitContext& ctx) {

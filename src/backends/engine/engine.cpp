@@ -37,7 +37,9 @@ Result<Engine> Engine::create(SegmentGraph graph, bool cuda_workspace) {
   if (e.max_plan_.scratch_bytes != g.scratch_bytes) {
     return make_error(ErrorCode::InvalidProgram,
                       "engine '{}': the program records {} bytes of activation scratch, but its "
-                      "plan at the profile max needs {} (built for another device?)",
+                      "plan at the profile max needs {} (built for another device, or by an older "
+                      "planrt whose CUDA engines planned no workspace for unfused attention at "
+                      "head dim 64? rebuild the program)",
                       g.name, g.scratch_bytes, e.max_plan_.scratch_bytes);
   }
   return e;

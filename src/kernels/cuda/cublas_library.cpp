@@ -22,11 +22,11 @@ std::mutex g_open_mu;
 
 // The folder of the libcudart this process loaded (the toolkit's library folder), or empty.
 std::string cudart_folder() {
+  // The loaded library's own symbol: in a non-PIE executable &cudaGetDeviceCount could be
+  // the executable's stub, whose folder is not the toolkit's.
+  void* symbol = dlsym(RTLD_DEFAULT, "cudaGetDeviceCount");
   Dl_info info{};
-  if (dladdr(reinterpret_cast<const void*>(&cudaGetDeviceCount), &info) == 0 ||
-      info.dli_fname == nullptr) {
-    return {};
-  }
+  if (symbol == nullptr || dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return {};
   std::filesystem::path p(info.dli_fname);
   return p.has_parent_path() ? p.parent_path().string() : std::string();
 }

@@ -7,7 +7,8 @@
 // cublas_library() opens libcublas.so.<major> and libcublasLt.so.<major> of the CUDA
 // toolkit the build used and resolves every function planrt calls, once per process. It
 // looks, in order, in PLANRT_CUDA_MATH_LIBRARY_DIR when that is set (and only there), then
-// through the dynamic loader's own search (LD_LIBRARY_PATH, the executable's runpath,
+// through the dynamic loader's own search (LD_LIBRARY_PATH, the runpath of the object that
+// holds this code: the executable, or the shared library planrt is linked into;
 // ld.so.cache), then beside the libcudart the process has loaded. When a library is missing
 // or lacks a function the error is NotSupported naming the library, every path tried and the
 // loader's message. The failure is not remembered: a later call tries again (and reads

@@ -7,12 +7,12 @@
 
 namespace planrt::cuda {
 
-Result<GraphExec> GraphExec::capture_end(cudaStream_t stream, int device) {
+Result<GraphExec> GraphExec::capture_end(cudaStream_t stream, int device, bool instantiate) {
   cudaGraph_t graph = nullptr;
   cudaError_t err = cudaStreamEndCapture(stream, &graph);
   GraphExec out;
   out.device_ = device;
-  if (err == cudaSuccess) err = cudaGraphInstantiate(&out.exec_, graph, 0);
+  if (err == cudaSuccess && instantiate) err = cudaGraphInstantiate(&out.exec_, graph, 0);
   if (graph != nullptr) (void)cudaGraphDestroy(graph);
   if (err != cudaSuccess) {
     out.exec_ = nullptr;
