@@ -74,9 +74,11 @@ std::span<const GreedyOrder> greedy_orders();
 // alignment: a power of two (256 for CUDA buffers, 64 on the host). Errors
 // (InvalidArgument, naming the tensor): a lifetime with last_use < first_use, a
 // non-power-of-two alignment, a size or arena end that overflows 64 bits (GreedyBySize:
-// under every ordering; the first ordering's error is returned). Cost: O(k n^2) time in
-// the tensor count n, k = 3 orderings at most (timings: bench/results/planner.jsonl),
-// O(n) memory.
+// under every ordering; the first ordering's error is returned). Cost per ordering (3 at
+// most): O(n log n + sum over tensors of c log c), c the tensors already placed whose
+// lifetimes meet its own (found through a segment tree over lifetimes, not a scan of every
+// placed tensor): near linear where few tensors live at once, O(n^2 log n) when all do;
+// O(n log n) memory. Timings: bench/results/planner.jsonl.
 Result<MemoryPlan> plan_memory(std::span<const TensorLifetime> tensors, uint64_t alignment,
                                PlannerKind kind = PlannerKind::GreedyBySize);
 
