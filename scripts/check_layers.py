@@ -23,7 +23,7 @@ import tempfile
 # backends sit on runtime, not on builder: the runtime side never carries the builder.
 BELOW = {"core": [], "platform": ["core"], "format": ["platform"], "kernels": ["core"],
          "planning": ["format", "kernels"], "builder": ["planning"], "runtime": ["planning"],
-         "backends": ["runtime"]}
+         "backends": ["runtime"], "importers": ["builder"]}
 
 
 def reachable(layer):

@@ -9,7 +9,8 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler
   libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3
+  libonnx-dev libprotobuf-dev libonnx-testdata
+  python3 python3-numpy python3-onnx python3-torch
   time
 )
 

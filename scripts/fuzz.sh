@@ -6,7 +6,7 @@
 #   ./scripts/fuzz.sh TARGET merge      # minimise tests/fuzz/corpus/TARGET with the run's finds
 #                                       # (check its size: a 30-minute run's finds reach MBs)
 #
-# TARGET is program, model_json, safetensors or npy. A run reads tests/fuzz/corpus/TARGET,
+# TARGET is program, model_json, safetensors, npy or onnx_model. A run reads tests/fuzz/corpus/TARGET,
 # tests/fuzz/regressions/TARGET and the seeds scripts/fuzz-corpus.sh writes to
 # build/fuzz-seeds (made on the first run), and writes under build/fuzz-run/TARGET:
 #   corpus/    what the run found worth keeping (libFuzzer's working corpus)
@@ -24,12 +24,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: scripts/fuzz.sh program|model_json|safetensors|npy SECONDS|merge [LIBFUZZER_FLAG...]"
+usage="usage: scripts/fuzz.sh program|model_json|safetensors|npy|onnx_model SECONDS|merge [LIBFUZZER_FLAG...]"
 target=${1:?$usage}
 mode=${2:?$usage}
 shift 2
 case $target in
-  program | model_json | safetensors | npy) ;;
+  program | model_json | safetensors | npy | onnx_model) ;;
   *) echo "error: unknown target '$target'; $usage" >&2; exit 2 ;;
 esac
 if [[ $mode != merge && ! $mode =~ ^[0-9]+$ ]]; then

@@ -303,7 +303,11 @@ class MethodLowering {
         k->outputs.push_back(id);
         if (escaping) {
           graph.outputs.push_back(id);
-          std::string outer_name = outputs_.contains(name) ? fmt::format("{}@{}", name, to_string(span.device)) : name;
+          // A method output made on a device is copied to the host under its own name; made
+          // on the host (an engine run there), it is that value.
+          std::string outer_name = outputs_.contains(name) && !span.device.is_cpu()
+                                       ? fmt::format("{}@{}", name, to_string(span.device))
+                                       : name;
           uint32_t outer = add_planned(outer_name, checked_.nodes[n].outputs[o], span.device);
           placed_[name][span.device] = outer;
           delegate->outputs.push_back(outer);

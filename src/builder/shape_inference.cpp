@@ -159,6 +159,39 @@ Result<InferredNode> softmax(Ctx& c) {
   return emit(c, c.type(0));
 }
 
+// reduce_mean over adjacent dims (the kernels' limit, checked here so that a model fails at
+// build time); keepdim keeps them as size 1, as torch.mean(x, dims, keepdim).
+Result<InferredNode> reduce_mean(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> dims, attr_ints(c, "dims"));
+  PLANRT_ASSIGN_OR_RETURN(bool keepdim, attr_bool(c, "keepdim", false));
+  const SymShape& x = c.shape(0);
+  if (dims.empty()) return bad("attribute 'dims' is empty (reduce at least one dim)");
+  for (int64_t& d : dims) {
+    PLANRT_ASSIGN_OR_RETURN(d, normalize_dim(d, x.size(), "attribute 'dims' entry"));
+  }
+  std::sort(dims.begin(), dims.end());
+  for (size_t i = 1; i < dims.size(); ++i) {
+    if (dims[i] != dims[i - 1] + 1) {
+      return bad(fmt::format("attribute 'dims' {} and {} of {} are not adjacent (reduce_mean "
+                             "reduces one run of adjacent dims)", dims[i - 1], dims[i],
+                             c.describe(0)));
+    }
+  }
+  SymShape out;
+  for (size_t d = 0; d < x.size(); ++d) {
+    const bool reduced = static_cast<int64_t>(d) >= dims.front() && static_cast<int64_t>(d) <= dims.back();
+    if (!reduced) {
+      out.push_back(x[d]);
+    } else if (keepdim) {
+      out.push_back(Dim::fixed(1));
+    }
+  }
+  c.out.attrs["dims"] = dims;
+  c.out.attrs["keepdim"] = keepdim;
+  return emit(c, {c.type(0).dtype, std::move(out)});
+}
+
 Result<InferredNode> norm(Ctx& c, bool has_bias, double default_eps) {
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
   PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 1));
@@ -319,22 +352,27 @@ Result<InferredNode> transpose(Ctx& c) {
 }
 
 Result<InferredNode> sdpa(Ctx& c) {
-  for (size_t i = 0; i < 3; ++i) {
-    PLANRT_RETURN_IF_ERROR(rank_is(c, i, 4));
-  }
+  // [..., S, D] with equal leading dims: usually [B, H], or one merged [B*H] as exporters
+  // of nn.MultiheadAttention write.
+  PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 3));
+  for (size_t i = 1; i < 3; ++i) PLANRT_RETURN_IF_ERROR(rank_is(c, i, c.shape(0).size()));
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
   PLANRT_RETURN_IF_ERROR(same_dtype(c));
   const SymShape &q = c.shape(0), &k = c.shape(1), &v = c.shape(2);
+  const size_t r = q.size();
   auto mismatch = [&](size_t a, size_t b, std::string_view what) {
-    return bad(fmt::format("shape mismatch: {} and {} differ in {} (q, k, v are [B, H, S, D])",
+    return bad(fmt::format("shape mismatch: {} and {} differ in {} (q, k, v are [..., S, D] with "
+                           "equal leading dims, usually [B, H, S, D])",
                            c.describe(a), c.describe(b), what));
   };
-  if (k[0] != q[0] || v[0] != q[0]) return mismatch(0, k[0] != q[0] ? 1 : 2, "batch");
-  if (k[1] != q[1] || v[1] != q[1]) return mismatch(0, k[1] != q[1] ? 1 : 2, "heads");
-  if (k[3] != q[3]) return mismatch(0, 1, "head dim");
-  if (v[2] != k[2]) return mismatch(1, 2, "sequence length");
+  for (size_t d = 0; d + 2 < r; ++d) {
+    if (k[d] != q[d] || v[d] != q[d]) return mismatch(0, k[d] != q[d] ? 1 : 2, fmt::format("leading dim {}", d));
+  }
+  if (k[r - 1] != q[r - 1]) return mismatch(0, 1, "head dim");
+  if (v[r - 2] != k[r - 2]) return mismatch(1, 2, "sequence length");
   if (c.present(3)) {
-    SymShape scores{q[0], q[1], q[2], k[2]};
+    SymShape scores(q.begin(), q.end() - 1);
+    scores.push_back(k[r - 2]);
     auto b = broadcast_shapes(c.shape(3), scores, c.dims);
     if (!b.ok() || *b != scores) {
       return bad(fmt::format("{} does not broadcast to the scores' shape {}", c.describe(3),
@@ -351,7 +389,9 @@ Result<InferredNode> sdpa(Ctx& c) {
     PLANRT_ASSIGN_OR_RETURN(bool fused, attr_bool(c, "fused", true));
     c.out.attrs["fused"] = fused;
   }
-  return emit(c, {c.type(0).dtype, SymShape{q[0], q[1], q[2], v[3]}});
+  SymShape out = q;
+  out.back() = v[r - 1];
+  return emit(c, {c.type(0).dtype, std::move(out)});
 }
 
 Result<InferredNode> embedding(Ctx& c) {
@@ -460,6 +500,14 @@ const std::initializer_list<Rule>& rules() {
       {"gelu", {"approximate"}, gelu},
       {"relu", {}, relu},
       {"silu", {}, unary_floating},
+      {"sqrt", {}, unary_floating},
+      {"neg", {}, unary_floating},
+      {"exp", {}, unary_floating},
+      {"erf", {}, unary_floating},
+      {"tanh", {}, unary_floating},
+      {"sigmoid", {}, unary_floating},
+      {"pow", {}, elementwise_binary},
+      {"reduce_mean", {"dims", "keepdim"}, reduce_mean},
       {"reshape", {"shape"}, reshape},
       {"permute", {"dims"}, permute},
       {"transpose", {"dim0", "dim1"}, transpose},

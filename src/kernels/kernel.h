@@ -55,8 +55,10 @@ struct OpInfo {
 //
 // Attributes the CPU kernels read (absent: the default; present with another type:
 // InvalidArgument; a required one absent: NotFound). Dims may be negative (from the end).
-//   linear, matmul, add, sub, mul, div, relu, silu, embedding, reshape: none
-//     (reshape's output shape is the caller's; `shape` is not read)
+//   linear, matmul, add, sub, mul, div, pow, relu, silu, sqrt, neg, exp, erf, tanh, sigmoid,
+//     embedding, reshape: none (reshape's output shape is the caller's; `shape` is not read)
+//   reduce_mean: dims (ints, required: adjacent dims, the output keeps them as size 1 or
+//     drops them as its shape says)
 //   layer_norm: eps (float, 1e-5)       rms_norm: eps (float, 1e-6; PyTorch's None means
 //                                        finfo(f32).eps, models pass their own)
 //   softmax: dim (int, -1)              gelu: approximate ("none" | "tanh", "none")

@@ -180,6 +180,50 @@ Result<SoftmaxPlan> plan_softmax(const OpAttrs& attrs, std::span<const TensorVie
   return plan;
 }
 
+Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                                    std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "reduce_mean";
+  const TensorView& x = inputs[0];
+  PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> dims_attr, with_op(op, attrs.get_ints("dims")));
+  if (dims_attr.empty()) {
+    return make_error(ErrorCode::InvalidArgument, "{}: dims is empty; expected at least one dim",
+                      op);
+  }
+  std::vector<int> dims;
+  for (int64_t d : dims_attr) {
+    PLANRT_ASSIGN_OR_RETURN(int dim, normalize_dim(op, "dims", d, x.rank()));
+    dims.push_back(dim);
+  }
+  std::sort(dims.begin(), dims.end());
+  for (size_t i = 1; i < dims.size(); ++i) {
+    if (dims[i] != dims[i - 1] + 1) {
+      return make_error(ErrorCode::NotSupported,
+                        "{}: dims must be adjacent and distinct (one run of dims of x); dims {} "
+                        "and {} are not, for x of rank {}",
+                        op, dims[i - 1], dims[i], x.rank());
+    }
+  }
+  ReducePlan plan;
+  Shape kept, dropped;
+  plan.outer = 1;
+  plan.n = 1;
+  plan.inner = 1;
+  for (int d = 0; d < x.rank(); ++d) {
+    const bool reduced = d >= dims.front() && d <= dims.back();
+    int64_t& part = reduced ? plan.n : (d < dims.front() ? plan.outer : plan.inner);
+    part *= x.sizes[d];
+    (void)kept.push_back(reduced ? 1 : x.sizes[d]);  // rank of x: cannot fail
+    if (!reduced) (void)dropped.push_back(x.sizes[d]);
+  }
+  const TensorView& out = outputs[0];
+  if (out.sizes != kept) {
+    PLANRT_RETURN_IF_ERROR(check_output(op, inputs, out, x.dtype, dropped));
+  }
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, out, x.dtype, out.sizes));
+  if (x.rank() == 0) plan.n = 1;
+  return plan;
+}
+
 // causal (PyTorch's is_causal) masks key j for query i when j > i, aligned top-left as
 // PyTorch does when Sq != Sk; scale defaults to 1 / sqrt(D). Shapes: q [..., Sq, D],
 // k [..., Sk, D], v [..., Sk, Dv] with equal leading dims (usually [B, H]); the output is

@@ -20,11 +20,12 @@
 
 namespace planrt::kernels {
 
-// add, sub, mul, div: the broadcast shape, which is the output's.
+// add, sub, mul, div, pow: the broadcast shape, which is the output's.
 Result<Shape> plan_binary(std::string_view op, std::span<const TensorView> inputs,
                           std::span<const TensorView> outputs);
 
-// relu, silu, gelu: the output has x's shape (nothing to derive).
+// relu, silu, gelu, sqrt, neg, exp, erf, tanh, sigmoid: the output has x's shape (nothing to
+// derive).
 Status plan_unary(std::string_view op, std::span<const TensorView> inputs,
                   std::span<const TensorView> outputs);
 
@@ -73,6 +74,17 @@ struct SoftmaxPlan {
 };
 Result<SoftmaxPlan> plan_softmax(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                  std::span<const TensorView> outputs);
+
+// reduce_mean over the adjacent dims `dims`: x viewed as [outer, n, inner], each (o, i)
+// line of n averaged. The output has x's shape with those dims either kept as 1 or dropped
+// (both are accepted: the shape is the caller's, as for reshape).
+struct ReducePlan {
+  int64_t outer = 0;
+  int64_t n = 0;
+  int64_t inner = 0;
+};
+Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                                    std::span<const TensorView> outputs);
 
 // scaled_dot_product_attention: `heads` independent [sq, d] x [sk, d] -> [sq, dv] problems.
 struct AttentionPlan {

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include <fmt/format.h>
+
 #include "builder_test_util.h"
 #include "format/program_file.h"
 #include "kernels/kernel.h"
@@ -98,6 +100,14 @@ std::vector<OpCase> cases() {
                "gelu", "[1, S, 8]"});
   c.push_back({"relu", with(kX3, R"({"op": "relu", "inputs": ["x"], "outputs": ["y"]})"), "relu", "[1, S, 8]"});
   c.push_back({"silu", with(kX3, R"({"op": "silu", "inputs": ["x"], "outputs": ["y"]})"), "silu", "[1, S, 8]"});
+  for (const char* op : {"sqrt", "neg", "exp", "erf", "tanh", "sigmoid"}) {
+    c.push_back({op, with(kX3, fmt::format(R"({{"op": "{}", "inputs": ["x"], "outputs": ["y"]}})", op)), op, "[1, S, 8]"});
+  }
+  c.push_back({"pow", with(kX3, R"({"op": "pow", "inputs": ["x", "x"], "outputs": ["y"]})"), "pow", "[1, S, 8]"});
+  c.push_back({"reduce_mean_keep", with(kX3, R"({"op": "reduce_mean", "inputs": ["x"], "outputs": ["y"], "attrs": {"dims": [-1], "keepdim": true}})"),
+               "reduce_mean", "[1, S, 1]"});
+  c.push_back({"reduce_mean_drop", with(kX3, R"({"op": "reduce_mean", "inputs": ["x"], "outputs": ["y"], "attrs": {"dims": [0, 1]}})"),
+               "reduce_mean", "[8]"});
   c.push_back({"reshape_named", with(kX3, R"({"op": "reshape", "inputs": ["x"], "outputs": ["y"], "attrs": {"shape": [1, "S", 2, 4]}})"),
                "reshape", "[1, S, 2, 4]"});
   c.push_back({"reshape_infer", with(R"([{"name": "x", "dtype": "f32", "shape": [2, "S", 8]}])",

@@ -161,6 +161,21 @@ TEST(Partition, ConsecutiveNodesOfOneBackendFormOneSegmentUnlessNamedApart) {
   EXPECT_EQ(f.instructions[4]->segment, 2);
 }
 
+TEST(Partition, AnEngineOnTheHostMakesTheMethodOutputUnderItsOwnName) {
+  OneMethod m;
+  m.nodes = R"({"op": "relu", "inputs": ["x"], "outputs": ["a"], "backend": "engine", "device": "cpu"},
+               {"op": "relu", "inputs": ["a"], "outputs": ["y"], "backend": "engine", "device": "cpu"})";
+  ASSERT_OK_AND_ASSIGN(Model model, parse_model_json(m.json()));
+  ASSERT_OK_AND_ASSIGN(BuiltProgram built, build_program(model));
+  btest::expect_plans_valid(built.program());
+  const fb::MethodT& f = *built.program().methods[0];
+  // No copy: the engine writes y on the host, and y is what the caller reads (it was once
+  // named "y@cpu", which `planrt run` then wrote as y@cpu.npy).
+  EXPECT_EQ(kinds(f), (std::vector<K>{K::Delegate}));
+  EXPECT_EQ(names(f, f.instructions[0]->outputs), std::vector<std::string>{"y"});
+  EXPECT_EQ(names(f, f.outputs), std::vector<std::string>{"y"});
+}
+
 TEST(Partition, DeviceOverrideAndCopiesBetweenDevicesGoThroughTheHost) {
   OneMethod m;
   m.nodes = R"({"op": "relu", "inputs": ["x"], "outputs": ["a"], "backend": "cuda"},

@@ -83,11 +83,16 @@ TEST(ShapeInference, SdpaChecksEveryOperand) {
   SymShape q{c(1), c(2), S, c(8)};
   EXPECT_EQ(out_shape(infer("scaled_dot_product_attention", {f32(q), f32({c(1), c(2), T, c(8)}), f32({c(1), c(2), T, c(5)})})),
             "[1, 2, S, 5]");
-  EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32({c(1), c(3), S, c(8)}), f32(q)})).find("differ in heads"),
+  EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32({c(1), c(3), S, c(8)}), f32(q)})).find("differ in leading dim 1"),
             std::string::npos);
   EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32({c(1), c(2), S, c(4)}), f32(q)})).find("differ in head dim"),
             std::string::npos);
   EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32(q), f32({c(1), c(2), T, c(8)})})).find("differ in sequence length"),
+            std::string::npos);
+  // One merged leading dim ([B*H, S, D], as nn.MultiheadAttention's export has it).
+  EXPECT_EQ(out_shape(infer("scaled_dot_product_attention", {f32({c(6), S, c(8)}), f32({c(6), T, c(8)}), f32({c(6), T, c(4)})})),
+            "[6, S, 4]");
+  EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32({S, c(8)}), f32({S, c(8)}), f32({S, c(8)})})).find("rank >= 3"),
             std::string::npos);
   EXPECT_NE(out_shape(infer("scaled_dot_product_attention", {f32(q), f32(q), f32(q)}, {{"causal", int64_t{1}}})).find("'causal' must be true or false"),
             std::string::npos);

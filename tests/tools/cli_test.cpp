@@ -83,6 +83,29 @@ TEST_F(CliTest, UnknownFlagIsAUsageError) {
   EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
 }
 
+TEST_F(CliTest, ABadOnnxModelIsARuntimeErrorAndWritesNothing) {
+  {
+    std::ofstream junk(path("bad.onnx"), std::ios::binary);
+    junk << "\x08\x07\x12\xff truncated";
+  }
+  CommandResult r = planrt("build " + path("bad.onnx") + " -o " + path("out.prog"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("error: '" + path("bad.onnx") + "' is not an ONNX model"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(path("out.prog")));
+}
+
+TEST_F(CliTest, OnnxFlagsAreCheckedAsUsage) {
+  CommandResult r = planrt("build " + path("m.onnx") + " --dim seq=9..2 -o " + path("o.prog"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--dim 'seq=9..2' must be NAME=MIN..MAX"), std::string::npos) << r.err;
+  r = planrt("build " + path("m.onnx") + " --input-value shape -o " + path("o.prog"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--input-value 'shape' must be NAME=PATH"), std::string::npos) << r.err;
+  r = planrt("build " + path("m.json") + " --dim seq=1..2 -o " + path("o.prog"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("apply to an ONNX model"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, HelpExitsZero) {
   CommandResult r = planrt("--help");
   EXPECT_EQ(r.exit_code, 0);

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "format_bytes.h"
 #include "planrt/builder/builder.h"
+#include "planrt/importers/onnx.h"
 #include "progress.h"
 
 namespace planrt::cli {
@@ -33,6 +34,29 @@ std::optional<std::vector<int64_t>> parse_int_list(const std::string& text) {
   }
   return out;
 }
+
+// "S=1..128" or "S=64".
+std::optional<std::pair<std::string, importers::OnnxDimBound>> parse_dim_bound(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return std::nullopt;
+  const std::string range = text.substr(eq + 1);
+  const size_t dots = range.find("..");
+  auto parse = [](std::string_view part, int64_t* out) {
+    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), *out);
+    return ec == std::errc() && ptr == part.data() + part.size() && !part.empty() && *out >= 1;
+  };
+  importers::OnnxDimBound b;
+  if (dots == std::string::npos) {
+    if (!parse(range, &b.min)) return std::nullopt;
+    b.max = b.min;
+  } else if (!parse(std::string_view(range).substr(0, dots), &b.min) ||
+             !parse(std::string_view(range).substr(dots + 2), &b.max) || b.max < b.min) {
+    return std::nullopt;
+  }
+  return std::make_pair(text.substr(0, eq), b);
+}
+
+bool is_onnx(const std::string& path) { return path.ends_with(".onnx"); }
 
 }  // namespace
 
@@ -82,7 +106,35 @@ int run_build(const BuildArgs& args) {
     Status options_ok = builder::check_transformer_options(t);
     if (!options_ok.ok()) return report_usage_error(options_ok.message());
     model = builder::make_transformer(t);
+  } else if (is_onnx(args.model_path)) {
+    importers::OnnxImportOptions o;
+    for (const std::string& spec : args.dims) {
+      auto bound = parse_dim_bound(spec);
+      if (!bound) {
+        return report_usage_error(fmt::format("--dim '{}' must be NAME=MIN..MAX or NAME=N with "
+                                              "1 <= MIN <= MAX", spec));
+      }
+      o.dims[bound->first] = bound->second;
+    }
+    for (const std::string& spec : args.input_values) {
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+        return report_usage_error(fmt::format("--input-value '{}' must be NAME=PATH", spec));
+      }
+      o.input_values[spec.substr(0, eq)] = spec.substr(eq + 1);
+    }
+    o.partition = args.partition;
+    if (!args.device.empty()) o.device = args.device;
+    o.fused_attention = args.attention == "fused";
+    if (args.dtype != "f32") {
+      return report_usage_error("--dtype applies to --template; an ONNX model keeps its own types");
+    }
+    model = importers::read_model_onnx(args.model_path, o);
   } else {
+    if (!args.dims.empty() || !args.input_values.empty()) {
+      return report_usage_error("--dim and --input-value apply to an ONNX model; a model JSON "
+                                "declares its dims (docs/model-format.md)");
+    }
     if (!args.device.empty()) {
       // Silently ignoring it would place the segments somewhere the user did not ask for.
       return report_usage_error("--device applies to --template; a model JSON gives \"device\" "

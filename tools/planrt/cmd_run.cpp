@@ -25,6 +25,7 @@
 #include "commands.h"
 #include "format/npy.h"
 #include "planrt/backends/engine.h"
+#include "planrt/importers/onnx.h"
 #include "planrt/runtime/program.h"
 #ifdef PLANRT_HAVE_CUDA
 #include "planrt/backends/cuda.h"
@@ -54,6 +55,12 @@ std::optional<std::pair<std::string, std::string>> split_assignment(const std::s
 // torch's .to(torch.bfloat16)); every other input must have the method's dtype (the method
 // says so if not).
 Result<Tensor> read_npy_tensor(const std::string& path, DType wanted) {
+  if (path.ends_with(".pb")) {
+    // An ONNX TensorProto (the inputs of ONNX's own tests).
+    PLANRT_ASSIGN_OR_RETURN(importers::OnnxTensorFile pb, importers::read_onnx_tensor(path));
+    PLANRT_ASSIGN_OR_RETURN(Shape shape, Shape::from(pb.shape));
+    return Tensor::from_view(TensorView::contiguous(pb.bytes.data(), pb.dtype, shape));
+  }
   PLANRT_ASSIGN_OR_RETURN(format::HostTensor host, format::read_npy(path));
   if (wanted != DType::BF16 || host.dtype != DType::F32) return Tensor::from_view(host.view());
   PLANRT_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(DType::BF16, host.shape));

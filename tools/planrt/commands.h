@@ -38,6 +38,8 @@ struct BuildArgs {
   std::string attention = "fused";  // template: fused | unfused
   std::string dtype = "f32";        // template: f32 | bf16
   std::string save_model;  // also write the model as JSON (+ .safetensors weights) here
+  std::vector<std::string> dims;          // ONNX: NAME=MIN..MAX or NAME=N
+  std::vector<std::string> input_values;  // ONNX: NAME=PATH (.pb or .npy)
   std::string output;
 };
 int run_build(const BuildArgs& args);

@@ -31,7 +31,9 @@ int run_cli(int argc, char** argv) {
 
   BuildArgs build;
   CLI::App* build_cmd = app.add_subcommand("build", "Build a program from a model JSON or a template");
-  build_cmd->add_option("model", build.model_path, "Model description (JSON, docs/model-format.md)");
+  build_cmd->add_option("model", build.model_path,
+                        "Model: a description (JSON, docs/model-format.md) or an ONNX file "
+                        "(.onnx, docs/onnx.md)");
   build_cmd->add_option("--template", build.template_name, "Build from a template instead: transformer");
   build_cmd->add_option("--layers", build.layers, "Template: number of encoder blocks")->check(CLI::PositiveNumber);
   build_cmd->add_option("--d-model", build.d_model, "Template: model width")->check(CLI::PositiveNumber);
@@ -40,13 +42,13 @@ int run_cli(int argc, char** argv) {
   build_cmd->add_option("--max-seq", build.max_seq, "Template: maximum sequence length (dim S)")->check(CLI::PositiveNumber);
   build_cmd->add_option("--weights", build.weights, "Template: random:SEED or PATH.safetensors");
   build_cmd->add_option("--partition", build.partition,
-                        "Template: cpu, cuda (one cuda segment), cuda-per-block, cuda-per-op, engine "
+                        "Template and ONNX: cpu, cuda (one cuda segment), cuda-per-block, cuda-per-op, engine "
                         "(one engine), engine-per-block or engine-cuda-interleaved");
   build_cmd->add_option("--device", build.device,
-                        "Template: where delegate segments run, cpu or cuda:N (default cuda:0); "
+                        "Template and ONNX: where delegate segments run, cpu or cuda:N (default cuda:0); "
                         "engines run on either, cuda segments need cuda:N");
   build_cmd->add_option("--attention", build.attention,
-                        "Template: fused (one-pass CUDA attention, no [S, S] scores; the "
+                        "Template and ONNX: fused (one-pass CUDA attention, no [S, S] scores; the "
                         "default) or unfused (scores kept: GEMM, softmax, GEMM)")
       ->check(CLI::IsMember({"fused", "unfused"}));
   build_cmd->add_option("--dtype", build.dtype,
@@ -62,6 +64,11 @@ int run_cli(int argc, char** argv) {
   build_cmd->add_option("--save-model", build.save_model,
                         "Also write the model as JSON here, with its weights in a .safetensors "
                         "file beside it (e.g. for bench/torch_reference.py)");
+  build_cmd->add_option("--dim", build.dims,
+                        "ONNX: bounds of a named dim, NAME=MIN..MAX or NAME=N (repeatable)");
+  build_cmd->add_option("--input-value", build.input_values,
+                        "ONNX: fix a graph input's value at build time, NAME=PATH.pb|PATH.npy "
+                        "(an input that decides a shape; repeatable)");
   build_cmd->add_option("-o,--output", build.output, "Program file to write")->required();
 
   InspectArgs inspect;

@@ -1,7 +1,7 @@
 // The CPU kernels, one function per op of the table; find_cpu_kernel (registry.cpp) is the
 // only way in from outside the layer. Each follows the KernelFn contract of kernel.h.
 //
-// Aliasing: elementwise ops (add, sub, mul, div, relu, silu, gelu) and reshape may write
+// Aliasing: elementwise ops (add, sub, mul, div, pow, and the unary ones) and reshape may write
 // their output over an input of the same shape (exact alias); every other kernel needs its
 // output disjoint from its inputs.
 #pragma once
@@ -19,6 +19,13 @@ PLANRT_CPU_KERNEL(add);
 PLANRT_CPU_KERNEL(sub);
 PLANRT_CPU_KERNEL(mul);
 PLANRT_CPU_KERNEL(div);
+PLANRT_CPU_KERNEL(power);
+PLANRT_CPU_KERNEL(unary_sqrt);
+PLANRT_CPU_KERNEL(unary_neg);
+PLANRT_CPU_KERNEL(unary_exp);
+PLANRT_CPU_KERNEL(unary_erf);
+PLANRT_CPU_KERNEL(unary_tanh);
+PLANRT_CPU_KERNEL(unary_sigmoid);
 PLANRT_CPU_KERNEL(relu);
 PLANRT_CPU_KERNEL(silu);
 PLANRT_CPU_KERNEL(gelu);
@@ -29,6 +36,7 @@ PLANRT_CPU_KERNEL(matmul);
 PLANRT_CPU_KERNEL(layer_norm);
 PLANRT_CPU_KERNEL(rms_norm);
 PLANRT_CPU_KERNEL(softmax);
+PLANRT_CPU_KERNEL(reduce_mean);
 // attention.cpp
 PLANRT_CPU_KERNEL(scaled_dot_product_attention);
 // embedding.cpp

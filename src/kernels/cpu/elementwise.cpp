@@ -1,4 +1,4 @@
-// Broadcasting binary arithmetic and the pointwise activations, f32.
+// Broadcasting binary arithmetic (add, sub, mul, div, pow) and the pointwise functions, f32.
 #include <cmath>
 
 #include "kernels/cpu/broadcast.h"
@@ -94,6 +94,37 @@ Status div(const OpAttrs&, std::span<const TensorView> in, std::span<const Tenso
   // IEEE division, as PyTorch: x / 0 is +-inf, 0 / 0 is NaN.
   return binary(
       "div", [](float a, float b) { return a / b; }, in, out);
+}
+
+Status power(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  // std::pow's special cases are C's and IEEE's, as torch.pow and ONNX Pow follow.
+  return binary(
+      "pow", [](float a, float b) { return b == 2.0f ? a * a : std::pow(a, b); }, in, out);
+}
+
+Status unary_sqrt(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return unary(
+      "sqrt", [](float x) { return std::sqrt(x); }, in, out);
+}
+Status unary_neg(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return unary(
+      "neg", [](float x) { return -x; }, in, out);
+}
+Status unary_exp(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return unary(
+      "exp", [](float x) { return std::exp(x); }, in, out);
+}
+Status unary_erf(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return unary(
+      "erf", [](float x) { return std::erf(x); }, in, out);
+}
+Status unary_tanh(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return unary(
+      "tanh", [](float x) { return std::tanh(x); }, in, out);
+}
+Status unary_sigmoid(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return unary(
+      "sigmoid", [](float x) { return 1.0f / (1.0f + std::exp(-x)); }, in, out);
 }
 
 Status relu(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {

@@ -106,4 +106,26 @@ Status softmax(const OpAttrs& attrs, std::span<const TensorView> inputs,
   return {};
 }
 
+// Sums in double, like the norms: the mean of a long row keeps f32 precision.
+Status reduce_mean(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                   std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "reduce_mean";
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(ReducePlan plan, plan_reduce_mean(attrs, inputs, outputs));
+  const float* x = inputs[0].data_as<const float>();
+  float* y = outputs[0].data_as<float>();
+  const auto [outer, n, inner] = plan;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const float* line = x + o * n * inner + i;
+      double sum = 0.0;
+      for (int64_t j = 0; j < n; ++j) sum += line[j * inner];
+      // n == 0: the mean of nothing is NaN, as torch.mean and ONNX ReduceMean give.
+      y[o * inner + i] = static_cast<float>(sum / static_cast<double>(n));
+    }
+  }
+  return {};
+}
+
 }  // namespace planrt::kernels::cpu

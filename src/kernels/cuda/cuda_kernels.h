@@ -16,6 +16,13 @@ PLANRT_CUDA_KERNEL(add);
 PLANRT_CUDA_KERNEL(sub);
 PLANRT_CUDA_KERNEL(mul);
 PLANRT_CUDA_KERNEL(div);
+PLANRT_CUDA_KERNEL(power);
+PLANRT_CUDA_KERNEL(unary_sqrt);
+PLANRT_CUDA_KERNEL(unary_neg);
+PLANRT_CUDA_KERNEL(unary_exp);
+PLANRT_CUDA_KERNEL(unary_erf);
+PLANRT_CUDA_KERNEL(unary_tanh);
+PLANRT_CUDA_KERNEL(unary_sigmoid);
 PLANRT_CUDA_KERNEL(relu);
 PLANRT_CUDA_KERNEL(silu);
 PLANRT_CUDA_KERNEL(gelu);
@@ -26,6 +33,7 @@ PLANRT_CUDA_KERNEL(matmul);
 PLANRT_CUDA_KERNEL(layer_norm);
 PLANRT_CUDA_KERNEL(rms_norm);
 PLANRT_CUDA_KERNEL(softmax);
+PLANRT_CUDA_KERNEL(reduce_mean);
 // attention.cpp
 PLANRT_CUDA_KERNEL(scaled_dot_product_attention);
 // data_movement.cpp

@@ -1,4 +1,4 @@
-// add, sub, mul, div (broadcasting by index math on the device) and relu, silu, gelu, f32
+// add, sub, mul, div, pow (broadcasting by index math on the device) and the unary ops, f32
 // and bf16 (one dtype for all operands).
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -81,6 +81,24 @@ Status div(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorV
            std::span<const TensorView> out) {
   return binary("div", launch::BinaryOp::Div, ctx, in, out);
 }
+Status power(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> in,
+           std::span<const TensorView> out) {
+  return binary("pow", launch::BinaryOp::Pow, ctx, in, out);
+}
+
+#define PLANRT_CUDA_UNARY(op, kind)                                                        \
+  Status unary_##op(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> in, \
+                    std::span<const TensorView> out) {                                       \
+    return unary(#op, launch::UnaryOp::kind, ctx, in, out);                                  \
+  }
+PLANRT_CUDA_UNARY(sqrt, Sqrt)
+PLANRT_CUDA_UNARY(neg, Neg)
+PLANRT_CUDA_UNARY(exp, Exp)
+PLANRT_CUDA_UNARY(erf, Erf)
+PLANRT_CUDA_UNARY(tanh, Tanh)
+PLANRT_CUDA_UNARY(sigmoid, Sigmoid)
+#undef PLANRT_CUDA_UNARY
+
 Status relu(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> in,
             std::span<const TensorView> out) {
   return unary("relu", launch::UnaryOp::Relu, ctx, in, out);

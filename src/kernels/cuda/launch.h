@@ -24,8 +24,8 @@ struct IndexMap {
   int64_t stride_b[kMaxDims] = {};
 };
 
-enum class BinaryOp : int { Add, Sub, Mul, Div };
-enum class UnaryOp : int { Relu, Silu, GeluErf, GeluTanh };
+enum class BinaryOp : int { Add, Sub, Mul, Div, Pow };
+enum class UnaryOp : int { Relu, Silu, GeluErf, GeluTanh, Sqrt, Neg, Exp, Erf, Tanh, Sigmoid };
 
 // The arithmetic launchers exist for float and for __nv_bfloat16 (storage only: computed
 // in f32, rounded to nearest even on store; math_kernels.cu).
@@ -53,6 +53,9 @@ enum class UnaryOp : int { Relu, Silu, GeluErf, GeluTanh };
   /* Softmax along a middle dim: x is [outer, n, inner], each (o, i) line normalised. */      \
   cudaError_t softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,      \
                               cudaStream_t stream);                                           \
+  /* y[o, i] = mean over j of x[o, j, i] (x is [outer, n, inner]), summed in f64. */          \
+  cudaError_t reduce_mean(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,          \
+                          cudaStream_t stream);                                               \
   /* y[r, :] = row[:] for r < rows (the bias of linear before a beta = 1 GEMM). */            \
   cudaError_t fill_rows(const T* row, T* y, int64_t rows, int64_t n, cudaStream_t stream);
 

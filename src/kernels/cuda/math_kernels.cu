@@ -52,6 +52,7 @@ __device__ __forceinline__ float apply_binary(float a, float b) {
   if constexpr (Op == static_cast<int>(BinaryOp::Add)) return a + b;
   if constexpr (Op == static_cast<int>(BinaryOp::Sub)) return a - b;
   if constexpr (Op == static_cast<int>(BinaryOp::Mul)) return a * b;
+  if constexpr (Op == static_cast<int>(BinaryOp::Pow)) return b == 2.0f ? a * a : powf(a, b);
   return a / b;  // IEEE: x / 0 is +-inf, 0 / 0 NaN, as on the CPU
 }
 
@@ -64,6 +65,18 @@ __device__ __forceinline__ float apply_unary(float x) {
   } else if constexpr (Op == static_cast<int>(UnaryOp::GeluErf)) {
     constexpr float kInvSqrt2 = 0.70710678118654752440f;
     return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
+  } else if constexpr (Op == static_cast<int>(UnaryOp::Sqrt)) {
+    return sqrtf(x);
+  } else if constexpr (Op == static_cast<int>(UnaryOp::Neg)) {
+    return -x;
+  } else if constexpr (Op == static_cast<int>(UnaryOp::Exp)) {
+    return expf(x);
+  } else if constexpr (Op == static_cast<int>(UnaryOp::Erf)) {
+    return erff(x);
+  } else if constexpr (Op == static_cast<int>(UnaryOp::Tanh)) {
+    return tanhf(x);
+  } else if constexpr (Op == static_cast<int>(UnaryOp::Sigmoid)) {
+    return 1.0f / (1.0f + expf(-x));
   } else {
     constexpr float kSqrt2OverPi = 0.79788456080286535588f;
     return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
@@ -296,6 +309,33 @@ __global__ void softmax_strided_kernel(const T* x, T* y, int64_t outer, int64_t 
   }
 }
 
+// One block per contiguous row (inner == 1), else one thread per strided line; sums in
+// double as the CPU kernel does.
+template <typename T>
+__global__ void reduce_mean_rows_kernel(const T* x, T* y, int64_t rows, int64_t n) {
+  __shared__ double shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * n;
+    double sum = 0.0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += widen(xr[i]);
+    sum = block_reduce(sum, SumOp<double>{}, shared);
+    if (threadIdx.x == 0) y[r] = narrow<T>(static_cast<float>(sum / static_cast<double>(n)));
+  }
+}
+
+template <typename T>
+__global__ void reduce_mean_strided_kernel(const T* x, T* y, int64_t outer, int64_t n,
+                                           int64_t inner) {
+  const int64_t lines = outer * inner;
+  for (int64_t l = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; l < lines;
+       l += int64_t{gridDim.x} * blockDim.x) {
+    const T* xl = x + (l / inner) * n * inner + l % inner;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += widen(xl[i * inner]);
+    y[l] = narrow<T>(static_cast<float>(sum / static_cast<double>(n)));
+  }
+}
+
 template <typename T>
 __global__ void fill_rows_kernel(const T* row, T* y, int64_t total, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
@@ -343,6 +383,8 @@ cudaError_t dispatch_binary(BinaryOp op, const T* a, const T* b, T* y, int64_t n
       return launch_binary<static_cast<int>(BinaryOp::Mul)>(a, b, y, n, map, stream);
     case BinaryOp::Div:
       return launch_binary<static_cast<int>(BinaryOp::Div)>(a, b, y, n, map, stream);
+    case BinaryOp::Pow:
+      return launch_binary<static_cast<int>(BinaryOp::Pow)>(a, b, y, n, map, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -359,6 +401,18 @@ cudaError_t dispatch_unary(UnaryOp op, const T* x, T* y, int64_t n, cudaStream_t
       return launch_unary<static_cast<int>(UnaryOp::GeluErf)>(x, y, n, stream);
     case UnaryOp::GeluTanh:
       return launch_unary<static_cast<int>(UnaryOp::GeluTanh)>(x, y, n, stream);
+    case UnaryOp::Sqrt:
+      return launch_unary<static_cast<int>(UnaryOp::Sqrt)>(x, y, n, stream);
+    case UnaryOp::Neg:
+      return launch_unary<static_cast<int>(UnaryOp::Neg)>(x, y, n, stream);
+    case UnaryOp::Exp:
+      return launch_unary<static_cast<int>(UnaryOp::Exp)>(x, y, n, stream);
+    case UnaryOp::Erf:
+      return launch_unary<static_cast<int>(UnaryOp::Erf)>(x, y, n, stream);
+    case UnaryOp::Tanh:
+      return launch_unary<static_cast<int>(UnaryOp::Tanh)>(x, y, n, stream);
+    case UnaryOp::Sigmoid:
+      return launch_unary<static_cast<int>(UnaryOp::Sigmoid)>(x, y, n, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -395,6 +449,19 @@ cudaError_t launch_softmax_strided(const T* x, T* y, int64_t outer, int64_t n, i
   if (outer == 0 || n == 0 || inner == 0) return cudaSuccess;
   softmax_strided_kernel<T><<<grid_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, n,
                                                                               inner);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_reduce_mean(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
+                               cudaStream_t stream) {
+  if (outer == 0 || inner == 0) return cudaSuccess;
+  if (inner == 1) {
+    reduce_mean_rows_kernel<T><<<grid_for_rows(outer), kThreads, 0, stream>>>(x, y, outer, n);
+  } else {
+    reduce_mean_strided_kernel<T><<<grid_for(outer * inner), kThreads, 0, stream>>>(x, y, outer,
+                                                                                    n, inner);
+  }
   return cudaGetLastError();
 }
 
@@ -439,6 +506,10 @@ cudaError_t launch_fill_rows(const T* row, T* y, int64_t rows, int64_t n, cudaSt
   cudaError_t softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,      \
                               cudaStream_t stream) {                                          \
     return launch_softmax_strided<T>(x, y, outer, n, inner, stream);                          \
+  }                                                                                           \
+  cudaError_t reduce_mean(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,          \
+                          cudaStream_t stream) {                                              \
+    return launch_reduce_mean<T>(x, y, outer, n, inner, stream);                              \
   }                                                                                           \
   cudaError_t fill_rows(const T* row, T* y, int64_t rows, int64_t n, cudaStream_t stream) {   \
     return launch_fill_rows<T>(row, y, rows, n, stream);                                      \

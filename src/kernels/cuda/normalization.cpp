@@ -128,4 +128,21 @@ Status softmax(const CudaKernelContext& ctx, const OpAttrs& attrs,
                                           : launch_softmax<float>(ctx, plan, inputs[0], outputs[0]));
 }
 
+Status reduce_mean(const CudaKernelContext& ctx, const OpAttrs& attrs,
+                   std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "reduce_mean";
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(ReducePlan plan, plan_reduce_mean(attrs, inputs, outputs));
+  const TensorView& x = inputs[0];
+  const TensorView& y = outputs[0];
+  const cudaError_t err =
+      dtype == DType::BF16
+          ? launch::reduce_mean(x.data_as<const bf16>(), y.data_as<bf16>(), plan.outer, plan.n,
+                                plan.inner, ctx.stream)
+          : launch::reduce_mean(x.data_as<const float>(), y.data_as<float>(), plan.outer, plan.n,
+                                plan.inner, ctx.stream);
+  return cuda_status(op, "kernel launch", err);
+}
+
 }  // namespace planrt::kernels::cuda

@@ -212,6 +212,43 @@ TEST(Activations, GeluRejectsNonStringApproximation) {
                       {"gelu", "'approximate'", "a bool"}));
 }
 
+TEST(Activations, PointwiseFunctionsMatchReference) {
+  expect_unary_matches("neg", {}, [](double v) { return -v; });
+  expect_unary_matches("exp", {}, [](double v) { return std::exp(v); });
+  expect_unary_matches("erf", {}, [](double v) { return std::erf(v); });
+  expect_unary_matches("tanh", {}, [](double v) { return std::tanh(v); });
+  expect_unary_matches("sigmoid", {}, [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+}
+
+TEST(Activations, SqrtMatchesReferenceAndGivesNaNBelowZero) {
+  HostTensor x = HostTensor::random({4, 33}, 3, 0.0f, 9.0f);
+  HostTensor y(DType::F32, {4, 33});
+  ASSERT_TRUE(run_op("sqrt", {}, {x.view()}, {y.view()}).ok());
+  EXPECT_LT(relative_error(y, unary_reference(x, [](double v) { return std::sqrt(v); })), kTolerance);
+  HostTensor neg = HostTensor::f32({2}, {-1.0f, 4.0f});
+  HostTensor out(DType::F32, {2});
+  ASSERT_TRUE(run_op("sqrt", {}, {neg.view()}, {out.view()}).ok());
+  EXPECT_TRUE(std::isnan(out.f()[0]));
+  EXPECT_EQ(out.f()[1], 2.0f);
+}
+
+TEST(Elementwise, PowBroadcastsAndSquaresExactly) {
+  HostTensor a = HostTensor::random({2, 3, 4}, 5, 0.1f, 3.0f);
+  HostTensor b = HostTensor::random({4}, 6, -2.0f, 2.0f);
+  HostTensor y(DType::F32, {2, 3, 4});
+  ASSERT_TRUE(run_op("pow", {}, {a.view(), b.view()}, {y.view()}).ok());
+  EXPECT_LT(relative_error(y, binary_reference(a, b, {2, 3, 4}, [](double x, double e) { return std::pow(x, e); })),
+            kTolerance);
+  // x ** 2 is x * x, negative bases included (what layer norm's variance squares).
+  HostTensor x = HostTensor::f32({3}, {-1.5f, 0.0f, 3.0f});
+  HostTensor two = HostTensor::f32({}, {2.0f});
+  HostTensor sq(DType::F32, {3});
+  ASSERT_TRUE(run_op("pow", {}, {x.view(), two.view()}, {sq.view()}).ok());
+  EXPECT_EQ(sq.f()[0], 2.25f);
+  EXPECT_EQ(sq.f()[1], 0.0f);
+  EXPECT_EQ(sq.f()[2], 9.0f);
+}
+
 TEST(Activations, OutputShapeMustMatchInput) {
   HostTensor x = HostTensor::random({2, 3}, 1);
   HostTensor y(DType::F32, {6});

@@ -226,5 +226,69 @@ TEST(Softmax, NonF32IsNotSupported) {
                       {"softmax", "bf16"}));
 }
 
+// The mean over dims [begin, end) of x, by brute force in double.
+std::vector<double> mean_reference(const HostTensor& x, int begin, int end) {
+  const Shape& s = x.shape();
+  int64_t outer = 1, n = 1, inner = 1;
+  for (int d = 0; d < s.rank(); ++d) (d < begin ? outer : d < end ? n : inner) *= s[d];
+  std::vector<double> ref;
+  const std::vector<double> v = x.doubles();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += v[(o * n + j) * inner + i];
+      ref.push_back(sum / static_cast<double>(n));
+    }
+  }
+  return ref;
+}
+
+TEST(ReduceMean, AveragesAdjacentDimsKeptOrDropped) {
+  HostTensor x = HostTensor::random({3, 4, 5, 6}, 21);
+  struct Case {
+    std::vector<int64_t> dims;
+    int begin, end;
+    Shape kept, dropped;
+  };
+  const Case cases[] = {
+      {{-1}, 3, 4, {3, 4, 5, 1}, {3, 4, 5}},
+      {{1}, 1, 2, {3, 1, 5, 6}, {3, 5, 6}},
+      {{2, 1}, 1, 3, {3, 1, 1, 6}, {3, 6}},
+      {{0, 1, 2, 3}, 0, 4, {1, 1, 1, 1}, {}},
+  };
+  for (const Case& c : cases) {
+    for (const Shape& out : {c.kept, c.dropped}) {
+      SCOPED_TRACE(out.to_string());
+      OpAttrs attrs;
+      attrs.set("dims", c.dims);
+      HostTensor y(DType::F32, out);
+      Status s = run_op("reduce_mean", attrs, {x.view()}, {y.view()});
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_LT(relative_error(y, mean_reference(x, c.begin, c.end)), kTolerance);
+    }
+  }
+}
+
+TEST(ReduceMean, RejectsSeparatedDimsAWrongOutputAndMissingDims) {
+  HostTensor x = HostTensor::random({2, 3, 4}, 22);
+  OpAttrs split;
+  split.set("dims", std::vector<int64_t>{0, 2});
+  HostTensor y(DType::F32, {3});
+  EXPECT_TRUE(IsError(run_op("reduce_mean", split, {x.view()}, {y.view()}), ErrorCode::NotSupported,
+                      {"reduce_mean", "adjacent"}));
+  OpAttrs last;
+  last.set("dims", std::vector<int64_t>{-1});
+  HostTensor wrong(DType::F32, {2, 4});
+  EXPECT_TRUE(IsError(run_op("reduce_mean", last, {x.view()}, {wrong.view()}),
+                      ErrorCode::InvalidArgument, {"reduce_mean", "output is f32 [2, 4]", "[2, 3]"}));
+  HostTensor ok(DType::F32, {2, 3});
+  EXPECT_TRUE(IsError(run_op("reduce_mean", {}, {x.view()}, {ok.view()}), ErrorCode::NotFound,
+                      {"reduce_mean", "dims"}));
+  OpAttrs out_of_range;
+  out_of_range.set("dims", std::vector<int64_t>{3});
+  EXPECT_TRUE(IsError(run_op("reduce_mean", out_of_range, {x.view()}, {ok.view()}),
+                      ErrorCode::InvalidArgument, {"reduce_mean", "dims = 3"}));
+}
+
 }  // namespace
 }  // namespace planrt::kernels

@@ -25,7 +25,11 @@ TEST(OpTable, ListsEveryOpOfTheModelFormatWithItsArity) {
       {"reshape", 1, 1},    {"permute", 1, 1},
       {"transpose", 1, 1},  {"scaled_dot_product_attention", 3, 3},
       {"embedding", 2, 2},  {"concat", 1, -1},
-      {"slice", 1, 1},
+      {"slice", 1, 1},      {"sqrt", 1, 1},
+      {"neg", 1, 1},        {"exp", 1, 1},
+      {"erf", 1, 1},        {"tanh", 1, 1},
+      {"sigmoid", 1, 1},    {"pow", 2, 2},
+      {"reduce_mean", 1, 1},
   };
   EXPECT_EQ(all_ops().size(), std::size(expected));
   for (const Expected& e : expected) {

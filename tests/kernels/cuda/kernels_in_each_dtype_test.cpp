@@ -45,18 +45,20 @@ TEST_P(CudaKernelsInEachDtype, BinaryOpsMatchTheCpuWithBroadcasting) {
       {{4, 33, 65}, {4, 33, 65}}, {{2, 3, 4}, {3, 1}}, {{4}, {2, 1, 4}},
       {{}, {3}},                  {{5, 1, 7}, {1, 6, 1}}, {{}, {}}, {{1001}, {1001}}};
   uint32_t seed = 1;
-  for (std::string_view op : {"add", "sub", "mul", "div"}) {
+  for (std::string_view op : {"add", "sub", "mul", "div", "pow"}) {
     for (const auto& [sa, sb] : cases) {
       SCOPED_TRACE(std::string(op) + " " + sa.to_string() + " " + sb.to_string());
       Result<Shape> shape = broadcast_shapes(op, sa, sb);
       ASSERT_TRUE(shape.ok());
       HostTensor a = rnd(sa, seed++);
-      // div: b away from zero, so that the comparison measures the kernel, not 1/0.
+      // div: b away from zero, so that the comparison measures the kernel, not 1/0; pow:
+      // positive bases (a negative one to a fractional power is NaN on both sides).
+      if (op == "pow") a = rnd(sa, seed++, 0.5f, 2.0f);
       HostTensor b = op == "div" ? rnd(sb, seed++, 0.5f, 2.0f) : rnd(sb, seed++);
       Agree(r, op, {}, {a, b}, *shape);
     }
     // 1001: the vector loop and a tail; off alignment: the element-wise fallback.
-    HostTensor a = rnd({1001}, seed++);
+    HostTensor a = op == "pow" ? rnd({1001}, seed++, 0.5f, 2.0f) : rnd({1001}, seed++);
     HostTensor b = op == "div" ? rnd({1001}, seed++, 0.5f, 2.0f) : rnd({1001}, seed++);
     Agree(r, op, {}, {a, b}, {1001}, off_alignment());
   }
@@ -67,7 +69,10 @@ TEST_P(CudaKernelsInEachDtype, ActivationsMatchTheCpu) {
   CudaRunner r;
   const OpAttrs tanh = attrs_of({{"approximate", std::string("tanh")}});
   HostTensor x = rnd({3, 1031}, 11, -6.0f, 6.0f);
-  for (std::string_view op : {"relu", "silu", "gelu"}) Agree(r, op, {}, {x}, x.shape());
+  for (std::string_view op : {"relu", "silu", "gelu", "neg", "exp", "erf", "tanh", "sigmoid"}) {
+    Agree(r, op, {}, {x}, x.shape());
+  }
+  Agree(r, "sqrt", {}, {rnd({3, 1031}, 12, 0.0f, 9.0f)}, {3, 1031});
   Agree(r, "gelu", tanh, {x}, x.shape());
   for (size_t offset : {size_t{0}, off_alignment()}) {
     SCOPED_TRACE(fmt::format("offset {}", offset));
@@ -75,6 +80,15 @@ TEST_P(CudaKernelsInEachDtype, ActivationsMatchTheCpu) {
     Agree(r, "gelu", tanh, {rnd({3, 333}, 6, -6.0f, 6.0f)}, {3, 333}, offset);
     Agree(r, "silu", {}, {rnd({999}, 7, -6.0f, 6.0f)}, {999}, offset);
   }
+}
+
+TEST_P(CudaKernelsInEachDtype, ReduceMeanMatchesTheCpuOverRowsAndStridedLines) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor x = rnd({4, 37, 1029}, 31);
+  Agree(r, "reduce_mean", attrs_of({{"dims", std::vector<int64_t>{-1}}}), {x}, {4, 37, 1});
+  Agree(r, "reduce_mean", attrs_of({{"dims", std::vector<int64_t>{1}}}), {x}, {4, 1029});
+  Agree(r, "reduce_mean", attrs_of({{"dims", std::vector<int64_t>{0, 1}}}), {x}, {1029});
 }
 
 TEST_P(CudaKernelsInEachDtype, NormalizationsAndSoftmaxMatchTheCpu) {

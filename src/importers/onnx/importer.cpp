@@ -1,0 +1,673 @@
+#include "importers/onnx/importer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include "builder/check.h"
+#include "builder/shape_inference.h"
+#include "format/mapped_file.h"
+#include "format/npy.h"
+
+namespace planrt::importers::onnx {
+namespace {
+
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 18;
+
+Status invalid(std::string message) { return Status(ErrorCode::InvalidArgument, std::move(message)); }
+
+std::string node_label(const ::onnx::NodeProto& node, size_t index) {
+  return fmt::format("node {} '{}' ({})", index, node.name().empty() ? node.output(0) : node.name(),
+                     node.op_type());
+}
+
+// "/layers.3/self_attn/MatMul" -> "/layers.3": the exporter's module path up to the first
+// component that ends in ".N" or "_N" (a block of a ModuleList); "" when there is none.
+std::string block_of(const std::string& node_name) {
+  size_t pos = 0;
+  while (pos < node_name.size()) {
+    size_t next = node_name.find('/', pos + 1);
+    if (next == std::string::npos) next = node_name.size();
+    const std::string part = node_name.substr(pos, next - pos);
+    size_t digits = part.size();
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(part[digits - 1]))) --digits;
+    if (next < node_name.size() && digits < part.size() && digits > 1 &&
+        (part[digits - 1] == '.' || part[digits - 1] == '_')) {
+      return node_name.substr(0, next);
+    }
+    pos = next;
+  }
+  return "";
+}
+
+Result<Tensor> read_input_value(const std::string& path) {
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0) {
+    PLANRT_ASSIGN_OR_RETURN(format::HostTensor h, format::read_npy(path));
+    std::vector<int64_t> shape;
+    for (int i = 0; i < h.shape.rank(); ++i) shape.push_back(h.shape[i]);
+    return Tensor::owning(from_dtype(h.dtype), std::move(shape), std::move(h.data));
+  }
+  return read_tensor_file(path);
+}
+
+}  // namespace
+
+SymInt sym_const(int64_t v) { return SymInt{v, {}}; }
+bool sym_is_const(const SymInt& s) { return s.dims.empty(); }
+std::string sym_to_string(const SymInt& s, const std::vector<ir::DimDecl>& dims) {
+  if (s.dims.empty()) return std::to_string(s.coeff);
+  std::string out = s.coeff == 1 ? "" : std::to_string(s.coeff) + "*";
+  for (size_t i = 0; i < s.dims.size(); ++i) {
+    if (i > 0) out += "*";
+    out += dims[s.dims[i]].name;
+  }
+  return out;
+}
+
+// ---- OpContext ------------------------------------------------------------------------
+
+const ::onnx::AttributeProto* OpContext::attr(std::string_view name) const {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+Status OpContext::error(std::string message) const { return invalid(std::move(message)); }
+
+Result<int64_t> OpContext::attr_int(std::string_view name, std::optional<int64_t> fallback) const {
+  const auto* a = attr(name);
+  if (a == nullptr) {
+    if (fallback) return *fallback;
+    return error(fmt::format("attribute '{}' (an integer) is missing", name));
+  }
+  if (a->type() != ::onnx::AttributeProto::INT) {
+    return error(fmt::format("attribute '{}' must be an integer", name));
+  }
+  return a->i();
+}
+
+Result<double> OpContext::attr_float(std::string_view name, std::optional<double> fallback) const {
+  const auto* a = attr(name);
+  if (a == nullptr) {
+    if (fallback) return *fallback;
+    return error(fmt::format("attribute '{}' (a float) is missing", name));
+  }
+  if (a->type() == ::onnx::AttributeProto::FLOAT) return static_cast<double>(a->f());
+  if (a->type() == ::onnx::AttributeProto::INT) return static_cast<double>(a->i());
+  return error(fmt::format("attribute '{}' must be a float", name));
+}
+
+Result<std::string> OpContext::attr_string(std::string_view name,
+                                           std::optional<std::string> fallback) const {
+  const auto* a = attr(name);
+  if (a == nullptr) {
+    if (fallback) return *fallback;
+    return error(fmt::format("attribute '{}' (a string) is missing", name));
+  }
+  if (a->type() != ::onnx::AttributeProto::STRING) {
+    return error(fmt::format("attribute '{}' must be a string", name));
+  }
+  return a->s();
+}
+
+Result<std::optional<std::vector<int64_t>>> OpContext::attr_ints(std::string_view name) const {
+  const auto* a = attr(name);
+  if (a == nullptr) return std::optional<std::vector<int64_t>>{};
+  if (a->type() != ::onnx::AttributeProto::INTS) {
+    return error(fmt::format("attribute '{}' must be a list of integers", name));
+  }
+  return std::optional<std::vector<int64_t>>(std::vector<int64_t>(a->ints().begin(), a->ints().end()));
+}
+
+Result<std::vector<SymInt>> OpContext::sym_ints(size_t i, std::string_view role) const {
+  if (!has(i)) return error(fmt::format("input {} ({}) is missing", i, role));
+  const Value& v = input(i);
+  if (v.is_runtime()) {
+    return error(fmt::format(
+        "input {} ({}, '{}') is computed at run time, but planrt needs its value when the "
+        "program is built: it decides a shape. If it is a graph input, fix it with "
+        "--input-value NAME=FILE",
+        i, role, node.input(static_cast<int>(i))));
+  }
+  if (v.rank() > 1 || !elem_is_integer(v.elem)) {
+    return error(fmt::format("input {} ({}) must be a 0-d or 1-d integer tensor", i, role));
+  }
+  if (v.sym) return *v.sym;
+  std::vector<SymInt> out;
+  for (int64_t x : v.known->to_i64()) out.push_back(sym_const(x));
+  return out;
+}
+
+Result<std::vector<int64_t>> OpContext::known_ints(size_t i, std::string_view role) const {
+  PLANRT_ASSIGN_OR_RETURN(std::vector<SymInt> s, sym_ints(i, role));
+  std::vector<int64_t> out;
+  for (const SymInt& x : s) {
+    if (!sym_is_const(x)) {
+      return error(fmt::format("input {} ({}) depends on the dims ({}); planrt needs it constant",
+                               i, role, sym_to_string(x, im.dims())));
+    }
+    out.push_back(x.coeff);
+  }
+  return out;
+}
+
+Result<OpContext::SliceArgs> OpContext::slice_args() const {
+  SliceArgs a;
+  PLANRT_ASSIGN_OR_RETURN(auto a_starts, attr_ints("starts"));
+  if (a_starts) {
+    PLANRT_ASSIGN_OR_RETURN(auto a_ends, attr_ints("ends"));
+    PLANRT_ASSIGN_OR_RETURN(auto a_axes, attr_ints("axes"));
+    if (!a_ends) return error("attribute 'ends' is missing");
+    for (int64_t v : *a_starts) a.starts.push_back(sym_const(v));
+    for (int64_t v : *a_ends) a.ends.push_back(sym_const(v));
+    if (a_axes) a.axes = *a_axes;
+  } else {
+    PLANRT_ASSIGN_OR_RETURN(a.starts, sym_ints(1, "starts"));
+    PLANRT_ASSIGN_OR_RETURN(a.ends, sym_ints(2, "ends"));
+    if (has(3)) {
+      PLANRT_ASSIGN_OR_RETURN(a.axes, known_ints(3, "axes"));
+    }
+    if (has(4)) {
+      PLANRT_ASSIGN_OR_RETURN(a.steps, known_ints(4, "steps"));
+    }
+  }
+  if (a.axes.empty()) {
+    for (size_t i = 0; i < a.starts.size(); ++i) a.axes.push_back(static_cast<int64_t>(i));
+  }
+  if (a.steps.empty()) a.steps.assign(a.starts.size(), 1);
+  if (a.ends.size() != a.starts.size() || a.axes.size() != a.starts.size() ||
+      a.steps.size() != a.starts.size()) {
+    return error("starts, ends, axes and steps differ in length");
+  }
+  return a;
+}
+
+// ---- Importer -------------------------------------------------------------------------
+
+Result<ir::ShapeSpec> Importer::reshape_spec(const ir::SymShape& target) const {
+  ir::ShapeSpec spec;
+  int inferred = 0;
+  for (const ir::Dim& d : target) {
+    if (d.is_static()) {
+      spec.push_back({d.value, ""});
+    } else if (d.value == 1) {
+      spec.push_back({0, method_.dims[d.dim].name});
+    } else {
+      spec.push_back({-1, ""});
+      ++inferred;
+    }
+  }
+  if (inferred > 1) {
+    return Status(ErrorCode::NotSupported,
+                  fmt::format("a reshape to {} (two dims that are multiples of named dims)",
+                              shape_str(from_ir_shape(target))));
+  }
+  return spec;
+}
+
+Importer::Importer(std::shared_ptr<const ::onnx::ModelProto> model, std::string model_dir,
+                   const OnnxImportOptions& options)
+    : model_(std::move(model)), model_dir_(std::move(model_dir)), options_(options) {}
+
+// An ONNX name is taken only by the value it names (reserved_ keeps made-up names off them).
+std::string Importer::unique_name(const std::string& hint) {
+  const std::string base = hint.empty() ? "v" : hint;
+  std::string name = base;
+  for (int n = 1; used_names_.contains(name) || (n > 1 && reserved_.contains(name)); ++n) {
+    name = fmt::format("{}.{}", base, n);
+  }
+  used_names_.insert(name);
+  return name;
+}
+
+const ir::TensorType* Importer::ir_type(const std::string& ir_name) const {
+  auto it = ir_types_.find(ir_name);
+  return it == ir_types_.end() ? nullptr : &it->second;
+}
+
+Result<ir::SymShape> Importer::to_ir_shape(const std::vector<SymInt>& shape) const {
+  ir::SymShape out;
+  for (const SymInt& s : shape) {
+    if (s.dims.empty()) {
+      out.push_back(ir::Dim::fixed(s.coeff));
+    } else if (s.dims.size() == 1) {
+      out.push_back(ir::Dim::named(s.dims[0], s.coeff));
+    } else {
+      return invalid(fmt::format("shape {} has the entry {}, a product of dims, which a planrt "
+                                 "program cannot express",
+                                 shape_str(shape), sym_to_string(s, dims())));
+    }
+  }
+  return out;
+}
+
+std::vector<SymInt> Importer::from_ir_shape(const ir::SymShape& shape) {
+  std::vector<SymInt> out;
+  for (const ir::Dim& d : shape) {
+    out.push_back(d.is_static() ? sym_const(d.value) : SymInt{d.value, {d.dim}});
+  }
+  return out;
+}
+
+std::string Importer::shape_str(const std::vector<SymInt>& shape) const {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += sym_to_string(shape[i], dims());
+  }
+  return out + "]";
+}
+
+Result<std::string> Importer::constant(const Tensor& t, const std::string& name_hint) {
+  auto cached = constant_names_.find(t.bytes.data());
+  if (cached != constant_names_.end() && !t.bytes.empty()) {
+    const ir::TensorType* type = ir_type(cached->second);
+    if (type != nullptr && from_dtype(type->dtype) == t.elem &&
+        from_ir_shape(type->shape).size() == t.shape.size()) {
+      bool same = true;
+      for (size_t i = 0; i < t.shape.size(); ++i) same = same && type->shape[i].value == t.shape[i];
+      if (same) return cached->second;
+    }
+  }
+  Result<DType> dtype = to_dtype(t.elem);
+  if (!dtype.ok()) {
+    return invalid(fmt::format("constant '{}' is needed at run time, but {}", name_hint,
+                               dtype.status().message()));
+  }
+  ir::Constant c;
+  // A graph output is a value of that name; a constant cannot take it.
+  c.name = unique_name(graph_outputs_.contains(name_hint) ? name_hint + ".const" : name_hint);
+  c.dtype = *dtype;
+  c.shape = t.shape;
+  c.bytes = t.bytes;
+  c.owner = t.owner;
+  ir::TensorType type{*dtype, {}};
+  for (int64_t d : t.shape) type.shape.push_back(ir::Dim::fixed(d));
+  ir_types_[c.name] = type;
+  if (!t.bytes.empty()) constant_names_[t.bytes.data()] = c.name;
+  std::string name = c.name;
+  ir_model_.constants.push_back(std::move(c));
+  return name;
+}
+
+Result<std::string> Importer::ir_of(const Value& v, bool unfold) {
+  if (v.known) return constant(*v.known, v.ir.empty() ? "const" : v.ir);
+  if (v.sym) {
+    return invalid(fmt::format("a shape computation ({} entries depending on the dims) is used "
+                               "as data at run time, which planrt does not support",
+                               v.sym->size()));
+  }
+  if (!unfold || v.folded == 0) return v.ir;
+  // Merge the folded dims: expressible only when the product is.
+  PLANRT_ASSIGN_OR_RETURN(ir::SymShape target, to_ir_shape(v.shape));
+  PLANRT_ASSIGN_OR_RETURN(ir::ShapeSpec spec, reshape_spec(target));
+  PLANRT_ASSIGN_OR_RETURN(Value merged, emit("reshape", {v.ir}, {{"shape", spec}}, v.ir + ".merged"));
+  return merged.ir;
+}
+
+Result<Value> Importer::emit(std::string op, std::vector<std::string> inputs, ir::Attrs attrs,
+                             const std::string& name_hint) {
+  std::vector<ir::Operand> operands;
+  for (const std::string& name : inputs) {
+    if (name.empty()) {
+      operands.push_back({name, nullptr});
+      continue;
+    }
+    const ir::TensorType* type = ir_type(name);
+    if (type == nullptr) {
+      return Status(ErrorCode::Internal, fmt::format("IR value '{}' has no type", name));
+    }
+    operands.push_back({name, type});
+  }
+  Result<ir::InferredNode> inferred = ir::infer_node(op, operands, attrs, method_.dims);
+  if (!inferred.ok()) return inferred.status().with_context(fmt::format("planrt op {}", op));
+  ir::Node node;
+  node.op = std::move(op);
+  node.inputs = std::move(inputs);
+  node.attrs = std::move(attrs);
+  const std::string out = unique_name(name_hint);
+  node.outputs.push_back(out);
+  method_.nodes.push_back(std::move(node));
+  node_blocks_.push_back(current_block_);
+  const ir::TensorType& type = inferred->outputs.at(0);
+  ir_types_[out] = type;
+  Value v;
+  v.elem = from_dtype(type.dtype);
+  v.shape = from_ir_shape(type.shape);
+  v.ir = out;
+  v.ir_shape = type.shape;
+  return v;
+}
+
+Status Importer::read_dims_and_inputs() {
+  const ::onnx::GraphProto& g = model_->graph();
+  std::set<std::string> initializer_names;
+  for (const auto& t : g.initializer()) initializer_names.insert(t.name());
+  std::vector<std::string> missing_bounds;
+  for (const auto& input : g.input()) {
+    if (initializer_names.contains(input.name())) continue;  // IR < 4 lists initializers too
+    auto given = options_.input_values.find(input.name());
+    if (given != options_.input_values.end()) {
+      Result<Tensor> t = read_input_value(given->second);
+      if (!t.ok()) return t.status().with_context(fmt::format("--input-value {}", input.name()));
+      Value v;
+      v.elem = t->elem;
+      for (int64_t d : t->shape) v.shape.push_back(sym_const(d));
+      v.known = std::move(*t);
+      v.ir = input.name();
+      values_[input.name()] = std::move(v);
+      continue;
+    }
+    if (!input.type().has_tensor_type()) {
+      return Status(ErrorCode::NotSupported,
+                    fmt::format("graph input '{}' is not a tensor (sequences, maps and optionals "
+                                "are not supported)", input.name()));
+    }
+    const auto& tt = input.type().tensor_type();
+    const Elem elem = static_cast<Elem>(tt.elem_type());
+    Result<DType> dtype = to_dtype(elem);
+    if (!dtype.ok()) return dtype.status().with_context(fmt::format("graph input '{}'", input.name()));
+    if (!tt.has_shape()) {
+      return invalid(fmt::format("graph input '{}' has no shape; planrt needs its rank and dims",
+                                 input.name()));
+    }
+    ir::ValueDecl decl;
+    decl.name = input.name();
+    decl.type.dtype = *dtype;
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      if (d.has_dim_value()) {
+        if (d.dim_value() < 1) {
+          return invalid(fmt::format("graph input '{}' dim {} is {} (sizes are >= 1)", input.name(),
+                                     i, d.dim_value()));
+        }
+        decl.type.shape.push_back(ir::Dim::fixed(d.dim_value()));
+        continue;
+      }
+      if (!d.has_dim_param() || d.dim_param().empty()) {
+        return invalid(fmt::format("graph input '{}' dim {} has neither a size nor a name; export "
+                                   "with a named dynamic axis, or a fixed size", input.name(), i));
+      }
+      const std::string& name = d.dim_param();
+      auto it = std::find_if(method_.dims.begin(), method_.dims.end(),
+                             [&](const ir::DimDecl& x) { return x.name == name; });
+      int32_t index = static_cast<int32_t>(it - method_.dims.begin());
+      if (it == method_.dims.end()) {
+        auto bound = options_.dims.find(name);
+        if (bound == options_.dims.end()) {
+          missing_bounds.push_back(fmt::format("'{}' (graph input '{}' dim {})", name, input.name(), i));
+          method_.dims.push_back({name, 1, 1});
+        } else {
+          if (bound->second.min < 1 || bound->second.max < bound->second.min) {
+            return invalid(fmt::format("--dim {}={}..{}: bounds must satisfy 1 <= MIN <= MAX", name,
+                                       bound->second.min, bound->second.max));
+          }
+          method_.dims.push_back({name, bound->second.min, bound->second.max});
+        }
+      }
+      decl.type.shape.push_back(ir::Dim::named(index));
+    }
+    Value v;
+    v.elem = elem;
+    v.shape = from_ir_shape(decl.type.shape);
+    v.ir = unique_name(decl.name);
+    if (v.ir != decl.name) return invalid(fmt::format("graph input '{}' is declared twice", decl.name));
+    v.ir_shape = decl.type.shape;
+    ir_types_[v.ir] = decl.type;
+    values_[decl.name] = v;
+    method_.inputs.push_back(std::move(decl));
+  }
+  if (!missing_bounds.empty()) {
+    std::string flags;
+    for (const ir::DimDecl& d : method_.dims) {
+      if (!options_.dims.contains(d.name)) flags += fmt::format(" --dim {}=MIN..MAX", d.name);
+    }
+    return invalid(fmt::format("the model's dims {} have no bounds; planrt plans memory for the "
+                               "largest size: pass{}",
+                               fmt::join(missing_bounds, ", "), flags));
+  }
+  for (const auto& [name, bound] : options_.input_values) {
+    if (!values_.contains(name)) {
+      return invalid(fmt::format("--input-value names '{}', which is not a graph input", name));
+    }
+  }
+  for (const auto& [name, bound] : options_.dims) {
+    if (std::none_of(method_.dims.begin(), method_.dims.end(),
+                     [&](const ir::DimDecl& d) { return d.name == name; })) {
+      std::vector<std::string> names;
+      for (const ir::DimDecl& d : method_.dims) names.push_back(d.name);
+      return invalid(fmt::format("--dim names '{}', which is not a dim of the model's inputs "
+                                 "(they have: {})", name,
+                                 names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+    }
+  }
+  return {};
+}
+
+Status Importer::read_initializers() {
+  const ::onnx::GraphProto& g = model_->graph();
+  ExternalDataContext context{model_dir_};
+  for (const auto& proto : g.initializer()) {
+    if (values_.contains(proto.name()) && !values_[proto.name()].known) continue;
+    Result<Tensor> t = read_tensor(proto, context, model_);
+    if (!t.ok()) return t.status().with_context("initializer");
+    Value v;
+    v.elem = t->elem;
+    for (int64_t d : t->shape) v.shape.push_back(sym_const(d));
+    v.known = std::move(*t);
+    v.ir = proto.name();
+    values_[proto.name()] = std::move(v);
+  }
+  if (g.sparse_initializer_size() > 0) {
+    return Status(ErrorCode::NotSupported, "sparse initializers are not supported");
+  }
+  return {};
+}
+
+Status Importer::check_ops_supported() const {
+  std::vector<std::string> unsupported;
+  for (int i = 0; i < model_->graph().node_size(); ++i) {
+    const ::onnx::NodeProto& node = model_->graph().node(i);
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (default_domain && find_op_spec(node.op_type()) != nullptr) continue;
+    unsupported.push_back(fmt::format("{} (op {}, domain '{}', opset {})", node_label(node, i),
+                                      node.op_type(), node.domain().empty() ? "ai.onnx" : node.domain(),
+                                      default_domain ? opset_ : int64_t{-1}));
+  }
+  if (unsupported.empty()) return {};
+  return Status(ErrorCode::NotSupported,
+                fmt::format("{} node{} use{} ops planrt does not import: {}", unsupported.size(),
+                            unsupported.size() == 1 ? "" : "s", unsupported.size() == 1 ? "s" : "",
+                            fmt::join(unsupported, "; ")));
+}
+
+Status Importer::import_node(const ::onnx::NodeProto& node, size_t index) {
+  const OpSpec* spec = find_op_spec(node.op_type());
+  for (const auto& a : node.attribute()) {
+    if (std::find(spec->attrs.begin(), spec->attrs.end(), a.name()) == spec->attrs.end()) {
+      return Status(ErrorCode::NotSupported,
+                    fmt::format("{}: attribute '{}' is not supported (supported: {})",
+                                node_label(node, index), a.name(),
+                                spec->attrs.size() == 0 ? "none" : fmt::format("{}", fmt::join(spec->attrs, ", "))));
+    }
+  }
+  OpContext c{*this, node, {}, {}};
+  for (const std::string& name : node.input()) {
+    if (name.empty()) {
+      c.in.push_back(nullptr);
+      continue;
+    }
+    auto it = values_.find(name);
+    if (it == values_.end()) {
+      return invalid(fmt::format("{}: input '{}' is not defined before it is used (the graph must "
+                                 "be topologically sorted)", node_label(node, index), name));
+    }
+    c.in.push_back(&it->second);
+  }
+  current_block_ = block_of(node.name());
+  Status s;
+  Result<bool> folded = try_fold(c);
+  if (!folded.ok()) {
+    s = folded.status();
+  } else if (!*folded) {
+    c.out.clear();
+    s = spec->handler(c);
+  }
+  if (!s.ok()) return s.with_context(node_label(node, index));
+  if (c.out.size() < static_cast<size_t>(node.output_size())) {
+    // Optional outputs a handler does not make (Dropout's mask, LayerNorm's statistics)
+    // may be absent or unused; a used one is reported where it is read.
+    for (int i = static_cast<int>(c.out.size()); i < node.output_size(); ++i) {
+      if (!node.output(i).empty()) {
+        for (const auto& other : model_->graph().node()) {
+          for (const std::string& in : other.input()) {
+            if (in == node.output(i)) {
+              return Status(ErrorCode::NotSupported,
+                            fmt::format("{}: output {} '{}' is used, but planrt does not compute "
+                                        "it", node_label(node, index), i, node.output(i)));
+            }
+          }
+        }
+        for (const auto& out : model_->graph().output()) {
+          if (out.name() == node.output(i)) {
+            return Status(ErrorCode::NotSupported,
+                          fmt::format("{}: output {} '{}' is a graph output, but planrt does not "
+                                      "compute it", node_label(node, index), i, node.output(i)));
+          }
+        }
+      }
+    }
+  }
+  for (int i = 0; i < node.output_size() && i < static_cast<int>(c.out.size()); ++i) {
+    if (node.output(i).empty()) continue;
+    Value& v = c.out[i];
+    if (v.known || v.sym) v.ir = node.output(i);  // the constant's name, if it is ever needed
+    values_[node.output(i)] = std::move(v);
+  }
+  return {};
+}
+
+Status Importer::import_nodes() {
+  const ::onnx::GraphProto& g = model_->graph();
+  for (int i = 0; i < g.node_size(); ++i) {
+    PLANRT_RETURN_IF_ERROR(import_node(g.node(i), static_cast<size_t>(i)));
+  }
+  return {};
+}
+
+Status Importer::import_outputs() {
+  const ::onnx::GraphProto& g = model_->graph();
+  if (g.output_size() == 0) return invalid("the graph has no outputs");
+  std::set<std::string> taken;
+  for (const auto& out : g.output()) {
+    auto it = values_.find(out.name());
+    if (it == values_.end()) {
+      return invalid(fmt::format("graph output '{}' is not computed by any node", out.name()));
+    }
+    current_block_.clear();
+    const Value& v = it->second;
+    PLANRT_ASSIGN_OR_RETURN(std::string ir_name, ir_of(v));
+    const bool is_input = std::any_of(method_.inputs.begin(), method_.inputs.end(),
+                                      [&](const ir::ValueDecl& d) { return d.name == ir_name; });
+    // An output is a value of its own name: alias, constant or input outputs get a copy.
+    if (ir_name != out.name() || is_input || !taken.insert(ir_name).second ||
+        ir_model_.find_constant(ir_name) != nullptr) {
+      PLANRT_ASSIGN_OR_RETURN(ir::ShapeSpec spec, reshape_spec(ir_type(ir_name)->shape));
+      PLANRT_ASSIGN_OR_RETURN(Value copy, emit("reshape", {ir_name}, {{"shape", spec}}, out.name()));
+      if (copy.ir != out.name()) {
+        return invalid(fmt::format("graph output '{}' cannot keep its name", out.name()));
+      }
+      ir_name = copy.ir;
+      taken.insert(ir_name);
+    }
+    method_.outputs.push_back(ir_name);
+  }
+  return {};
+}
+
+Result<builder::Model> Importer::run() {
+  const ::onnx::GraphProto& g = model_->graph();
+  for (const auto& op : model_->opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
+  }
+  if (opset_ == 0 && model_->opset_import_size() == 0) opset_ = 1;
+  if (opset_ < kMinOpset || opset_ > kMaxOpset) {
+    return Status(ErrorCode::NotSupported,
+                  fmt::format("the model imports the default ONNX domain at opset {}; planrt reads "
+                              "opsets {} to {} (re-export with opset_version in that range)",
+                              opset_, kMinOpset, kMaxOpset));
+  }
+  method_.name = options_.method;
+  PLANRT_RETURN_IF_ERROR(check_ops_supported());
+  // Every ONNX name is reserved, so that IR values named after them never collide.
+  for (const auto& t : g.initializer()) reserved_.insert(t.name());
+  for (const auto& t : g.input()) reserved_.insert(t.name());
+  for (const auto& n : g.node()) {
+    for (const std::string& o : n.output()) reserved_.insert(o);
+  }
+  for (const auto& o : g.output()) graph_outputs_.insert(o.name());
+  PLANRT_RETURN_IF_ERROR(read_dims_and_inputs());
+  PLANRT_RETURN_IF_ERROR(read_initializers());
+  PLANRT_RETURN_IF_ERROR(import_nodes());
+  PLANRT_RETURN_IF_ERROR(import_outputs());
+  PLANRT_RETURN_IF_ERROR(fuse_patterns(ir_model_, method_, node_blocks_, options_.fused_attention));
+  PLANRT_RETURN_IF_ERROR(apply_partition(method_, node_blocks_, options_));
+  ir_model_.methods.push_back(std::move(method_));
+  PLANRT_RETURN_IF_ERROR(ir::check_model(ir_model_).with_context("the imported model"));
+  return builder::Model(std::make_unique<ir::Model>(std::move(ir_model_)));
+}
+
+}  // namespace planrt::importers::onnx
+
+namespace planrt::importers {
+
+Result<builder::Model> parse_model_onnx(std::span<const uint8_t> bytes, const std::string& base_dir,
+                                        const OnnxImportOptions& options) {
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
+    return make_error(ErrorCode::NotSupported,
+                      "the model is {} bytes; protobuf reads at most 2 GiB: store the weights as "
+                      "external data (onnx.save_model(..., save_as_external_data=True))",
+                      bytes.size());
+  }
+  auto model = std::make_shared<::onnx::ModelProto>();
+  if (!model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "not an ONNX model: protobuf cannot parse it (truncated or another format)");
+  }
+  if (!model->has_graph() || model->ir_version() <= 0) {
+    return make_error(ErrorCode::InvalidArgument, "not an ONNX model: it has no {}",
+                      model->has_graph() ? "IR version" : "graph");
+  }
+  onnx::Importer importer(std::move(model), base_dir.empty() ? "." : base_dir, options);
+  return importer.run();
+}
+
+Result<builder::Model> read_model_onnx(const std::string& path, const OnnxImportOptions& options) {
+  PLANRT_ASSIGN_OR_RETURN(format::MappedFile file, format::MappedFile::open(path));
+  Result<builder::Model> out =
+      parse_model_onnx(file.bytes(), std::filesystem::path(path).parent_path().string(), options);
+  if (!out.ok()) {
+    // "'m.onnx' is not an ONNX model", "importing 'm.onnx': node 3 ...".
+    const std::string& m = out.status().message();
+    if (m.starts_with("not an ONNX model") || m.starts_with("the model is")) {
+      return Status(out.status().code(), fmt::format("'{}' is {}", path,
+                                                     m.starts_with("the model is") ? m.substr(13) : m));
+    }
+    return out.status().with_context(fmt::format("importing '{}'", path));
+  }
+  return out;
+}
+
+Result<OnnxTensorFile> read_onnx_tensor(const std::string& path) {
+  PLANRT_ASSIGN_OR_RETURN(onnx::Tensor t, onnx::read_tensor_file(path));
+  Result<DType> dtype = onnx::to_dtype(t.elem);
+  if (!dtype.ok()) return dtype.status().with_context(fmt::format("'{}'", path));
+  return OnnxTensorFile{*dtype, t.shape, std::vector<uint8_t>(t.bytes.begin(), t.bytes.end())};
+}
+
+}  // namespace planrt::importers

@@ -1,0 +1,470 @@
+// Pattern rewrites over the imported IR (docs/onnx.md "Recognised patterns"): exporters
+// decompose layer norm, GELU and attention into elementwise ops and matmuls; planrt has
+// each as one fused kernel. A rewrite replaces the pattern's last node by the fused op
+// (keeping its output name) and leaves the rest to dead-node removal. A pattern matches
+// only when its inner values have no other readers and its constants are the exact ones
+// (an eps is read from the graph; 0.5, 1 and sqrt(2) must be those numbers).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "builder/shape_inference.h"
+#include "importers/onnx/importer.h"
+
+namespace planrt::importers::onnx {
+namespace {
+
+class Graph {
+ public:
+  Graph(ir::Model& model, ir::Method& method, std::vector<std::string>& blocks)
+      : model_(model), method_(method), blocks_(blocks) {
+    refresh();
+  }
+
+  void refresh() {
+    producer_.clear();
+    readers_.clear();
+    for (size_t i = 0; i < method_.nodes.size(); ++i) {
+      const ir::Node& n = method_.nodes[i];
+      if (dead_.contains(i)) continue;
+      for (const std::string& o : n.outputs) producer_[o] = i;
+      for (const std::string& in : n.inputs) {
+        if (!in.empty()) ++readers_[in];
+      }
+    }
+    for (const std::string& o : method_.outputs) ++readers_[o];
+  }
+
+  ir::Node* producer(const std::string& value, std::string_view op) {
+    auto it = producer_.find(value);
+    if (it == producer_.end()) return nullptr;
+    ir::Node& n = method_.nodes[it->second];
+    return n.op == op ? &n : nullptr;
+  }
+  size_t index_of(const ir::Node* n) const { return static_cast<size_t>(n - method_.nodes.data()); }
+  int readers(const std::string& value) const {
+    auto it = readers_.find(value);
+    return it == readers_.end() ? 0 : it->second;
+  }
+  // The single node reading `value`, when it is exactly one node of op `op`.
+  ir::Node* only_reader(const std::string& value, std::string_view op) {
+    if (readers(value) != 1) return nullptr;
+    for (size_t i = 0; i < method_.nodes.size(); ++i) {
+      ir::Node& n = method_.nodes[i];
+      if (dead_.contains(i) || n.op != op) continue;
+      if (std::find(n.inputs.begin(), n.inputs.end(), value) != n.inputs.end()) return &n;
+    }
+    return nullptr;
+  }
+  std::vector<ir::Node*> readers_of(const std::string& value) {
+    std::vector<ir::Node*> out;
+    for (size_t i = 0; i < method_.nodes.size(); ++i) {
+      ir::Node& n = method_.nodes[i];
+      if (dead_.contains(i)) continue;
+      if (std::find(n.inputs.begin(), n.inputs.end(), value) != n.inputs.end()) out.push_back(&n);
+    }
+    return out;
+  }
+
+  const ir::Constant* constant(const std::string& name) const { return model_.find_constant(name); }
+  // The value of a one-element f32 constant.
+  std::optional<double> scalar(const std::string& name) const {
+    const ir::Constant* c = constant(name);
+    if (c == nullptr || c->dtype != DType::F32 || c->bytes.size() != 4) return std::nullopt;
+    float v;
+    std::memcpy(&v, c->bytes.data(), 4);
+    return v;
+  }
+  // A constant holding `n` values (shape [n], or [1, ..., 1, n]).
+  bool is_row(const std::string& name, int64_t n) const {
+    const ir::Constant* c = constant(name);
+    if (c == nullptr || c->shape.empty() || c->shape.back() != n) return false;
+    for (size_t i = 0; i + 1 < c->shape.size(); ++i) {
+      if (c->shape[i] != 1) return false;
+    }
+    return true;
+  }
+  // `name` as a constant of shape [n] (a new constant sharing the bytes when reshaped).
+  std::string as_vector(const std::string& name, int64_t n) {
+    const ir::Constant* c = constant(name);
+    if (c->shape.size() == 1) return name;
+    ir::Constant v = *c;
+    v.name = name + ".vector";
+    v.shape = {n};
+    if (constant(v.name) == nullptr) model_.constants.push_back(v);
+    return v.name;
+  }
+
+  // The other operand of a commutative binary node when one of them is `x`.
+  static std::optional<std::string> other_operand(const ir::Node& n, const std::string& x) {
+    if (n.inputs.size() != 2) return std::nullopt;
+    if (n.inputs[0] == x) return n.inputs[1];
+    if (n.inputs[1] == x) return n.inputs[0];
+    return std::nullopt;
+  }
+
+  void kill(const ir::Node* n) { dead_.insert(index_of(n)); }
+  // A new node placed just before `before` (executed before it, after its inputs).
+  std::string insert_before(const ir::Node* before, ir::Node node) {
+    const std::string out = node.outputs.at(0);
+    inserted_[index_of(before)].push_back(std::move(node));
+    return out;
+  }
+
+  // Applies the insertions and drops dead nodes and every node nothing reads (repeatedly),
+  // then constants nothing reads.
+  void compact() {
+    std::vector<ir::Node> nodes;
+    std::vector<std::string> blocks;
+    for (size_t i = 0; i < method_.nodes.size(); ++i) {
+      const std::string block = i < blocks_.size() ? blocks_[i] : std::string();
+      if (auto it = inserted_.find(i); it != inserted_.end()) {
+        for (ir::Node& n : it->second) {
+          nodes.push_back(std::move(n));
+          blocks.push_back(block);
+        }
+      }
+      if (dead_.contains(i)) continue;
+      nodes.push_back(std::move(method_.nodes[i]));
+      blocks.push_back(block);
+    }
+    inserted_.clear();
+    dead_.clear();
+    // Dead-node removal: a node none of whose outputs is read.
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      std::map<std::string, int> reads;
+      for (const ir::Node& n : nodes) {
+        for (const std::string& in : n.inputs) ++reads[in];
+      }
+      for (const std::string& o : method_.outputs) ++reads[o];
+      std::vector<ir::Node> kept;
+      std::vector<std::string> kept_blocks;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        const bool used = std::any_of(nodes[i].outputs.begin(), nodes[i].outputs.end(),
+                                      [&](const std::string& o) { return reads[o] > 0; });
+        if (used) {
+          kept.push_back(std::move(nodes[i]));
+          kept_blocks.push_back(blocks[i]);
+        } else {
+          changed = true;
+        }
+      }
+      nodes = std::move(kept);
+      blocks = std::move(kept_blocks);
+    }
+    method_.nodes = std::move(nodes);
+    blocks_ = std::move(blocks);
+    std::set<std::string, std::less<>> read;
+    for (const ir::Node& n : method_.nodes) read.insert(n.inputs.begin(), n.inputs.end());
+    std::erase_if(model_.constants, [&](const ir::Constant& c) { return !read.contains(c.name); });
+    refresh();
+  }
+
+  ir::Method& method() { return method_; }
+  ir::Model& model() { return model_; }
+
+ private:
+  ir::Model& model_;
+  ir::Method& method_;
+  std::vector<std::string>& blocks_;
+  std::map<std::string, size_t> producer_;
+  std::map<std::string, int> readers_;
+  std::set<size_t> dead_;
+  std::map<size_t, std::vector<ir::Node>> inserted_;
+};
+
+bool near(std::optional<double> v, double want, double rel = 1e-6) {
+  return v && std::fabs(*v - want) <= rel * std::fabs(want);
+}
+
+// ---- linear + bias ------------------------------------------------------------------------
+
+// linear(x, W) read only by add(., b) with b a constant [N]: linear(x, W, b).
+void fuse_linear_bias(Graph& g) {
+  for (ir::Node& lin : g.method().nodes) {
+    if (lin.op != "linear" || lin.inputs.size() != 2) continue;
+    const ir::Constant* w = g.constant(lin.inputs[1]);
+    if (w == nullptr || w->shape.size() != 2) continue;
+    ir::Node* add = g.only_reader(lin.outputs[0], "add");
+    if (add == nullptr) continue;
+    std::optional<std::string> b = Graph::other_operand(*add, lin.outputs[0]);
+    if (!b || !g.is_row(*b, w->shape[0])) continue;
+    const ir::Constant* bc = g.constant(*b);
+    if (bc->dtype != w->dtype) continue;
+    ir::Node fused = lin;
+    fused.inputs.push_back(g.as_vector(*b, w->shape[0]));
+    fused.outputs = add->outputs;
+    g.kill(&lin);
+    *add = std::move(fused);
+    g.refresh();
+  }
+}
+
+// ---- layer norm ------------------------------------------------------------------------------
+
+bool reduces_last(const ir::Node& n, const ir::TensorType& x) {
+  auto dims = n.attrs.find("dims");
+  auto keep = n.attrs.find("keepdim");
+  if (dims == n.attrs.end() || keep == n.attrs.end()) return false;
+  const auto* d = std::get_if<std::vector<int64_t>>(&dims->second);
+  const auto* k = std::get_if<bool>(&keep->second);
+  return d && k && *k && d->size() == 1 && (*d)[0] == static_cast<int64_t>(x.shape.size()) - 1;
+}
+
+// mean = reduce_mean(x); d = x - mean; var = reduce_mean(d^2); y = d / sqrt(var + eps)
+// [* w] [+ b]  ->  layer_norm(x, w, b, eps).
+void fuse_layer_norm(Graph& g, const std::map<std::string, ir::TensorType>& types) {
+  for (size_t i = 0; i < g.method().nodes.size(); ++i) {
+    ir::Node& mean = g.method().nodes[i];
+    if (mean.op != "reduce_mean" || mean.outputs.empty()) continue;
+    const std::string x = mean.inputs[0];
+    auto xt = types.find(x);
+    if (xt == types.end() || xt->second.shape.empty() || !reduces_last(mean, xt->second)) continue;
+    const ir::Dim features = xt->second.shape.back();
+    if (!features.is_static()) continue;
+    ir::Node* sub = g.only_reader(mean.outputs[0], "sub");
+    if (sub == nullptr || sub->inputs[0] != x || sub->inputs[1] != mean.outputs[0]) continue;
+    const std::string d = sub->outputs[0];
+    if (g.readers(d) != 2) continue;
+    ir::Node* sq = nullptr;
+    ir::Node* div = nullptr;
+    for (ir::Node* r : g.readers_of(d)) {
+      if (r->op == "pow" && r->inputs[0] == d && near(g.scalar(r->inputs[1]), 2.0)) sq = r;
+      if (r->op == "mul" && r->inputs[0] == d && r->inputs[1] == d) sq = r;
+      if (r->op == "div" && r->inputs[0] == d) div = r;
+    }
+    if (sq == nullptr || div == nullptr) continue;
+    ir::Node* var = g.only_reader(sq->outputs[0], "reduce_mean");
+    if (var == nullptr || !reduces_last(*var, xt->second)) continue;
+    ir::Node* add_eps = g.only_reader(var->outputs[0], "add");
+    if (add_eps == nullptr) continue;
+    std::optional<std::string> eps_name = Graph::other_operand(*add_eps, var->outputs[0]);
+    std::optional<double> eps = eps_name ? g.scalar(*eps_name) : std::nullopt;
+    if (!eps || *eps < 0) continue;
+    ir::Node* root = g.only_reader(add_eps->outputs[0], "sqrt");
+    if (root == nullptr || g.readers(root->outputs[0]) != 1 || div->inputs[1] != root->outputs[0]) continue;
+    // Optional affine part.
+    ir::Node* last = div;
+    std::string weight, bias;
+    if (ir::Node* mul = g.only_reader(div->outputs[0], "mul")) {
+      std::optional<std::string> w = Graph::other_operand(*mul, div->outputs[0]);
+      if (w && g.is_row(*w, features.value)) {
+        weight = g.as_vector(*w, features.value);
+        last = mul;
+        if (ir::Node* add = g.only_reader(mul->outputs[0], "add")) {
+          std::optional<std::string> b = Graph::other_operand(*add, mul->outputs[0]);
+          if (b && g.is_row(*b, features.value)) {
+            bias = g.as_vector(*b, features.value);
+            last = add;
+          }
+        }
+      }
+    }
+    if (weight.empty() && !bias.empty()) continue;
+    ir::Node fused;
+    fused.op = "layer_norm";
+    fused.inputs = {x};
+    if (!weight.empty()) fused.inputs.push_back(weight);
+    if (!bias.empty()) fused.inputs.push_back(bias);
+    fused.attrs["eps"] = *eps;
+    fused.outputs = last->outputs;
+    *last = std::move(fused);
+    g.refresh();
+  }
+}
+
+// ---- GELU ------------------------------------------------------------------------------------
+
+// y = h * 0.5 * (1 + erf(h / sqrt(2))) in any association -> gelu(h).
+void fuse_gelu(Graph& g) {
+  for (size_t i = 0; i < g.method().nodes.size(); ++i) {
+    ir::Node& erf = g.method().nodes[i];
+    if (erf.op != "erf") continue;
+    ir::Node* scale = nullptr;
+    std::string h;
+    for (std::string_view op : {"div", "mul"}) {
+      if (ir::Node* p = g.producer(erf.inputs[0], op)) {
+        const bool ok = op == "div" ? near(g.scalar(p->inputs[1]), std::sqrt(2.0))
+                                    : near(g.scalar(p->inputs[1]), std::sqrt(0.5));
+        if (ok && g.readers(p->outputs[0]) == 1) {
+          scale = p;
+          h = p->inputs[0];
+        }
+      }
+    }
+    if (scale == nullptr) continue;
+    ir::Node* one = g.only_reader(erf.outputs[0], "add");
+    if (one == nullptr) continue;
+    std::optional<std::string> c1 = Graph::other_operand(*one, erf.outputs[0]);
+    if (!c1 || !near(g.scalar(*c1), 1.0)) continue;
+    const std::string a = one->outputs[0];  // 1 + erf(.)
+    ir::Node* m1 = g.only_reader(a, "mul");
+    if (m1 == nullptr) continue;
+    std::optional<std::string> x = Graph::other_operand(*m1, a);
+    ir::Node* last = nullptr;
+    if (x && *x == h) {
+      // (h * a) * 0.5
+      ir::Node* m2 = g.only_reader(m1->outputs[0], "mul");
+      std::optional<std::string> half = m2 ? Graph::other_operand(*m2, m1->outputs[0]) : std::nullopt;
+      if (half && near(g.scalar(*half), 0.5)) last = m2;
+    } else if (x && near(g.scalar(*x), 0.5)) {
+      // h * (a * 0.5)
+      ir::Node* m2 = g.only_reader(m1->outputs[0], "mul");
+      std::optional<std::string> hh = m2 ? Graph::other_operand(*m2, m1->outputs[0]) : std::nullopt;
+      if (hh && *hh == h) last = m2;
+    } else if (x) {
+      // (h * 0.5) * a
+      ir::Node* half = g.producer(*x, "mul");
+      std::optional<std::string> hv = half ? Graph::other_operand(*half, h) : std::nullopt;
+      if (half && g.readers(*x) == 1 && hv && near(g.scalar(*hv), 0.5)) last = m1;
+    }
+    if (last == nullptr) continue;
+    ir::Node fused;
+    fused.op = "gelu";
+    fused.inputs = {h};
+    fused.attrs["approximate"] = std::string("none");
+    fused.outputs = last->outputs;
+    *last = std::move(fused);
+    g.refresh();
+  }
+}
+
+// ---- attention -------------------------------------------------------------------------------
+
+// Strips scalar multiplications and divisions off `value` (each read once), multiplying
+// their factors into `scale`.
+std::string strip_scale(Graph& g, std::string value, double& scale) {
+  for (;;) {
+    ir::Node* p = nullptr;
+    for (std::string_view op : {"mul", "div"}) {
+      if (ir::Node* n = g.producer(value, op)) p = n;
+    }
+    if (p == nullptr || g.readers(value) != 1) return value;
+    std::optional<double> s = g.scalar(p->inputs[1]);
+    std::string x = p->inputs[0];
+    if (!s && p->op == "mul") {
+      s = g.scalar(p->inputs[0]);
+      x = p->inputs[1];
+    }
+    if (!s || *s == 0) return value;
+    scale *= p->op == "mul" ? *s : 1.0 / *s;
+    value = x;
+  }
+}
+
+// o = matmul(softmax(scale * matmul(q, kT)), v)  ->  scaled_dot_product_attention(q, k, v).
+void fuse_attention(Graph& g, const std::map<std::string, ir::TensorType>& types, bool fused) {
+  for (size_t i = 0; i < g.method().nodes.size(); ++i) {
+    ir::Node& sm = g.method().nodes[i];
+    if (sm.op != "softmax") continue;
+    auto st = types.find(sm.inputs[0]);
+    if (st == types.end() || st->second.shape.size() < 3) continue;
+    const int64_t rank = static_cast<int64_t>(st->second.shape.size());
+    auto dim = sm.attrs.find("dim");
+    const int64_t* d = dim == sm.attrs.end() ? nullptr : std::get_if<int64_t>(&dim->second);
+    if (d == nullptr || (*d != -1 && *d != rank - 1)) continue;
+    ir::Node* pv = g.only_reader(sm.outputs[0], "matmul");
+    if (pv == nullptr || pv->inputs[0] != sm.outputs[0]) continue;
+    double scale = 1.0;
+    std::string scores = strip_scale(g, sm.inputs[0], scale);
+    ir::Node* qk = g.producer(scores, "matmul");
+    if (qk == nullptr || g.readers(scores) != 1) continue;
+    std::string q = strip_scale(g, qk->inputs[0], scale);
+    std::string kt = strip_scale(g, qk->inputs[1], scale);
+    const std::string v = pv->inputs[1];
+    auto qt = types.find(q), ktt = types.find(kt), vt = types.find(v);
+    if (qt == types.end() || ktt == types.end() || vt == types.end()) continue;
+    const ir::SymShape& qs = qt->second.shape;
+    const ir::SymShape& ks = ktt->second.shape;
+    const ir::SymShape& vs = vt->second.shape;
+    if (qs.size() != static_cast<size_t>(rank) || ks.size() != qs.size() || vs.size() != qs.size()) continue;
+    if (!std::equal(qs.begin(), qs.end() - 2, ks.begin()) || !std::equal(qs.begin(), qs.end() - 2, vs.begin())) continue;
+    if (ks[rank - 2] != qs[rank - 1] || vs[rank - 2] != ks[rank - 1]) continue;
+    // k = kT with its last two dims swapped: compose with kT's own permute when it has one.
+    std::vector<int64_t> swap(static_cast<size_t>(rank));
+    for (int64_t j = 0; j < rank; ++j) swap[j] = j;
+    std::swap(swap[rank - 1], swap[rank - 2]);
+    std::string k;
+    ir::Node* perm = g.producer(kt, "permute");
+    if (perm != nullptr && g.readers(kt) == 1) {
+      const auto* p = std::get_if<std::vector<int64_t>>(&perm->attrs.at("dims"));
+      std::vector<int64_t> composed(static_cast<size_t>(rank));
+      for (int64_t j = 0; j < rank; ++j) composed[j] = (*p)[swap[j]];
+      bool identity = true;
+      for (int64_t j = 0; j < rank; ++j) identity = identity && composed[j] == j;
+      if (identity) {
+        k = perm->inputs[0];
+      } else {
+        ir::Node n;
+        n.op = "permute";
+        n.inputs = {perm->inputs[0]};
+        n.attrs["dims"] = composed;
+        n.outputs = {kt + ".k"};
+        k = g.insert_before(pv, std::move(n));
+      }
+    } else {
+      ir::Node n;
+      n.op = "permute";
+      n.inputs = {kt};
+      n.attrs["dims"] = swap;
+      n.outputs = {kt + ".k"};
+      k = g.insert_before(pv, std::move(n));
+    }
+    ir::Node attn;
+    attn.op = "scaled_dot_product_attention";
+    attn.inputs = {q, k, v};
+    attn.attrs["scale"] = scale;
+    attn.attrs["causal"] = false;
+    attn.attrs["fused"] = fused;
+    attn.outputs = pv->outputs;
+    *pv = std::move(attn);
+    g.refresh();
+  }
+}
+
+// Every value's IR type, by planrt's shape inference over the nodes in order.
+Result<std::map<std::string, ir::TensorType>> infer_types(const ir::Model& model, const ir::Method& method) {
+  std::map<std::string, ir::TensorType> types;
+  for (const ir::ValueDecl& in : method.inputs) types[in.name] = in.type;
+  for (const ir::Constant& c : model.constants) {
+    ir::TensorType t{c.dtype, {}};
+    for (int64_t d : c.shape) t.shape.push_back(ir::Dim::fixed(d));
+    types[c.name] = t;
+  }
+  for (const ir::Node& n : method.nodes) {
+    std::vector<ir::Operand> operands;
+    for (const std::string& in : n.inputs) {
+      auto it = types.find(in);
+      operands.push_back({in, in.empty() || it == types.end() ? nullptr : &it->second});
+    }
+    PLANRT_ASSIGN_OR_RETURN(ir::InferredNode out, ir::infer_node(n.op, operands, n.attrs, method.dims));
+    for (size_t i = 0; i < n.outputs.size() && i < out.outputs.size(); ++i) types[n.outputs[i]] = out.outputs[i];
+  }
+  return types;
+}
+
+}  // namespace
+
+Status fuse_patterns(ir::Model& model, ir::Method& method, std::vector<std::string>& blocks,
+                     bool fused_attention) {
+  Graph g(model, method, blocks);
+  PLANRT_ASSIGN_OR_RETURN(auto types, infer_types(model, method));
+  fuse_layer_norm(g, types);
+  fuse_gelu(g);
+  g.compact();
+  PLANRT_ASSIGN_OR_RETURN(types, infer_types(model, method));
+  fuse_attention(g, types, fused_attention);
+  g.compact();
+  fuse_linear_bias(g);
+  g.compact();
+  return {};
+}
+
+}  // namespace planrt::importers::onnx

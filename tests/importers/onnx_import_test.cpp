@@ -1,0 +1,388 @@
+// The ONNX importer on models written here with ONNX's protobuf classes: what a bad model
+// is told (every unsupported op at once, attributes, dims without bounds, external data
+// outside the model's folder, initializers whose bytes disagree with their shapes,
+// malformed and truncated files), and that what it accepts builds and computes correctly
+// (external data, folding of shape computations, the recognised patterns).
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "builder/graph.h"
+#include "planrt/builder/builder.h"
+#include "planrt/importers/onnx.h"
+#include "planrt/runtime/module.h"
+#include "support/status_matchers.h"
+
+namespace planrt::importers {
+namespace {
+
+namespace fs = std::filesystem;
+using planrt::testing::IsError;
+
+class OnnxImport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("planrt_onnx_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    model_.set_ir_version(8);
+    auto* opset = model_.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(14);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ::onnx::GraphProto& graph() { return *model_.mutable_graph(); }
+
+  // A graph input of `elem` with dims (a size, or a dim_param name).
+  void input(const std::string& name, std::vector<std::variant<int64_t, std::string>> dims,
+             int32_t elem = ::onnx::TensorProto::FLOAT) {
+    auto* v = graph().add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem);
+    auto* shape = t->mutable_shape();
+    for (const auto& d : dims) {
+      auto* dim = shape->add_dim();
+      if (const auto* n = std::get_if<int64_t>(&d)) {
+        dim->set_dim_value(*n);
+      } else {
+        dim->set_dim_param(std::get<std::string>(d));
+      }
+    }
+  }
+  void output(const std::string& name) { graph().add_output()->set_name(name); }
+  ::onnx::NodeProto* node(const std::string& op, std::vector<std::string> inputs,
+                          std::vector<std::string> outputs, const std::string& name = "") {
+    auto* n = graph().add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? outputs[0] : name);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return n;
+  }
+  ::onnx::TensorProto* initializer(const std::string& name, std::vector<int64_t> dims,
+                                   const std::vector<float>& values) {
+    auto* t = graph().add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4));
+    return t;
+  }
+  std::string save(const std::string& file = "model.onnx") {
+    const std::string path = (dir_ / file).string();
+    std::ofstream out(path, std::ios::binary);
+    model_.SerializeToOstream(&out);
+    return path;
+  }
+  void write_file(const std::string& file, const std::string& bytes) {
+    std::ofstream out(dir_ / file, std::ios::binary);
+    out << bytes;
+  }
+
+  // Runs the model's method on the CPU with one f32 input.
+  std::vector<float> run(const builder::Model& model, const std::vector<float>& x, Shape shape) {
+    Result<builder::BuiltProgram> built = builder::build_program(model);
+    EXPECT_TRUE(built.ok()) << built.status().to_string();
+    if (!built.ok()) return {};
+    const std::string prog = (dir_ / "m.prog").string();
+    EXPECT_TRUE(built->write(prog).ok());
+    Result<Module> module = Module::load(prog);
+    EXPECT_TRUE(module.ok()) << module.status().to_string();
+    Result<Tensor> in = Tensor::from_view(TensorView::contiguous(const_cast<float*>(x.data()), DType::F32, shape));
+    const std::vector<TensorView> inputs{in->view()};
+    Result<std::vector<Tensor>> out = module->execute("forward", inputs);
+    EXPECT_TRUE(out.ok()) << out.status().to_string();
+    if (!out.ok()) return {};
+    const float* y = static_cast<const float*>((*out)[0].data());
+    return std::vector<float>(y, y + (*out)[0].view().numel());
+  }
+
+  fs::path dir_;
+  ::onnx::ModelProto model_;
+};
+
+TEST_F(OnnxImport, AFileThatIsNotAModelIsRefused) {
+  write_file("junk.onnx", std::string("\xff\xff\xff\xff this is not protobuf", 25));
+  EXPECT_TRUE(IsError(read_model_onnx((dir_ / "junk.onnx").string()).status(),
+                      ErrorCode::InvalidArgument, {"junk.onnx", "is not an ONNX model"}));
+  EXPECT_TRUE(IsError(read_model_onnx((dir_ / "missing.onnx").string()).status(), ErrorCode::NotFound,
+                      {"missing.onnx"}));
+}
+
+TEST_F(OnnxImport, ATruncatedFileIsRefused) {
+  input("x", {int64_t{2}, int64_t{3}});
+  initializer("w", {3, 3}, std::vector<float>(9, 0.5f));
+  node("MatMul", {"x", "w"}, {"y"});
+  output("y");
+  const std::string path = save();
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_TRUE(read_model_onnx(path).ok());
+  for (size_t keep : {bytes.size() / 2, bytes.size() - 3}) {
+    write_file("cut.onnx", bytes.substr(0, keep));
+    Status s = read_model_onnx((dir_ / "cut.onnx").string()).status();
+    EXPECT_FALSE(s.ok()) << keep;
+  }
+}
+
+TEST_F(OnnxImport, EveryUnsupportedOpIsListedAtOnce) {
+  input("x", {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{8}});
+  node("Conv", {"x", "w"}, {"a"}, "conv_1");
+  node("Relu", {"a"}, {"b"});
+  node("MyOp", {"b"}, {"y"}, "custom")->set_domain("com.example");
+  output("y");
+  Status s = read_model_onnx(save()).status();
+  EXPECT_TRUE(IsError(s, ErrorCode::NotSupported,
+                      {"2 nodes use ops planrt does not import", "'conv_1' (Conv)",
+                       "op Conv, domain 'ai.onnx', opset 14", "'custom' (MyOp)",
+                       "domain 'com.example'"}));
+}
+
+TEST_F(OnnxImport, AnUnsupportedAttributeIsNamed) {
+  input("x", {int64_t{2}, int64_t{3}});
+  auto* n = node("Softmax", {"x"}, {"y"});
+  auto* a = n->add_attribute();
+  a->set_name("temperature");
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(2.0f);
+  output("y");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::NotSupported,
+                      {"'y' (Softmax)", "attribute 'temperature' is not supported", "axis"}));
+}
+
+TEST_F(OnnxImport, ADimWithoutBoundsNamesTheFlagToPass) {
+  input("x", {std::string("batch"), std::string("seq"), int64_t{4}});
+  node("Relu", {"x"}, {"y"});
+  output("y");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::InvalidArgument,
+                      {"'batch' (graph input 'x' dim 0)", "'seq' (graph input 'x' dim 1)",
+                       "--dim batch=MIN..MAX --dim seq=MIN..MAX"}));
+  OnnxImportOptions o;
+  o.dims["batch"] = {1, 2};
+  o.dims["seq"] = {1, 16};
+  o.dims["other"] = {1, 2};
+  EXPECT_TRUE(IsError(read_model_onnx(save(), o).status(), ErrorCode::InvalidArgument,
+                      {"--dim names 'other'", "batch, seq"}));
+  o.dims.erase("other");
+  o.dims["seq"] = {8, 4};
+  EXPECT_TRUE(IsError(read_model_onnx(save(), o).status(), ErrorCode::InvalidArgument,
+                      {"seq=8..4", "1 <= MIN <= MAX"}));
+  o.dims["seq"] = {1, 16};
+  EXPECT_TRUE(read_model_onnx(save(), o).ok());
+}
+
+TEST_F(OnnxImport, AnInitializerWhoseBytesDisagreeWithItsShapeIsNamed) {
+  input("x", {int64_t{2}, int64_t{3}});
+  initializer("w", {3, 4}, std::vector<float>(11, 1.0f));
+  node("MatMul", {"x", "w"}, {"y"});
+  output("y");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::InvalidArgument,
+                      {"tensor 'w'", "holds 44 bytes but its shape and type need 48"}));
+}
+
+TEST_F(OnnxImport, ExternalDataIsReadFromBesideTheModelAndNowhereElse) {
+  input("x", {int64_t{1}, int64_t{2}});
+  auto* w = graph().add_initializer();
+  w->set_name("w");
+  w->set_data_type(::onnx::TensorProto::FLOAT);
+  w->add_dims(2);
+  w->add_dims(2);
+  w->set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto location = [&](const std::string& where, const std::string& offset = "0") {
+    w->clear_external_data();
+    auto* kv = w->add_external_data();
+    kv->set_key("location");
+    kv->set_value(where);
+    kv = w->add_external_data();
+    kv->set_key("offset");
+    kv->set_value(offset);
+  };
+  node("MatMul", {"x", "w"}, {"y"});
+  output("y");
+  // 8 junk bytes, then w = [[1, 2], [3, 4]].
+  const std::vector<float> values{1, 2, 3, 4};
+  write_file("weights.bin", std::string(8, '\0') +
+                                std::string(reinterpret_cast<const char*>(values.data()), 16));
+  location("weights.bin", "8");
+  Result<builder::Model> m = read_model_onnx(save());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(run(*m, {1, 1}, {1, 2}), (std::vector<float>{4, 6}));
+
+  location("weights.bin", "16");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::InvalidArgument,
+                      {"tensor 'w'", "runs past the end of 'weights.bin'"}));
+  location("../outside.bin");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::InvalidArgument,
+                      {"tensor 'w'", "'../outside.bin' lies outside the model's folder"}));
+  location("/etc/passwd");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::InvalidArgument,
+                      {"'/etc/passwd' is an absolute path"}));
+  fs::create_symlink("/etc", dir_ / "escape");
+  location("escape/passwd");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::InvalidArgument,
+                      {"lies outside the model's folder"}));
+  location("absent.bin");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::NotFound, {"absent.bin"}));
+}
+
+TEST_F(OnnxImport, AnOpsetOutsideTheRangeIsRefused) {
+  model_.mutable_opset_import(0)->set_version(5);
+  input("x", {int64_t{2}});
+  node("Relu", {"x"}, {"y"});
+  output("y");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::NotSupported,
+                      {"opset 5", "opsets 7 to 18"}));
+}
+
+TEST_F(OnnxImport, AShapeInputComputedAtRunTimeNamesTheFlag) {
+  input("x", {int64_t{2}, int64_t{6}});
+  input("shape", {int64_t{2}}, ::onnx::TensorProto::INT64);
+  node("Reshape", {"x", "shape"}, {"y"});
+  output("y");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::InvalidArgument,
+                      {"'y' (Reshape)", "'shape'", "is computed at run time", "--input-value"}));
+  // Given a value, the input is a constant and the reshape is static.
+  ::onnx::TensorProto shape;
+  shape.set_data_type(::onnx::TensorProto::INT64);
+  shape.add_dims(2);
+  shape.add_int64_data(3);
+  shape.add_int64_data(4);
+  {
+    std::ofstream out(dir_ / "shape.pb", std::ios::binary);
+    shape.SerializeToOstream(&out);
+  }
+  OnnxImportOptions o;
+  o.input_values["shape"] = (dir_ / "shape.pb").string();
+  Result<builder::Model> m = read_model_onnx(save(), o);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->graph().methods[0].inputs.size(), 1u);
+  o.input_values["nope"] = (dir_ / "shape.pb").string();
+  EXPECT_TRUE(IsError(read_model_onnx(save(), o).status(), ErrorCode::InvalidArgument,
+                      {"--input-value names 'nope'"}));
+}
+
+TEST_F(OnnxImport, ShapeComputationsFoldOverTheDims) {
+  // y = reshape(x, concat(shape(x)[0], -1)): [B, 2, 3] -> [B, 6] with B a named dim.
+  input("x", {std::string("B"), int64_t{2}, int64_t{3}});
+  node("Shape", {"x"}, {"s"});
+  auto* zero = node("Constant", {}, {"zero"});
+  {
+    auto* a = zero->add_attribute();
+    a->set_name("value");
+    a->set_type(::onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(::onnx::TensorProto::INT64);
+    a->mutable_t()->add_dims(1);
+    a->mutable_t()->add_int64_data(0);
+  }
+  node("Gather", {"s", "zero"}, {"b"});
+  auto* minus = node("Constant", {}, {"minus_one"});
+  {
+    auto* a = minus->add_attribute();
+    a->set_name("value_ints");
+    a->set_type(::onnx::AttributeProto::INTS);
+    a->add_ints(-1);
+  }
+  auto* cat = node("Concat", {"b", "minus_one"}, {"target"});
+  {
+    auto* a = cat->add_attribute();
+    a->set_name("axis");
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(0);
+  }
+  node("Reshape", {"x", "target"}, {"y"});
+  output("y");
+  OnnxImportOptions o;
+  o.dims["B"] = {1, 4};
+  Result<builder::Model> m = read_model_onnx(save(), o);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const builder::ir::Method& method = m->graph().methods[0];
+  ASSERT_EQ(method.nodes.size(), 1u);  // the shape arithmetic left nothing behind
+  EXPECT_EQ(method.nodes[0].op, "reshape");
+  std::vector<float> x(12);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  EXPECT_EQ(run(*m, x, {2, 2, 3}), x);
+}
+
+TEST_F(OnnxImport, DecomposedLayerNormAndGeluBecomeTheFusedOps) {
+  // y = gelu(layer_norm(x) * w + b) as torch 1.13 exports them.
+  input("x", {int64_t{3}, int64_t{4}});
+  auto scalar = [&](const std::string& name, float v) { initializer(name, {}, {v}); };
+  auto attr_ints = [](::onnx::NodeProto* n, const char* name, std::vector<int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  };
+  scalar("two", 2.0f);
+  scalar("eps", 1e-5f);
+  scalar("sqrt2", std::sqrt(2.0f));
+  scalar("one", 1.0f);
+  scalar("half", 0.5f);
+  initializer("w", {4}, {1.0f, 2.0f, 0.5f, -1.0f});
+  initializer("b", {4}, {0.1f, 0.2f, 0.3f, 0.4f});
+  attr_ints(node("ReduceMean", {"x"}, {"mean"}), "axes", {-1});
+  node("Sub", {"x", "mean"}, {"d"});
+  node("Pow", {"d", "two"}, {"d2"});
+  attr_ints(node("ReduceMean", {"d2"}, {"var"}), "axes", {-1});
+  node("Add", {"var", "eps"}, {"ve"});
+  node("Sqrt", {"ve"}, {"sd"});
+  node("Div", {"d", "sd"}, {"n"});
+  node("Mul", {"n", "w"}, {"nw"});
+  node("Add", {"nw", "b"}, {"h"});
+  node("Div", {"h", "sqrt2"}, {"t"});
+  node("Erf", {"t"}, {"e"});
+  node("Add", {"e", "one"}, {"a"});
+  node("Mul", {"h", "a"}, {"m"});
+  node("Mul", {"m", "half"}, {"y"});
+  output("y");
+  Result<builder::Model> m = read_model_onnx(save());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const builder::ir::Method& method = m->graph().methods[0];
+  ASSERT_EQ(method.nodes.size(), 2u);
+  EXPECT_EQ(method.nodes[0].op, "layer_norm");
+  EXPECT_EQ(method.nodes[1].op, "gelu");
+  const std::vector<float> x{1, 2, 3, 4, -1, 0, 1, 5, 0.5f, 0.25f, -2, 3};
+  std::vector<float> got = run(*m, x, {3, 4});
+  ASSERT_EQ(got.size(), 12u);
+  const float w[4] = {1.0f, 2.0f, 0.5f, -1.0f}, b[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+  for (int r = 0; r < 3; ++r) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 4; ++i) mean += x[r * 4 + i] / 4.0;
+    for (int i = 0; i < 4; ++i) var += (x[r * 4 + i] - mean) * (x[r * 4 + i] - mean) / 4.0;
+    for (int i = 0; i < 4; ++i) {
+      const double h = (x[r * 4 + i] - mean) / std::sqrt(var + 1e-5) * w[i] + b[i];
+      const double want = 0.5 * h * (1 + std::erf(h / std::sqrt(2.0)));
+      EXPECT_NEAR(got[r * 4 + i], want, 1e-5) << r << "," << i;
+    }
+  }
+}
+
+TEST_F(OnnxImport, APartitionNeedingAGpuOnTheHostIsRefused) {
+  input("x", {int64_t{2}});
+  node("Relu", {"x"}, {"y"});
+  output("y");
+  OnnxImportOptions o;
+  o.partition = "cuda";
+  o.device = "cpu";
+  EXPECT_TRUE(IsError(read_model_onnx(save(), o).status(), ErrorCode::InvalidArgument,
+                      {"partition 'cuda' makes cuda segments", "device is 'cpu'"}));
+  o.partition = "sideways";
+  EXPECT_TRUE(IsError(read_model_onnx(save(), o).status(), ErrorCode::InvalidArgument,
+                      {"partition 'sideways'", "engine-per-block"}));
+}
+
+}  // namespace
+}  // namespace planrt::importers
