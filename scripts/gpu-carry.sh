@@ -2,7 +2,9 @@
 # Packs a CUDA build made here (build/gpu) into build/gpu-carry for a GPU machine that has
 # the CUDA toolkit but not this machine's Debian libraries: the test binaries and ctest
 # files, the CLI, every benchmark (their smoke runs are ctest tests), stripped, plus the
-# shared libraries the GPU image lacks (fmt, OpenBLAS and its Fortran runtime), and
+# shared libraries the GPU image lacks (fmt, OpenBLAS and its Fortran runtime, protobuf and
+# ONNX's generated classes), the ONNX node tests the test suite claims (onnx-node/, from
+# Debian's libonnx-testdata: gpu-test.sh points PLANRT_ONNX_NODE_DIR there), and
 # source_root (the checkout it was made in: gpu-test.sh points the ctest files at its own).
 # On the GPU machine:
 #   export LD_LIBRARY_PATH=$PWD/build/gpu/lib   # with build/gpu -> gpu-carry
@@ -22,9 +24,14 @@ cp "$src"/bench/*_bench "$dst/bench/"
 sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$src/CMakeCache.txt" > "$dst/source_root"
 [ -f "$src/tools/CTestTestfile.cmake" ] && cp "$src/tools/CTestTestfile.cmake" "$dst/tools/"
 strip "$dst"/tests/*_test "$dst/tools/planrt" "$dst"/bench/*_bench 2>/dev/null || true
-for lib in libfmt.so.9 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libbenchmark.so.1debian; do
+for lib in libfmt.so.9 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libbenchmark.so.1debian \
+    libprotobuf.so.32 libonnx_proto.so.1; do
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
   [ -n "$path" ] && cp -L "$path" "$dst/lib/"
 done
+mkdir -p "$dst/onnx-node"
+while read -r t; do
+  cp -r "/usr/share/libonnx-testdata/data/node/$t" "$dst/onnx-node/"
+done < tests/importers/onnx_node_tests.txt
 # The openblas-pthread variant is what libopenblas.so.0 resolves to through alternatives.
 du -sh "$dst"

@@ -440,6 +440,27 @@ Result<InferredNode> slice(Ctx& c) {
   PLANRT_ASSIGN_OR_RETURN(int64_t dim, attr_int(c, "dim", 0));
   PLANRT_ASSIGN_OR_RETURN(dim, normalize_dim(dim, x.size(), "attribute 'dim'"));
   PLANRT_ASSIGN_OR_RETURN(int64_t start, attr_int(c, "start", 0));
+  if (const AttrValue* e = find_attr(c, "end"); e != nullptr && std::holds_alternative<std::string>(*e)) {
+    // [0:D] with D a named dim: the output is D long; the program carries no end (the kernel
+    // takes the length from the output).
+    const std::string& name = std::get<std::string>(*e);
+    auto it = std::find_if(c.dims.begin(), c.dims.end(), [&](const DimDecl& d) { return d.name == name; });
+    if (it == c.dims.end()) {
+      return bad(fmt::format("attribute 'end' names dim '{}', which the method does not declare", name));
+    }
+    const Dim d = x[dim];
+    const Dim length = Dim::named(static_cast<int32_t>(it - c.dims.begin()));
+    if (start != 0) return bad(fmt::format("a slice to dim '{}' must start at 0, not {}", name, start));
+    if (d != length && !(d.is_static() && d.value >= it->max)) {
+      return bad(fmt::format("slice [0:{}] of dim {} ({}) of {}: {} may reach {}, past the dim", name,
+                             dim, c.shape_str({d}), c.describe(0), name, it->max));
+    }
+    x[dim] = length;
+    c.out.attrs["dim"] = dim;
+    c.out.attrs["start"] = int64_t{0};
+    c.out.attrs.erase("end");
+    return emit(c, {c.type(0).dtype, std::move(x)});
+  }
   PLANRT_ASSIGN_OR_RETURN(int64_t end, attr_int(c, "end", std::numeric_limits<int64_t>::max()));
   PLANRT_ASSIGN_OR_RETURN(int64_t step, attr_int(c, "step", 1));
   if (step != 1) return bad(fmt::format("attribute 'step' is {}; only step 1 is supported", step));

@@ -64,7 +64,8 @@ struct OpInfo {
 //   softmax: dim (int, -1)              gelu: approximate ("none" | "tanh", "none")
 //   permute: dims (ints, required)      transpose: dim0, dim1 (ints, required)
 //   concat: dim (int, 0)                slice: dim (int, 0), start (int, 0),
-//                                        end (int, size), step (int, only 1)
+//                                        end (int; absent: start + the output's length
+//                                        along dim), step (int, only 1)
 //   scaled_dot_product_attention: causal (bool, false; top-left aligned as PyTorch's
 //     is_causal), scale (float, 1/sqrt(D)), fused (bool, true: the CUDA kernel may run in
 //     one pass without the [Sq, Sk] scores; false keeps them, see workspace.h)

@@ -393,6 +393,9 @@ Result<SlicePlan> plan_slice(const OpAttrs& attrs, std::span<const TensorView> i
     return std::clamp<int64_t>(v, 0, size);
   };
   start = clamp(start);
+  // Without `end`, the output's length along dim says where the slice ends: a slice as long
+  // as a named dim ([0:S] of a fixed-size table), whose end only the call knows.
+  if (!attrs.has("end") && outputs[0].rank() == x.rank()) end = start + outputs[0].sizes[dim];
   end = std::max(start, clamp(end));
   Shape shape = x.sizes;
   shape[dim] = end - start;

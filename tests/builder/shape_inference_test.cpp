@@ -79,6 +79,21 @@ TEST(ShapeInference, ConcatAddsMultiplesOfOneDim) {
   EXPECT_EQ(out_shape(infer("concat", {f32({S, c(3)}), f32({S, c(4)})})).substr(0, 21), "error: shape mismatch");
 }
 
+TEST(ShapeInference, SliceToANamedDimTakesItsLength) {
+  const Attrs to_s{{"dim", int64_t{0}}, {"end", std::string("S")}};
+  ASSERT_OK_AND_ASSIGN(InferredNode n, infer("slice", {f32({c(64), c(8)})}, to_s));
+  EXPECT_EQ(shape_to_string(n.outputs[0].shape, kDims), "[S, 8]");
+  EXPECT_FALSE(n.attrs.contains("end"));  // the kernel takes the length from the output
+  EXPECT_EQ(out_shape(infer("slice", {f32({S, c(8)})}, to_s)), "[S, 8]");
+  EXPECT_NE(out_shape(infer("slice", {f32({c(32), c(8)})}, to_s)).find("S may reach 64, past the dim"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("slice", {f32({c(64), c(8)})}, {{"start", int64_t{1}}, {"end", std::string("S")}}))
+                .find("must start at 0"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("slice", {f32({c(64), c(8)})}, {{"end", std::string("Q")}})).find("dim 'Q'"),
+            std::string::npos);
+}
+
 TEST(ShapeInference, SdpaChecksEveryOperand) {
   SymShape q{c(1), c(2), S, c(8)};
   EXPECT_EQ(out_shape(infer("scaled_dot_product_attention", {f32(q), f32({c(1), c(2), T, c(8)}), f32({c(1), c(2), T, c(5)})})),

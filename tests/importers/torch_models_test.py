@@ -8,6 +8,7 @@ model is built with more than one partition (engines run on the host too).
   torch_models_test.py PLANRT MODEL     MODEL: one of the names in MODELS; exit 0 on success
   torch_models_test.py --list           the model names
 """
+import math
 import os
 import subprocess
 import sys
@@ -39,7 +40,82 @@ class Mlp(torch.nn.Module):
         return self.net(x)
 
 
-# name -> (module factory, input shape with "b" and "s" for the dynamic dims, seq-first?)
+class BertLike(torch.nn.Module):
+    """Token and position embeddings, layer norm, a GELU encoder, a tanh pooler on token 0."""
+
+    def __init__(self, vocab=100, d=64, heads=4, layers=2, max_pos=64):
+        super().__init__()
+        self.tok = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Embedding(max_pos, d)
+        self.ln = torch.nn.LayerNorm(d)
+        layer = torch.nn.TransformerEncoderLayer(d, heads, 128, activation="gelu", batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.pool = torch.nn.Linear(d, d)
+
+    def forward(self, ids):
+        pos = torch.arange(ids.shape[1])
+        h = self.enc(self.ln(self.tok(ids) + self.pos(pos)))
+        return h, torch.tanh(self.pool(h[:, 0]))
+
+
+class GptBlock(torch.nn.Module):
+    """Pre-LN causal self-attention written out as GPT-2 does (fused QKV, split heads, a
+    lower-triangular buffer sliced to the sequence and masked_fill), then a GELU MLP."""
+
+    def __init__(self, d, heads, max_pos):
+        super().__init__()
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.c_attn = torch.nn.Linear(d, 3 * d)
+        self.c_proj = torch.nn.Linear(d, d)
+        self.fc = torch.nn.Linear(d, 4 * d)
+        self.proj = torch.nn.Linear(4 * d, d)
+        self.heads = heads
+        self.register_buffer("bias", torch.tril(torch.ones(max_pos, max_pos)).view(1, 1, max_pos, max_pos))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.c_attn(self.ln1(x)).split(d, dim=2)
+        q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :s, :s] == 0, float("-inf"))
+        y = (torch.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(b, s, d)
+        x = x + self.c_proj(y)
+        return x + self.proj(torch.nn.functional.gelu(self.fc(self.ln2(x))))
+
+
+class GptLike(torch.nn.Module):
+    """A GPT-2-like causal decoder stack (no KV cache): embeddings, blocks, final norm, LM head."""
+
+    def __init__(self, vocab=100, d=64, heads=4, layers=2, max_pos=64):
+        super().__init__()
+        self.wte = torch.nn.Embedding(vocab, d)
+        self.wpe = torch.nn.Embedding(max_pos, d)
+        self.blocks = torch.nn.ModuleList([GptBlock(d, heads, max_pos) for _ in range(layers)])
+        self.ln_f = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids):
+        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+class CausalEncoder(torch.nn.Module):
+    """nn.TransformerEncoder with the square subsequent mask made inside forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = encoder("gelu", True, True)
+
+    def forward(self, x):
+        s = x.shape[1]
+        mask = torch.triu(torch.full((s, s), float("-inf")), diagonal=1)
+        return self.enc(x, mask=mask)
+
+
+# name -> (module factory, input shape with "b" and "s" for the dynamic dims)
 MODELS = {
     "mlp": (Mlp, ("b", 32)),
     "encoder_post_norm_relu": (lambda: encoder("relu", True, False), ("b", "s", 64)),
@@ -47,22 +123,34 @@ MODELS = {
     "encoder_pre_norm_relu": (lambda: encoder("relu", True, True), ("b", "s", 64)),
     "encoder_pre_norm_gelu": (lambda: encoder("gelu", True, True), ("b", "s", 64)),
     "encoder_seq_first_gelu": (lambda: encoder("gelu", False, True), ("s", "b", 64)),
+    "bert_like": (BertLike, ("b", "s"), "ids", ("hidden", "pooled")),
+    "gpt_like": (GptLike, ("b", "s"), "ids", ("logits",)),
+    "encoder_causal_mask": (CausalEncoder, ("b", "s", 64)),
 }
 PARTITIONS = (["--partition", "cpu"], ["--partition", "engine", "--device", "cpu"],
               ["--partition", "engine-per-block", "--device", "cpu"])
 
 
+def make_input(kind, shape):
+    if kind == "ids":
+        return torch.randint(0, 100, shape)
+    return torch.randn(*shape)
+
+
 def check(planrt, name):
     torch.manual_seed(1234)
-    factory, shape = MODELS[name]
+    factory, shape, kind, outputs = (MODELS[name] + ("f32", ("y",)))[:4]
     module = factory().eval()
     dims = {"b": 2, "s": 5}
-    example = torch.randn(*[dims.get(d, d) for d in shape])
+    example = make_input(kind, [dims.get(d, d) for d in shape])
     with tempfile.TemporaryDirectory() as work:
         onnx_path = os.path.join(work, "model.onnx")
         axes = {i: d for i, d in enumerate(shape) if isinstance(d, str)}
-        torch.onnx.export(module, (example,), onnx_path, input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": axes, "y": axes}, opset_version=14)
+        out_axes = {o: {i: d for i, d in enumerate(shape) if isinstance(d, str)} for o in outputs}
+        if name == "bert_like":
+            out_axes["pooled"] = {0: "b"}
+        torch.onnx.export(module, (example,), onnx_path, input_names=["x"], output_names=list(outputs),
+                          dynamic_axes={"x": axes, **out_axes}, opset_version=14)
         bounds = []
         if "b" in shape:
             bounds += ["--dim", f"b={BATCH[0]}..{BATCH[1]}"]
@@ -77,7 +165,7 @@ def check(planrt, name):
                 print(f"{name} {' '.join(partition)}: build failed: {r.stderr.strip()}")
                 return 1
             for b, s in ((1, 1), (2, 7), (4, 64), (3, 33)):
-                x = torch.randn(*[{"b": b, "s": s}.get(d, d) for d in shape])
+                x = make_input(kind, [{"b": b, "s": s}.get(d, d) for d in shape])
                 np.save(os.path.join(work, "x.npy"), x.numpy())
                 out = os.path.join(work, "out")
                 r = subprocess.run([planrt, "run", prog, "--input", f"x={os.path.join(work, 'x.npy')}",
@@ -86,16 +174,20 @@ def check(planrt, name):
                     print(f"{name} {' '.join(partition)} b={b} s={s}: run failed: {r.stderr.strip()}")
                     return 1
                 with torch.no_grad():
-                    ref = module(x).numpy()
-                got = np.load(os.path.join(out, "y.npy"))
-                if got.shape != ref.shape:
-                    print(f"{name} b={b} s={s}: shape {got.shape}, expected {ref.shape}")
-                    return 1
-                err = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30))
-                worst = max(worst, err)
-                if not err <= TOLERANCE:
-                    print(f"{name} {' '.join(partition)} b={b} s={s}: relative error {err:.3g} > {TOLERANCE}")
-                    return 1
+                    refs = module(x)
+                refs = refs if isinstance(refs, tuple) else (refs,)
+                for out_name, ref in zip(outputs, refs):
+                    ref = ref.numpy()
+                    got = np.load(os.path.join(out, f"{out_name}.npy"))
+                    if got.shape != ref.shape:
+                        print(f"{name} {out_name} b={b} s={s}: shape {got.shape}, expected {ref.shape}")
+                        return 1
+                    err = float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30))
+                    worst = max(worst, err)
+                    if not err <= TOLERANCE:
+                        print(f"{name} {out_name} {' '.join(partition)} b={b} s={s}: relative error "
+                              f"{err:.3g} > {TOLERANCE}")
+                        return 1
         print(f"{name}: worst relative error {worst:.3g} over {len(PARTITIONS)} partitions x 4 sizes")
     return 0
 

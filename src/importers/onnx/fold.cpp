@@ -777,6 +777,164 @@ Result<bool> fold_symbolic(OpContext& c) {
   return false;
 }
 
+// Range(0, n, 1) with n a dim expression: the values are not known, but their pattern is.
+Result<bool> fold_symbolic_range(OpContext& c) {
+  PLANRT_ASSIGN_OR_RETURN(std::vector<SymInt> start, c.sym_ints(0, "start"));
+  PLANRT_ASSIGN_OR_RETURN(std::vector<SymInt> limit, c.sym_ints(1, "limit"));
+  PLANRT_ASSIGN_OR_RETURN(std::vector<SymInt> delta, c.sym_ints(2, "delta"));
+  if (start.size() != 1 || limit.size() != 1 || delta.size() != 1 || start[0] != sym_const(0) ||
+      delta[0] != sym_const(1)) {
+    return c.error("a Range over the dims must be Range(0, n, 1)");
+  }
+  Value v;
+  v.elem = c.input(0).elem;
+  v.shape = {limit[0]};
+  v.iota = limit[0];
+  c.out.push_back(std::move(v));
+  return true;
+}
+
+// What may happen to a range before it indexes a table: a new type, unit dims.
+Result<bool> fold_iota(OpContext& c) {
+  const std::string& op = c.node.op_type();
+  const Value& x = c.input(0);
+  Value v = x;
+  v.ir.clear();
+  if (op == "Cast") {
+    PLANRT_ASSIGN_OR_RETURN(int64_t to, c.attr_int("to", std::nullopt));
+    if (!elem_is_integer(static_cast<Elem>(to))) return false;
+    v.elem = static_cast<Elem>(to);
+  } else if (op == "Unsqueeze") {
+    std::vector<int64_t> axes;
+    PLANRT_ASSIGN_OR_RETURN(auto attr_axes, c.attr_ints("axes"));
+    if (attr_axes) {
+      axes = *attr_axes;
+    } else {
+      PLANRT_ASSIGN_OR_RETURN(axes, c.known_ints(1, "axes"));
+    }
+    const int64_t out_rank = x.rank() + static_cast<int64_t>(axes.size());
+    std::vector<bool> inserted(out_rank, false);
+    for (int64_t a : axes) {
+      PLANRT_ASSIGN_OR_RETURN(int64_t ax, norm_axis(c, a, out_rank));
+      inserted[ax] = true;
+    }
+    v.shape.clear();
+    size_t next = 0;
+    for (int64_t d = 0; d < out_rank; ++d) v.shape.push_back(inserted[d] ? sym_const(1) : x.shape[next++]);
+  } else if (op != "Identity") {
+    return false;
+  }
+  c.out.push_back(std::move(v));
+  return true;
+}
+
+// ---- windows of known tensors ------------------------------------------------------------
+
+// A prefix slice of a known tensor (or of a window) whose ends are dims: a window.
+Result<bool> fold_window_slice(OpContext& c) {
+  const Value& x = c.input(0);
+  const Tensor& base = x.window_base ? *x.window_base : *x.known;
+  PLANRT_ASSIGN_OR_RETURN(OpContext::SliceArgs a, c.slice_args());
+  Value v = x;
+  v.ir.clear();
+  if (!v.window_base) {
+    v.window_base = *x.known;
+    v.known.reset();
+  }
+  for (size_t i = 0; i < a.starts.size(); ++i) {
+    PLANRT_ASSIGN_OR_RETURN(int64_t ax, norm_axis(c, a.axes[i], x.rank()));
+    const SymInt& end = a.ends[i];
+    const int64_t size = base.shape[ax];
+    if (a.steps[i] != 1 || a.starts[i] != sym_const(0)) return false;
+    if (sym_is_const(end)) {
+      if (end.coeff < size && end.coeff >= 0 && sym_is_const(v.shape[ax])) return false;  // a static slice
+      continue;  // to the end: the window keeps its size along ax
+    }
+    if (end == v.shape[ax]) continue;
+    if (end.coeff != 1 || end.dims.size() != 1 || c.im.dims()[end.dims[0]].max > size) return false;
+    v.shape[ax] = end;
+  }
+  c.out.push_back(std::move(v));
+  return true;
+}
+
+// Elementwise ops, Cast, Where and Trilu over windows and known scalars: the op on the
+// bases, seen through the broadcast window.
+Result<bool> fold_window_op(OpContext& c) {
+  static const std::set<std::string, std::less<>> kOps = {
+      "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+      "And", "Or", "Xor", "Not", "Neg", "Cast", "Where", "Trilu", "Identity", "Max", "Min"};
+  const std::string& op = c.node.op_type();
+  if (!kOps.contains(op)) return false;
+  std::vector<Value> bases;
+  std::vector<std::vector<SymInt>> shapes;
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    if (!c.has(i)) {
+      bases.emplace_back();
+      continue;
+    }
+    const Value& v = c.input(i);
+    if (op == "Trilu" && i == 1) {
+      bases.push_back(v);
+      continue;
+    }
+    if (v.window_base) {
+      bases.push_back(make_known(*v.window_base));
+      shapes.push_back(v.shape);
+    } else if (v.known && v.known->numel() == 1) {
+      bases.push_back(v);
+    } else {
+      return false;  // a non-scalar constant beside a window: computed at run time instead
+    }
+  }
+  // Windows must agree where they are not broadcast.
+  std::vector<SymInt> shape = shapes.at(0);
+  for (const auto& s : shapes) {
+    if (s.size() != shape.size()) return false;
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d] == shape[d] || s[d] == sym_const(1)) continue;
+      if (shape[d] != sym_const(1)) return false;
+      shape[d] = s[d];
+    }
+  }
+  OpContext inner{c.im, c.node, {}, {}};
+  for (size_t i = 0; i < bases.size(); ++i) inner.in.push_back(c.has(i) ? &bases[i] : nullptr);
+  PLANRT_ASSIGN_OR_RETURN(bool folded, fold_known(inner));
+  if (!folded || inner.out.size() != 1 || !inner.out[0].known) return false;
+  Value v;
+  v.elem = inner.out[0].elem;
+  v.shape = shape;
+  v.window_base = *inner.out[0].known;
+  if (v.window_base->shape.size() != shape.size()) return false;
+  c.out.push_back(std::move(v));
+  return true;
+}
+
+// ConstantOfShape of a shape over the dims: the fill at the dims' largest sizes, windowed.
+Result<bool> fold_window_fill(OpContext& c) {
+  PLANRT_ASSIGN_OR_RETURN(std::vector<SymInt> shape, c.sym_ints(0, "shape"));
+  std::vector<int64_t> at_max;
+  for (const SymInt& d : shape) {
+    int64_t n = d.coeff;
+    for (int32_t dim : d.dims) n *= c.im.dims()[dim].max;
+    if (n < 1) return c.error("a dim of the shape is not positive");
+    at_max.push_back(n);
+  }
+  Tensor fill = Tensor::from_f64(Elem::Float, {1}, {0.0});
+  if (const auto* a = c.attr("value")) {
+    ExternalDataContext none{"."};
+    PLANRT_ASSIGN_OR_RETURN(fill, read_tensor(a->t(), none, nullptr));
+    if (fill.numel() != 1) return c.error("attribute 'value' must hold one element");
+  }
+  if (numel_of(at_max) > kMaxFoldElements) return too_large(c, numel_of(at_max));
+  Value v;
+  v.elem = fill.elem;
+  v.shape = shape;
+  v.window_base = gather_bytes(fill, at_max, [](int64_t) { return int64_t{0}; });
+  c.out.push_back(std::move(v));
+  return true;
+}
+
 }  // namespace
 
 Result<bool> try_fold(OpContext& c) {
@@ -812,6 +970,15 @@ Result<bool> try_fold(OpContext& c) {
   }
   if (c.in.empty() || !all_build_time(c)) return false;
   if (!c.has(0)) return false;
+  if (op == "Range" && !all_known(c)) return fold_symbolic_range(c);
+  if (c.input(0).iota) return fold_iota(c);
+  if (op == "ConstantOfShape" && c.input(0).sym) return fold_window_fill(c);
+  if (op == "Slice" && (c.input(0).known || c.input(0).window_base) && !all_known(c)) {
+    return fold_window_slice(c);
+  }
+  for (const Value* v : c.in) {
+    if (v != nullptr && v->window_base) return fold_window_op(c);
+  }
   if (all_known(c)) return fold_known(c);
   return fold_symbolic(c);
 }

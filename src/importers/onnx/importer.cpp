@@ -302,6 +302,35 @@ Result<std::string> Importer::ir_of(const Value& v, bool unfold) {
                                "as data at run time, which planrt does not support",
                                v.sym->size()));
   }
+  if (v.causal) {
+    return invalid("causally masked attention scores are read by something other than a Softmax "
+                   "(planrt applies causal masks inside its attention)");
+  }
+  if (v.window_base) {
+    // The window at run time: the base as a constant, sliced to the dims' sizes.
+    Value base;
+    base.elem = v.elem;
+    for (int64_t d : v.window_base->shape) base.shape.push_back(sym_const(d));
+    PLANRT_ASSIGN_OR_RETURN(std::string name, constant(*v.window_base, v.ir.empty() ? "window" : v.ir));
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      if (sym_is_const(v.shape[d])) continue;
+      const SymInt& n = v.shape[d];
+      if (n.coeff != 1 || n.dims.size() != 1) {
+        return invalid(fmt::format("a window of size {} is not expressible", sym_to_string(n, dims())));
+      }
+      PLANRT_ASSIGN_OR_RETURN(Value sliced, emit("slice", {name},
+                                                 {{"dim", static_cast<int64_t>(d)}, {"start", int64_t{0}},
+                                                  {"end", method_.dims[n.dims[0]].name}},
+                                                 (v.ir.empty() ? "window" : v.ir) + ".window"));
+      name = sliced.ir;
+    }
+    return name;
+  }
+  if (v.iota) {
+    return invalid(fmt::format("a range 0..{} over the dims is used as data at run time (planrt "
+                               "supports it as the indices of a Gather from a constant table)",
+                               sym_to_string(*v.iota, dims())));
+  }
   if (!unfold || v.folded == 0) return v.ir;
   // Merge the folded dims: expressible only when the product is.
   PLANRT_ASSIGN_OR_RETURN(ir::SymShape target, to_ir_shape(v.shape));
@@ -615,7 +644,8 @@ Result<builder::Model> Importer::run() {
   PLANRT_RETURN_IF_ERROR(read_initializers());
   PLANRT_RETURN_IF_ERROR(import_nodes());
   PLANRT_RETURN_IF_ERROR(import_outputs());
-  PLANRT_RETURN_IF_ERROR(fuse_patterns(ir_model_, method_, node_blocks_, options_.fused_attention));
+  PLANRT_RETURN_IF_ERROR(fuse_patterns(ir_model_, method_, node_blocks_, options_.fused_attention,
+                                       causal_softmax_));
   PLANRT_RETURN_IF_ERROR(apply_partition(method_, node_blocks_, options_));
   ir_model_.methods.push_back(std::move(method_));
   PLANRT_RETURN_IF_ERROR(ir::check_model(ir_model_).with_context("the imported model"));

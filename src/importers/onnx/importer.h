@@ -53,11 +53,21 @@ struct Value {
   std::vector<SymInt> shape;               // ONNX's shape
   std::optional<Tensor> known;             // contents known at build time
   std::optional<std::vector<SymInt>> sym;  // symbolic contents (rank <= 1, integers)
+  // 0, 1, ..., n-1 with n a dim expression (Range(0, seq, 1): position ids), laid out along
+  // the one dim of `shape` that is not 1.
+  std::optional<SymInt> iota;
+  // A known tensor seen through a window: the values are window_base[0:shape[0], ...], the
+  // base being as large as the shape's largest size (a mask sliced to [seq, seq] from a
+  // [max, max] buffer, or filled to a dim-shaped size by ConstantOfShape).
+  std::optional<Tensor> window_base;
+  // A run-time value (`ir`) on which a causal mask is applied to its last two dims (key j
+  // after query i set to -inf): only a Softmax may read it (then as attention, patterns.cpp).
+  bool causal = false;
   std::string ir;                          // the IR value holding it at run time
   ir::SymShape ir_shape;                   // that IR value's shape
   int folded = 0;                          // IR leading dims merged into dim 0 (0: none)
 
-  bool is_runtime() const { return !known && !sym; }
+  bool is_runtime() const { return !known && !sym && !iota && !window_base; }
   int rank() const { return static_cast<int>(shape.size()); }
 };
 
@@ -117,6 +127,8 @@ class Importer {
   int64_t opset() const { return opset_; }
   const OnnxImportOptions& options() const { return options_; }
   const std::vector<ir::DimDecl>& dims() const { return method_.dims; }
+  // Softmax outputs over causally masked scores: each must become a causal attention.
+  void mark_causal_softmax(const std::string& ir_name) { causal_softmax_.insert(ir_name); }
 
   // The IR value (or constant) holding `v` at run time, with its dims unmerged when
   // `unfold` (a reshape to ONNX's shape is emitted; an error when that shape is not
@@ -161,13 +173,16 @@ class Importer {
   std::set<std::string> graph_outputs_;
   std::string current_block_;                         // of the node being imported
   std::vector<std::string> node_blocks_;              // per IR node (partitioning)
+  std::set<std::string> causal_softmax_;
 };
 
 // Rewrites the decomposed forms exporters write into planrt's fused ops (patterns.cpp):
 // layer norm, exact GELU, attention, linear + bias. Dead nodes are dropped. `blocks` is
 // kept parallel to method.nodes.
+// `causal_softmax` names softmax outputs over causally masked scores: their attention is
+// made causal, and one that is not recognised as attention is an error.
 Status fuse_patterns(ir::Model& model, ir::Method& method, std::vector<std::string>& blocks,
-                     bool fused_attention);
+                     bool fused_attention, const std::set<std::string>& causal_softmax);
 
 // Names segments and sets backends for the import's partition (partition.cpp).
 Status apply_partition(ir::Method& method, const std::vector<std::string>& blocks,

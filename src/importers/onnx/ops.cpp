@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -164,9 +165,86 @@ Result<std::string> operand_as(OpContext& c, const Value& v, Elem elem) {
   return c.im.ir_of(v, false);
 }
 
+// ---- causal masks --------------------------------------------------------------------------
+
+// Whether a mask over [..., i, j] (its last two dims, every leading index alike) is causal:
+// `masked(i, j)` holds exactly where j > i.
+bool is_causal(const Tensor& mask, const std::function<bool(double)>& masked) {
+  if (mask.shape.size() < 2) return false;
+  const int64_t rows = mask.shape[mask.shape.size() - 2], cols = mask.shape.back();
+  const std::vector<double> v = mask.to_f64();
+  for (size_t k = 0; k < v.size(); ++k) {
+    const int64_t j = static_cast<int64_t>(k) % cols, i = static_cast<int64_t>(k) / cols % rows;
+    if (masked(v[k]) != (j > i)) return false;
+  }
+  return true;
+}
+
+// A score value masked by `mask` (a window or a constant) in its last two dims: the mask's
+// last two dims are the scores' and its leading ones broadcast.
+bool mask_fits(const Value& mask, const Value& scores) {
+  const int r = mask.rank();
+  if (r < 2 || r > scores.rank() || scores.folded) return false;
+  for (int d = 0; d < r; ++d) {
+    const SymInt& m = mask.shape[d];
+    const SymInt& s = scores.shape[scores.rank() - r + d];
+    if (d >= r - 2 ? m != s : (m != s && m != sym_const(1))) return false;
+  }
+  return true;
+}
+
+const Tensor* mask_tensor(const Value& v) {
+  return v.window_base ? &*v.window_base : v.known ? &*v.known : nullptr;
+}
+
+// Very negative: what softmax turns into an exact 0 (exp underflows in f32).
+bool is_fill(double v) { return v <= -1e4; }
+
+Value causally_masked(const Value& scores) {
+  Value out = scores;
+  out.causal = true;
+  return out;
+}
+
+Status handle_where(OpContext& c) {
+  const Value& cond = c.input(0);
+  const Value& a = c.input(1);
+  const Value& b = c.input(2);
+  const Tensor* mask = mask_tensor(cond);
+  // Where(mask, fill, scores) or Where(mask, scores, fill) with a causal mask: masking.
+  const Value* scores = a.is_runtime() ? &a : &b;
+  const Value& fill = a.is_runtime() ? b : a;
+  if (mask != nullptr && scores->is_runtime() && fill.known && fill.known->numel() == 1 &&
+      is_fill(fill.known->to_f64()[0]) && mask_fits(cond, *scores)) {
+    const bool fill_when_true = &fill == &a;
+    if (is_causal(*mask, [&](double m) { return (m != 0) == fill_when_true; })) {
+      c.out.push_back(causally_masked(*scores));
+      return {};
+    }
+  }
+  return not_supported(c, "at run time other than as a causal attention mask (planrt has no bool "
+                          "tensors; a Where over constants and shapes folds when building)");
+}
+
 Status binary(OpContext& c, const char* op) {
   const Value& a = c.input(0);
   const Value& b = c.input(1);
+  if (std::string_view(op) == "add" && (a.is_runtime() != b.is_runtime())) {
+    // scores + mask with 0 on and below the diagonal and a very negative fill above it.
+    const Value& scores = a.is_runtime() ? a : b;
+    const Value& m = a.is_runtime() ? b : a;
+    const Tensor* mask = mask_tensor(m);
+    auto zero_or_fill = [&] {
+      for (double v : mask->to_f64()) {
+        if (v != 0 && !is_fill(v)) return false;
+      }
+      return true;
+    };
+    if (mask != nullptr && mask_fits(m, scores) && zero_or_fill() && is_causal(*mask, is_fill)) {
+      c.out.push_back(causally_masked(scores));
+      return {};
+    }
+  }
   const Value& rt = a.is_runtime() ? a : b;
   PLANRT_RETURN_IF_ERROR(require_float(c, a.is_runtime() ? 0 : 1));
   // A folded operand stays folded when the other one broadcasts over its trailing dims
@@ -343,6 +421,13 @@ Status handle_softmax(OpContext& c) {
     return {};
   }
   const bool last = axis == x.rank() - 1;
+  if (x.causal) {
+    if (!last) return not_supported(c, "of causally masked scores along another axis than the last");
+    PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("softmax", {x.ir}, {{"dim", int64_t{-1}}}, out_name(c)));
+    c.im.mark_causal_softmax(y.ir);
+    c.out.push_back(std::move(y));
+    return {};
+  }
   PLANRT_ASSIGN_OR_RETURN(std::string in, c.im.ir_of(x, !last));
   const int64_t dim = last ? -1 : axis;
   PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("softmax", {in}, {{"dim", dim}}, out_name(c)));
@@ -560,24 +645,50 @@ Status handle_concat(OpContext& c) {
   return {};
 }
 
-// One IR slice of x along `axis` over [start, end) (ONNX clamping already applied).
-Result<Value> slice_axis(OpContext& c, const Value& x, int64_t axis, int64_t start, int64_t end,
+struct SliceBounds {
+  int64_t start = 0;
+  int64_t end = 0;
+  std::string end_dim;  // set: [0:D] with D a named dim, as long as D
+};
+
+// One IR slice of x along `axis`.
+Result<Value> slice_axis(OpContext& c, const Value& x, int64_t axis, const SliceBounds& b,
                          const std::string& name) {
   PLANRT_ASSIGN_OR_RETURN(std::string in, c.im.ir_of(x));
-  return c.im.emit("slice", {in}, {{"dim", axis}, {"start", start}, {"end", end}}, name);
+  ir::Attrs attrs{{"dim", axis}, {"start", b.start}};
+  if (b.end_dim.empty()) {
+    attrs["end"] = b.end;
+  } else {
+    attrs["end"] = b.end_dim;
+  }
+  return c.im.emit("slice", {in}, std::move(attrs), name);
+}
+
+Result<Value> slice_axis(OpContext& c, const Value& x, int64_t axis, int64_t start, int64_t end,
+                         const std::string& name) {
+  return slice_axis(c, x, axis, SliceBounds{start, end, ""}, name);
 }
 
 // ONNX slice bounds on a dim of size `dim` (a constant, or a dim expression: then only
-// bounds that do not depend on its value are expressible).
-Result<std::pair<int64_t, int64_t>> slice_bounds(const OpContext& c, const SymInt& dim,
-                                                 const SymInt& start, const SymInt& end) {
+// bounds that do not depend on its value are expressible). An end that is a named dim D on
+// a dim of fixed size (x[:, :seq] of a position table) is the slice [0:D].
+Result<SliceBounds> slice_bounds(const OpContext& c, const SymInt& dim, const SymInt& start,
+                                 const SymInt& end) {
   constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
   if (!sym_is_const(start)) return not_supported(c, "with a start that depends on the dims");
   int64_t s = start.coeff;
   int64_t e;
   if (!sym_is_const(end)) {
-    if (end != dim) return not_supported(c, "with an end that depends on the dims other than the dim's own size");
-    e = kEnd;
+    if (end == dim) {
+      e = kEnd;
+    } else if (sym_is_const(dim) && end.coeff == 1 && end.dims.size() == 1 &&
+               std::clamp(s < 0 ? s + dim.coeff : s, int64_t{0}, dim.coeff) == 0 &&
+               c.im.dims()[end.dims[0]].max <= dim.coeff) {
+      return SliceBounds{0, 0, c.im.dims()[end.dims[0]].name};
+    } else {
+      return not_supported(c, fmt::format("with an end ({}) that depends on the dims in a way a "
+                                          "program cannot express", sym_to_string(end, c.im.dims())));
+    }
   } else {
     e = end.coeff;
   }
@@ -586,10 +697,10 @@ Result<std::pair<int64_t, int64_t>> slice_bounds(const OpContext& c, const SymIn
     auto clampi = [d](int64_t v) { return std::clamp(v < 0 ? v + d : v, int64_t{0}, d); };
     s = clampi(s);
     e = e == kEnd ? d : clampi(e);
-    return std::make_pair(s, std::max(s, e));
+    return SliceBounds{s, std::max(s, e), ""};
   }
   if (s < 0 || e < 0) return not_supported(c, "with negative bounds on a dim whose size is not fixed");
-  return std::make_pair(s, e);
+  return SliceBounds{s, e, ""};
 }
 
 Status handle_slice(OpContext& c) {
@@ -600,9 +711,9 @@ Status handle_slice(OpContext& c) {
   for (size_t i = 0; i < starts.size(); ++i) {
     if (steps[i] != 1) return not_supported(c, fmt::format("with step {} (only 1)", steps[i]));
     PLANRT_ASSIGN_OR_RETURN(int64_t ax, norm_axis(c, axes[i], x.rank()));
-    PLANRT_ASSIGN_OR_RETURN(auto bounds, slice_bounds(c, x.shape[ax], starts[i], ends[i]));
+    PLANRT_ASSIGN_OR_RETURN(SliceBounds bounds, slice_bounds(c, x.shape[ax], starts[i], ends[i]));
     const bool last = i + 1 == starts.size();
-    PLANRT_ASSIGN_OR_RETURN(y, slice_axis(c, y, ax, bounds.first, bounds.second,
+    PLANRT_ASSIGN_OR_RETURN(y, slice_axis(c, y, ax, bounds,
                                           last ? out_name(c) : fmt::format("{}.{}", out_name(c), i)));
   }
   if (starts.empty()) {
@@ -650,6 +761,22 @@ Status handle_gather(OpContext& c) {
   const Value& idx = c.input(1);
   PLANRT_ASSIGN_OR_RETURN(int64_t axis, c.attr_int("axis", 0));
   PLANRT_ASSIGN_OR_RETURN(axis, norm_axis(c, axis, data.rank()));
+  if (data.known && idx.iota && axis == 0) {
+    // Rows 0..n-1 of a constant table (position embeddings of arange(seq)): a slice.
+    const SymInt& n = *idx.iota;
+    if (n.coeff != 1 || n.dims.size() != 1 || !sym_is_const(data.shape[0]) ||
+        c.im.dims()[n.dims[0]].max > data.shape[0].coeff) {
+      return not_supported(c, fmt::format("of rows 0..{} from a table of {} rows",
+                                          sym_to_string(n, c.im.dims()), sym_to_string(data.shape[0], c.im.dims())));
+    }
+    PLANRT_ASSIGN_OR_RETURN(Value rows, slice_axis(c, data, 0, SliceBounds{0, 0, c.im.dims()[n.dims[0]].name},
+                                                   out_name(c) + ".rows"));
+    std::vector<SymInt> target = idx.shape;
+    target.insert(target.end(), data.shape.begin() + 1, data.shape.end());
+    PLANRT_ASSIGN_OR_RETURN(Value y, reshape_to(c, rows, target, out_name(c)));
+    c.out.push_back(std::move(y));
+    return {};
+  }
   if (data.known && idx.is_runtime()) {
     if (axis != 0 || data.rank() != 2) {
       return not_supported(c, "of run-time indices from a constant that is not a [rows, width] "
@@ -785,7 +912,7 @@ const OpSpec kOps[] = {
     {"Transpose", {"perm"}, handle_transpose},
     {"Trilu", {"upper"}, build_time_only},
     {"Unsqueeze", {"axes"}, handle_unsqueeze},
-    {"Where", {}, build_time_only},
+    {"Where", {}, handle_where},
     {"Xor", {}, build_time_only},
 };
 // clang-format on

@@ -360,7 +360,8 @@ std::string strip_scale(Graph& g, std::string value, double& scale) {
 }
 
 // o = matmul(softmax(scale * matmul(q, kT)), v)  ->  scaled_dot_product_attention(q, k, v).
-void fuse_attention(Graph& g, const std::map<std::string, ir::TensorType>& types, bool fused) {
+void fuse_attention(Graph& g, const std::map<std::string, ir::TensorType>& types, bool fused,
+                    const std::set<std::string>& causal_softmax) {
   for (size_t i = 0; i < g.method().nodes.size(); ++i) {
     ir::Node& sm = g.method().nodes[i];
     if (sm.op != "softmax") continue;
@@ -421,7 +422,7 @@ void fuse_attention(Graph& g, const std::map<std::string, ir::TensorType>& types
     attn.op = "scaled_dot_product_attention";
     attn.inputs = {q, k, v};
     attn.attrs["scale"] = scale;
-    attn.attrs["causal"] = false;
+    attn.attrs["causal"] = causal_softmax.contains(sm.outputs[0]);
     attn.attrs["fused"] = fused;
     attn.outputs = pv->outputs;
     *pv = std::move(attn);
@@ -453,15 +454,25 @@ Result<std::map<std::string, ir::TensorType>> infer_types(const ir::Model& model
 }  // namespace
 
 Status fuse_patterns(ir::Model& model, ir::Method& method, std::vector<std::string>& blocks,
-                     bool fused_attention) {
+                     bool fused_attention, const std::set<std::string>& causal_softmax) {
   Graph g(model, method, blocks);
   PLANRT_ASSIGN_OR_RETURN(auto types, infer_types(model, method));
   fuse_layer_norm(g, types);
   fuse_gelu(g);
   g.compact();
   PLANRT_ASSIGN_OR_RETURN(types, infer_types(model, method));
-  fuse_attention(g, types, fused_attention);
+  fuse_attention(g, types, fused_attention, causal_softmax);
   g.compact();
+  // A causal mask is applied only by a causal attention: a masked softmax left over would
+  // compute without its mask.
+  for (const ir::Node& n : method.nodes) {
+    if (n.op == "softmax" && causal_softmax.contains(n.outputs[0])) {
+      return Status(ErrorCode::NotSupported,
+                    fmt::format("the softmax '{}' reads causally masked scores, but the attention "
+                                "around it (matmul(softmax(scale * q @ k^T), v) with q, k, v of one "
+                                "layout) was not recognised", n.outputs[0]));
+    }
+  }
   fuse_linear_bias(g);
   g.compact();
   return {};

@@ -264,6 +264,15 @@ TEST(Slice, FollowsPythonSlicing) {
   EXPECT_EQ(*slice_columns(std::nullopt, std::nullopt, 6), (V{0, 1, 2, 3, 4, 5}));
 }
 
+TEST(Slice, WithoutAnEndTheOutputSaysHowLongItIs) {
+  using V = std::vector<int64_t>;
+  // What a slice to a named dim ([0:S] of a fixed table) runs as: no end attribute.
+  EXPECT_EQ(*slice_columns(1, std::nullopt, 3), (V{1, 2, 3}));
+  EXPECT_EQ(*slice_columns(0, std::nullopt, 6), (V{0, 1, 2, 3, 4, 5}));
+  EXPECT_TRUE(IsError(slice_columns(2, std::nullopt, 5).status(), ErrorCode::InvalidArgument,
+                      {"slice", "output is i64 [4, 5]", "expected i64 [4, 4]"}));
+}
+
 TEST(Slice, EmptyWhenEndIsNotAfterStart) {
   EXPECT_TRUE(slice_columns(4, 2, 0).ok());
   EXPECT_TRUE(slice_columns(7, 9, 0).ok());
