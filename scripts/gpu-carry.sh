@@ -26,7 +26,8 @@ sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$src/CMakeCache.txt" > "$dst/sour
 strip "$dst"/tests/*_test "$dst/tools/planrt" "$dst"/bench/*_bench 2>/dev/null || true
 for lib in libfmt.so.9 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libbenchmark.so.1debian \
     libprotobuf.so.32 libonnx_proto.so.1; do
-  path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+  # No early exit in awk: ldconfig would die of SIGPIPE, failing the pipeline (pipefail).
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
   [ -n "$path" ] && cp -L "$path" "$dst/lib/"
 done
 mkdir -p "$dst/onnx-node"

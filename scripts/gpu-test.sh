@@ -2,7 +2,8 @@
 # The GPU lane: builds with CUDA required, runs every test with PLANRT_REQUIRE_GPU=1 (so a
 # GPU test that would skip fails instead), then every GPU benchmark in its smoke mode: the
 # C++ ones through ctest (label bench-smoke), bench/compare.sh --smoke (planrt beside
-# PyTorch, report included) and bench/kernel_profile.sh --smoke (Nsight Compute). A
+# PyTorch, report included), bench/kernel_profile.sh --smoke (Nsight Compute) and
+# bench/onnx_encoder.py --smoke (an exported encoder against the template and PyTorch). A
 # benchmark that errors or fails its own checks fails the lane. Run it on a machine with an
 # NVIDIA GPU, torch and ncu.
 #
@@ -27,6 +28,10 @@ if [ -f "$build_dir/source_root" ]; then
     grep -rlF "$made_in" "$build_dir" --include='*.cmake' | xargs -r sed -i "s|$made_in|$PWD|g"
     echo "$PWD" > "$build_dir/source_root"
   fi
+fi
+# A carried build brings the ONNX node tests the suite claims (gpu-carry.sh).
+if [ -d "$build_dir/onnx-node" ]; then
+  export PLANRT_ONNX_NODE_DIR=$PWD/$build_dir/onnx-node
 fi
 export PLANRT_REQUIRE_GPU=1
 out=${PLANRT_LANE_OUT:-out/gpu-lane}
@@ -53,6 +58,7 @@ step bench-smoke ctest --test-dir "$build_dir" --output-on-failure --timeout 900
 planrt_cli=$PWD/$build_dir/tools/planrt
 step compare-smoke env PLANRT="$planrt_cli" bench/compare.sh --smoke
 step kernel-profile-smoke env PLANRT="$planrt_cli" bench/kernel_profile.sh --smoke
+step onnx-encoder-smoke /usr/bin/python3 bench/onnx_encoder.py --planrt "$planrt_cli" --smoke
 
 summary() {  # ctest's own summary line: "100% tests passed out of N" or "..., K tests failed out of N"
   grep -Eo '[0-9]+% tests passed(, [0-9]+ tests failed)? out of [0-9]+' "$out/$1.log" | tail -1

@@ -5,9 +5,14 @@ absolute difference over the largest absolute reference value, at most 1e-5 in f
 Dynamic batch and sequence dims are run at several values within their bounds, and each
 model is built with more than one partition (engines run on the host too).
 
-  torch_models_test.py PLANRT MODEL     MODEL: one of the names in MODELS; exit 0 on success
-  torch_models_test.py --list           the model names
+  torch_models_test.py PLANRT MODEL [--gpu]   MODEL: one of the names in MODELS; exit 0 on
+                                              success. --gpu: the cuda and engine-per-block
+                                              partitions on cuda:0 against PyTorch on CUDA
+                                              (TF32 off); exit 77 without a GPU (1 with
+                                              PLANRT_REQUIRE_GPU=1)
+  torch_models_test.py --list                 the model names
 """
+import inspect
 import math
 import os
 import subprocess
@@ -129,6 +134,18 @@ MODELS = {
 }
 PARTITIONS = (["--partition", "cpu"], ["--partition", "engine", "--device", "cpu"],
               ["--partition", "engine-per-block", "--device", "cpu"])
+GPU_PARTITIONS = (["--partition", "cuda", "--device", "cuda:0"],
+                  ["--partition", "engine-per-block", "--device", "cuda:0"])
+
+
+def export(module, example, path, outputs, dynamic_axes):
+    # The TorchScript exporter (what Debian's torch 1.13 has; torch 2.x keeps it with
+    # dynamo=False, its default before 2.9).
+    kwargs = {}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False
+    torch.onnx.export(module, (example,), path, input_names=["x"], output_names=list(outputs),
+                      dynamic_axes=dynamic_axes, opset_version=14, **kwargs)
 
 
 def make_input(kind, shape):
@@ -137,7 +154,7 @@ def make_input(kind, shape):
     return torch.randn(*shape)
 
 
-def check(planrt, name):
+def check(planrt, name, gpu=False):
     torch.manual_seed(1234)
     factory, shape, kind, outputs = (MODELS[name] + ("f32", ("y",)))[:4]
     module = factory().eval()
@@ -149,15 +166,17 @@ def check(planrt, name):
         out_axes = {o: {i: d for i, d in enumerate(shape) if isinstance(d, str)} for o in outputs}
         if name == "bert_like":
             out_axes["pooled"] = {0: "b"}
-        torch.onnx.export(module, (example,), onnx_path, input_names=["x"], output_names=list(outputs),
-                          dynamic_axes={"x": axes, **out_axes}, opset_version=14)
+        export(module, example, onnx_path, outputs, {"x": axes, **out_axes})
+        device = "cuda" if gpu else "cpu"
+        module = module.to(device)
         bounds = []
         if "b" in shape:
             bounds += ["--dim", f"b={BATCH[0]}..{BATCH[1]}"]
         if "s" in shape:
             bounds += ["--dim", f"s={SEQ[0]}..{SEQ[1]}"]
         worst = 0.0
-        for partition in PARTITIONS:
+        partitions = GPU_PARTITIONS if gpu else PARTITIONS
+        for partition in partitions:
             prog = os.path.join(work, "m.prog")
             r = subprocess.run([planrt, "build", onnx_path, "-o", prog] + bounds + partition,
                                capture_output=True, text=True)
@@ -174,10 +193,10 @@ def check(planrt, name):
                     print(f"{name} {' '.join(partition)} b={b} s={s}: run failed: {r.stderr.strip()}")
                     return 1
                 with torch.no_grad():
-                    refs = module(x)
+                    refs = module(x.to(device))
                 refs = refs if isinstance(refs, tuple) else (refs,)
                 for out_name, ref in zip(outputs, refs):
-                    ref = ref.numpy()
+                    ref = ref.cpu().numpy()
                     got = np.load(os.path.join(out, f"{out_name}.npy"))
                     if got.shape != ref.shape:
                         print(f"{name} {out_name} b={b} s={s}: shape {got.shape}, expected {ref.shape}")
@@ -188,7 +207,8 @@ def check(planrt, name):
                         print(f"{name} {out_name} {' '.join(partition)} b={b} s={s}: relative error "
                               f"{err:.3g} > {TOLERANCE}")
                         return 1
-        print(f"{name}: worst relative error {worst:.3g} over {len(PARTITIONS)} partitions x 4 sizes")
+        print(f"{name}: worst relative error {worst:.3g} over {len(partitions)} partitions x 4 sizes"
+              f"{' on ' + torch.cuda.get_device_name() if gpu else ''}")
     return 0
 
 
@@ -197,7 +217,14 @@ def main():
         print("\n".join(MODELS))
         return 0
     torch.set_num_threads(1)
-    return check(sys.argv[1], sys.argv[2])
+    gpu = "--gpu" in sys.argv[3:]
+    if gpu:
+        if not torch.cuda.is_available():
+            print("no CUDA device visible to PyTorch")
+            return 1 if os.environ.get("PLANRT_REQUIRE_GPU") == "1" else 77
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return check(sys.argv[1], sys.argv[2], gpu)
 
 
 if __name__ == "__main__":

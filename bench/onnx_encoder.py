@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""The exported encoder on a GPU (issue 15's benchmark): a 12-layer pre-LN
+nn.TransformerEncoder (d_model 512, 8 heads, FFN 2048, GELU, batch 1), exported with
+torch.onnx.export and built with `planrt build model.onnx`, against the same module in
+PyTorch eager and under torch.compile, and against the template-built program of the same
+model (`planrt build --template transformer`, same sizes and partition). One run per
+(sequence length, dtype); every figure comes from this one process on one GPU.
+
+Figures (medians over --iterations after --warmup):
+  host-to-host latency: input on the host -> output on the host (copy in, forward, sync,
+    copy out), which is what `planrt run` times;
+  device memory above the weights: planrt, cudaMemGetInfo after the runs minus before the
+    load, less the weights (bench/compare.sh's convention, `planrt run --json`); PyTorch,
+    torch.cuda.max_memory_allocated() minus the weights (the caching allocator's peak).
+  relative error: max |planrt - torch eager| / max |torch eager| (TF32 off on both sides).
+
+  python3 bench/onnx_encoder.py --planrt build/gpu/tools/planrt [--seq 128 2048]
+      [--dtype f32 bf16] [--layers 12] [--iterations 50] [--warmup 5] [--out FILE.jsonl]
+      [--smoke]     # 2 layers, S = 64, 5 iterations: checks the path, judges no target
+
+Exit 1 when an output disagrees (relative error above 1e-4 in f32, 2e-2 in bf16) or a
+step fails; 77 without a GPU (1 with PLANRT_REQUIRE_GPU=1).
+"""
+import argparse
+import inspect
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+D, HEADS, FFN = 512, 8, 2048
+
+
+def encoder(layers):
+    layer = torch.nn.TransformerEncoderLayer(D, HEADS, FFN, dropout=0.0, activation="gelu",
+                                             batch_first=True, norm_first=True)
+    return torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False).eval()
+
+
+def export(module, path, seq, dtype):
+    kwargs = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    x = torch.randn(1, seq, D, dtype=dtype)
+    torch.onnx.export(module.to(dtype), (x,), path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {1: "S"}, "y": {1: "S"}}, opset_version=14, **kwargs)
+
+
+def planrt_json(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def run_planrt(planrt, prog, x_path, out_dir, iterations, warmup):
+    j = json.loads(planrt_json([planrt, "run", prog, "--input", f"x={x_path}", "--output-dir", out_dir,
+                                "--iterations", str(iterations), "--warmup", str(warmup), "--json"]))
+    cuda = next(d for d in j["memory"]["devices"] if d["device"] == "cuda:0")
+    above = (cuda.get("device_used_after_run_bytes", 0) - cuda.get("device_used_before_load_bytes", 0)
+             - cuda["weights_bytes"])
+    y = np.load(os.path.join(out_dir, "y.npy"))
+    return j["latency_ms"]["median"], above, cuda["weights_bytes"], y
+
+
+def time_torch(fn, x_host, iterations, warmup):
+    times = []
+    out = None
+    for i in range(warmup + iterations):
+        t0 = time.perf_counter()
+        out = fn(x_host.to("cuda", non_blocking=False)).to("cpu")
+        torch.cuda.synchronize()
+        if i >= warmup:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--planrt", required=True)
+    ap.add_argument("--seq", type=int, nargs="+", default=[128, 2048])
+    ap.add_argument("--dtype", nargs="+", default=["f32", "bf16"])
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--iterations", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--out")
+    ap.add_argument("--smoke", action="store_true")
+    args = ap.parse_args()
+    if args.smoke:
+        args.seq, args.layers, args.iterations, args.warmup = [64], 2, 5, 2
+    if not torch.cuda.is_available():
+        print("no CUDA device visible to PyTorch", file=sys.stderr)
+        return 1 if os.environ.get("PLANRT_REQUIRE_GPU") == "1" else 77
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    commit = os.environ.get("PLANRT_COMMIT", "unknown")
+    failed = False
+    lines = []
+    for dtype_name in args.dtype:
+        dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
+        for seq in args.seq:
+            torch.manual_seed(0)
+            module = encoder(args.layers)
+            with tempfile.TemporaryDirectory() as work:
+                onnx_path = os.path.join(work, "encoder.onnx")
+                export(module, onnx_path, min(seq, 16), dtype)
+                line = {"bench": "onnx_encoder", "commit": commit, "gpu": torch.cuda.get_device_name(),
+                        "layers": args.layers, "d_model": D, "heads": HEADS, "ffn": FFN, "seq": seq,
+                        "dtype": dtype_name, "iterations": args.iterations, "smoke": args.smoke}
+                progs = {}
+                try:
+                    progs["import"] = os.path.join(work, "import.prog")
+                    planrt_json([args.planrt, "build", onnx_path, "--dim", f"S=1..{seq}", "--partition",
+                                 "cuda", "--device", "cuda:0", "-o", progs["import"]])
+                    progs["template"] = os.path.join(work, "template.prog")
+                    planrt_json([args.planrt, "build", "--template", "transformer", "--layers", str(args.layers),
+                                 "--d-model", str(D), "--heads", str(HEADS), "--ffn", str(FFN), "--max-seq",
+                                 str(seq), "--partition", "cuda", "--dtype", dtype_name, "-o", progs["template"]])
+                except RuntimeError as e:
+                    print(f"S={seq} {dtype_name}: {e}", file=sys.stderr)
+                    failed = True
+                    continue
+                x = torch.randn(1, seq, D)
+                x_path = os.path.join(work, "x.npy")
+                np.save(x_path, x.numpy())  # f32; planrt rounds a bf16 input as torch does
+                x_host = x.to(dtype)
+                weights = sum(p.numel() * p.element_size() for p in module.parameters())
+                module = module.to("cuda", dtype)
+                with torch.no_grad():
+                    torch.cuda.reset_peak_memory_stats()
+                    eager_ms, ref = time_torch(module, x_host, args.iterations, args.warmup)
+                    eager_above = torch.cuda.max_memory_allocated() - weights
+                    compiled = torch.compile(module)
+                    torch.cuda.reset_peak_memory_stats()
+                    compile_ms, _ = time_torch(compiled, x_host, args.iterations, args.warmup)
+                    compile_above = torch.cuda.max_memory_allocated() - weights
+                ref = ref.float().numpy()
+                del module, compiled
+                torch.cuda.empty_cache()
+                for kind, prog in progs.items():
+                    ms, above, w, y = run_planrt(args.planrt, prog, x_path, os.path.join(work, kind),
+                                                 args.iterations, args.warmup)
+                    line[f"planrt_{kind}_host_to_host_ms"] = ms
+                    line[f"planrt_{kind}_device_used_above_weights_bytes"] = above
+                    line[f"planrt_{kind}_weights_bytes"] = w
+                    if kind == "import":
+                        rel = float(np.max(np.abs(y - ref)) / np.max(np.abs(ref)))
+                        line["import_relative_error_vs_torch"] = rel
+                        if rel > (1e-4 if dtype_name == "f32" else 2e-2):
+                            print(f"S={seq} {dtype_name}: relative error {rel:.3g}", file=sys.stderr)
+                            failed = True
+                line.update({"torch_eager_host_to_host_ms": eager_ms, "torch_compile_host_to_host_ms": compile_ms,
+                             "torch_eager_max_allocated_above_weights_bytes": eager_above,
+                             "torch_compile_max_allocated_above_weights_bytes": compile_above,
+                             "torch_weights_bytes": weights})
+                line["import_over_template_latency"] = (line["planrt_import_host_to_host_ms"]
+                                                        / line["planrt_template_host_to_host_ms"])
+                line["import_over_torch_compile_latency"] = line["planrt_import_host_to_host_ms"] / compile_ms
+                print(json.dumps(line))
+                lines.append(line)
+    if args.out and lines:
+        with open(args.out, "a") as f:
+            for line in lines:
+                f.write(json.dumps(line) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
