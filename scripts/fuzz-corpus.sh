@@ -11,7 +11,10 @@
 #   npy          outputs written by `planrt run --output-dir` (f32, i32, i64, f16), plus one
 #                format 2.0 header written here (the writer only makes 2.0 for huge headers)
 #
-#   ./scripts/fuzz-corpus.sh OUT_DIR     # fills OUT_DIR/{program,model_json,safetensors,npy}
+#   onnx_model   the model.onnx of every ONNX node test the importer claims
+#                (tests/importers/onnx_node_tests.txt, from Debian's libonnx-testdata)
+#
+#   ./scripts/fuzz-corpus.sh OUT_DIR     # fills OUT_DIR/{program,model_json,safetensors,npy,onnx_model}
 #
 # The CLI is $PLANRT_CLI if set, else it is built (default compiler, no CUDA) in
 # build/fuzz-tools. scripts/fuzz.sh calls this; the committed corpus in tests/fuzz/corpus is
@@ -31,7 +34,7 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$out"/{program,model_json,safetensors,npy}
+mkdir -p "$out"/{program,model_json,safetensors,npy,onnx_model}
 
 # A tiny encoder: weights of a few KiB, so a mutated file is still mostly structure.
 build_template() {
@@ -102,6 +105,10 @@ pad=$(( (64 - (12 + ${#header} + 1) % 64) % 64 ))
   printf '\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40'
 } >"$out/npy/v2-f32-2x2.npy"
 
-for d in program model_json safetensors npy; do
+while read -r t; do
+  cp "/usr/share/libonnx-testdata/data/node/$t/model.onnx" "$out/onnx_model/$t.onnx"
+done < tests/importers/onnx_node_tests.txt
+
+for d in program model_json safetensors npy onnx_model; do
   echo "$d: $(ls "$out/$d" | wc -l) files, $(du -sk "$out/$d" | cut -f1) KiB"
 done

@@ -10,9 +10,11 @@ model is built with more than one partition (engines run on the host too).
                                               partitions on cuda:0 against PyTorch on CUDA
                                               (TF32 off); exit 77 without a GPU (1 with
                                               PLANRT_REQUIRE_GPU=1)
+  torch_models_test.py PLANRT --segments      the -per-block partitions' segments
   torch_models_test.py --list                 the model names
 """
 import inspect
+import json
 import math
 import os
 import subprocess
@@ -212,11 +214,40 @@ def check(planrt, name, gpu=False):
     return 0
 
 
+def check_segments(planrt):
+    """The -per-block partitions find the exporter's blocks: one segment per encoder layer,
+    nodes before the first block (embeddings) in a segment of their own."""
+    cases = [("encoder_post_norm_relu", ["--partition", "cuda-per-block", "--device", "cuda:0"],
+              ["block0", "block1"]),
+             ("bert_like", ["--partition", "engine-per-block", "--device", "cpu"], ["head", "block0", "block1"])]
+    for name, partition, want in cases:
+        torch.manual_seed(0)
+        factory, shape, kind, outputs = (MODELS[name] + ("f32", ("y",)))[:4]
+        module = factory().eval()
+        with tempfile.TemporaryDirectory() as work:
+            onnx_path, prog = os.path.join(work, "m.onnx"), os.path.join(work, "m.prog")
+            axes = {i: d for i, d in enumerate(shape) if isinstance(d, str)}
+            export(module, make_input(kind, [{"b": 2, "s": 5}.get(d, d) for d in shape]), onnx_path, outputs,
+                   {"x": axes, **{o: {0: "b"} for o in outputs}})
+            subprocess.run([planrt, "build", onnx_path, "-o", prog, "--dim", "b=1..4", "--dim", "s=1..64"] + partition,
+                           check=True, capture_output=True)
+            j = json.loads(subprocess.run([planrt, "inspect", prog, "--json"], check=True, capture_output=True,
+                                          text=True).stdout)
+            got = [seg["name"] for seg in j["methods"][0]["segments"]]
+            if got != want:
+                print(f"{name} {' '.join(partition)}: segments {got}, expected {want}")
+                return 1
+            print(f"{name} {' '.join(partition)}: segments {got}")
+    return 0
+
+
 def main():
     if sys.argv[1:] == ["--list"]:
         print("\n".join(MODELS))
         return 0
     torch.set_num_threads(1)
+    if sys.argv[2] == "--segments":
+        return check_segments(sys.argv[1])
     gpu = "--gpu" in sys.argv[3:]
     if gpu:
         if not torch.cuda.is_available():

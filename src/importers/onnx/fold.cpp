@@ -50,8 +50,13 @@ Value make_sym(Elem elem, std::vector<SymInt> entries, bool scalar) {
   return v;
 }
 
+// The element count, or INT64_MAX when it overflows (anything that large is refused).
 int64_t numel_of(const std::vector<int64_t>& shape) {
-  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
+  }
+  return n;
 }
 
 std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
@@ -420,8 +425,13 @@ Result<Value> fold_concat(const OpContext& c) {
   std::vector<int64_t> out_shape = first.shape;
   out_shape[axis] = 0;
   for (const Value* v : c.in) {
-    if (v->known->shape.size() != first.shape.size() || v->known->elem != first.elem) {
+    if (v == nullptr || v->known->shape.size() != first.shape.size() || v->known->elem != first.elem) {
       return c.error("inputs differ in rank or type");
+    }
+    for (size_t d = 0; d < first.shape.size(); ++d) {
+      if (static_cast<int64_t>(d) != axis && v->known->shape[d] != first.shape[d]) {
+        return c.error(fmt::format("inputs differ in dim {} ({} vs {})", d, v->known->shape[d], first.shape[d]));
+      }
     }
     out_shape[axis] += v->known->shape[axis];
   }
@@ -479,6 +489,7 @@ Result<bool> fold_known(OpContext& c) {
     const std::vector<int64_t> cond = c.input(0).known->to_i64();
     const Tensor& a = *c.input(1).known;
     const Tensor& b = *c.input(2).known;
+    if (a.elem != b.elem) return c.error("the two branches differ in type");
     const size_t es = elem_size(a.elem);
     std::vector<uint8_t> bytes(static_cast<size_t>(n) * es);
     for (int64_t i = 0; i < n; ++i) {
@@ -507,6 +518,12 @@ Result<bool> fold_known(OpContext& c) {
       p = *perm;
     } else {
       for (int64_t d = static_cast<int64_t>(x.shape.size()) - 1; d >= 0; --d) p.push_back(d);
+    }
+    std::vector<bool> seen(x.shape.size(), false);
+    for (int64_t& d : p) {
+      PLANRT_ASSIGN_OR_RETURN(d, norm_axis(c, d, static_cast<int64_t>(x.shape.size())));
+      if (seen[d]) return c.error("perm repeats a dim");
+      seen[d] = true;
     }
     if (p.size() != x.shape.size()) return c.error("perm has the wrong length");
     c.out.push_back(make_known(transpose_known(x, p)));
@@ -552,10 +569,15 @@ Result<bool> fold_known(OpContext& c) {
   }
   if (op == "Range") {
     const Elem e = x.elem;
-    const double start = x.to_f64().at(0), limit = c.input(1).known->to_f64().at(0),
-                 delta = c.input(2).known->to_f64().at(0);
+    if (x.numel() != 1 || c.input(1).known->numel() != 1 || c.input(2).known->numel() != 1) {
+      return c.error("start, limit and delta must be scalars");
+    }
+    const double start = x.to_f64()[0], limit = c.input(1).known->to_f64()[0],
+                 delta = c.input(2).known->to_f64()[0];
     if (delta == 0) return c.error("delta is 0");
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+    const double count = std::ceil((limit - start) / delta);
+    if (!(count < static_cast<double>(kMaxFoldElements))) return too_large(c, kMaxFoldElements);
+    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
     if (n > kMaxFoldElements) return too_large(c, n);
     std::vector<double> vals;
     for (int64_t i = 0; i < n; ++i) vals.push_back(start + static_cast<double>(i) * delta);
@@ -594,15 +616,18 @@ Result<SymInt> sym_binary(const OpContext& c, const std::string& op, const SymIn
   const std::vector<ir::DimDecl>& dims = c.im.dims();
   if (sym_is_const(a) && sym_is_const(b)) {
     int64_t x = a.coeff, y = b.coeff;
-    if (op == "Add") return sym_const(x + y);
-    if (op == "Sub") return sym_const(x - y);
-    if (op == "Mul") return sym_const(x * y);
+    int64_t r = 0;
+    if (op == "Add" && !__builtin_add_overflow(x, y, &r)) return sym_const(r);
+    if (op == "Sub" && !__builtin_sub_overflow(x, y, &r)) return sym_const(r);
+    if (op == "Mul" && !__builtin_mul_overflow(x, y, &r)) return sym_const(r);
+    if (op == "Add" || op == "Sub" || op == "Mul") return c.error("an integer on a shape overflows");
     if (op == "Div") return sym_const(y == 0 ? 0 : x / y);
     if (op == "Max") return sym_const(std::max(x, y));
     if (op == "Min") return sym_const(std::min(x, y));
   }
   if (op == "Mul") {
-    SymInt out{a.coeff * b.coeff, a.dims};
+    SymInt out{0, a.dims};
+    if (__builtin_mul_overflow(a.coeff, b.coeff, &out.coeff)) return c.error("a dim expression overflows");
     out.dims.insert(out.dims.end(), b.dims.begin(), b.dims.end());
     std::sort(out.dims.begin(), out.dims.end());
     return out;

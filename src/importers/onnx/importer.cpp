@@ -21,8 +21,8 @@ constexpr int64_t kMaxOpset = 18;
 Status invalid(std::string message) { return Status(ErrorCode::InvalidArgument, std::move(message)); }
 
 std::string node_label(const ::onnx::NodeProto& node, size_t index) {
-  return fmt::format("node {} '{}' ({})", index, node.name().empty() ? node.output(0) : node.name(),
-                     node.op_type());
+  const std::string& name = !node.name().empty() || node.output_size() == 0 ? node.name() : node.output(0);
+  return fmt::format("node {} '{}' ({})", index, name, node.op_type());
 }
 
 // "/layers.3/self_attn/MatMul" -> "/layers.3": the exporter's module path up to the first
@@ -524,6 +524,25 @@ Status Importer::import_node(const ::onnx::NodeProto& node, size_t index) {
                                 node_label(node, index), a.name(),
                                 spec->attrs.size() == 0 ? "none" : fmt::format("{}", fmt::join(spec->attrs, ", "))));
     }
+  }
+  const int n_in = node.input_size(), n_out = node.output_size();
+  if (n_in < spec->min_inputs || (spec->max_inputs >= 0 && n_in > spec->max_inputs)) {
+    return invalid(fmt::format("{}: has {} inputs; {} takes {}", node_label(node, index), n_in,
+                               node.op_type(),
+                               spec->max_inputs < 0 ? fmt::format("at least {}", spec->min_inputs)
+                               : spec->min_inputs == spec->max_inputs ? fmt::format("{}", spec->min_inputs)
+                                                                      : fmt::format("{} to {}", spec->min_inputs, spec->max_inputs)));
+  }
+  for (int i = 0; i < spec->min_inputs; ++i) {
+    if (node.input(i).empty()) {
+      return invalid(fmt::format("{}: required input {} is absent", node_label(node, index), i));
+    }
+  }
+  if (n_out < 1 || node.output(0).empty() || (spec->max_outputs >= 0 && n_out > spec->max_outputs)) {
+    return invalid(fmt::format("{}: has {} outputs (the first named); {} makes {}", node_label(node, index),
+                               n_out, node.op_type(),
+                               spec->max_outputs < 0 ? std::string("one or more")
+                                                     : fmt::format("at most {}", spec->max_outputs)));
   }
   OpContext c{*this, node, {}, {}};
   for (const std::string& name : node.input()) {

@@ -106,6 +106,9 @@ struct OpContext {
 using Handler = Status (*)(OpContext& c);
 struct OpSpec {
   std::string_view op;
+  int min_inputs;   // the first min_inputs must be present
+  int max_inputs;   // -1: any number
+  int max_outputs;  // -1: any number (at least one)
   std::initializer_list<std::string_view> attrs;
   Handler handler;
 };

@@ -63,6 +63,15 @@ float f16_bits_to_f32(uint16_t h) {
   return f;
 }
 
+// Truncation toward zero; NaN is 0 and out-of-range values saturate (a C++ cast of those
+// is undefined).
+int64_t saturate_to_i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9.2e18) return INT64_MAX;
+  if (v <= -9.2e18) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 template <typename T>
 T load(const uint8_t* p) {
   T v;
@@ -237,7 +246,13 @@ std::vector<int64_t> Tensor::to_i64() const {
       case Elem::Uint16: out[i] = load<uint16_t>(p + 2 * i); break;
       case Elem::Int8: out[i] = static_cast<int8_t>(p[i]); break;
       case Elem::Uint8: case Elem::Bool: out[i] = p[i]; break;
-      default: out[i] = static_cast<int64_t>(to_f64()[i]); break;
+      default: break;  // floats: below, converted once
+    }
+  }
+  if (elem_is_float(elem)) {
+    const std::vector<double> f = to_f64();
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = saturate_to_i64(f[i]);
     }
   }
   return out;
@@ -291,7 +306,7 @@ Tensor Tensor::from_f64(Elem elem, std::vector<int64_t> shape, const std::vector
       store(bytes.data(), elem, static_cast<int64_t>(i), values[i]);
     } else {
       // Float to integer truncates toward zero, as ONNX Cast does for in-range values.
-      store(bytes.data(), elem, static_cast<int64_t>(i), static_cast<int64_t>(values[i]));
+      store(bytes.data(), elem, static_cast<int64_t>(i), saturate_to_i64(values[i]));
     }
   }
   return owning(elem, std::move(shape), std::move(bytes));
@@ -329,7 +344,17 @@ Result<Tensor> read_tensor(const ::onnx::TensorProto& proto, const ExternalDataC
     t.owner = std::move(owner);
     return t;
   }
-  // Typed fields: each holds one element per entry (ONNX's onnx.proto says which).
+  // Typed fields: each holds one element per entry (ONNX's onnx.proto says which). The
+  // count is checked before anything is allocated: a dims list costs the file nothing.
+  const uint64_t have = t.elem == Elem::Float ? proto.float_data_size()
+                        : t.elem == Elem::Double ? proto.double_data_size()
+                        : t.elem == Elem::Int64 ? proto.int64_data_size()
+                        : (t.elem == Elem::Uint32 || t.elem == Elem::Uint64) ? proto.uint64_data_size()
+                                                                             : proto.int32_data_size();
+  if (have != numel) {
+    return bad_tensor(proto.name(), fmt::format("holds {} values but its shape [{}] needs {}", have,
+                                                fmt::join(t.shape, ", "), numel));
+  }
   std::vector<uint8_t> bytes(nbytes);
   auto count_error = [&](size_t have) {
     return bad_tensor(proto.name(), fmt::format("holds {} values but its shape {} needs {}", have,
