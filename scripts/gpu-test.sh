@@ -29,6 +29,18 @@ if [ -f "$build_dir/source_root" ]; then
     echo "$PWD" > "$build_dir/source_root"
   fi
 fi
+# The Python of the ONNX tests and benchmarks: /usr/bin/python3 (Debian's torch, onnx and
+# numpy), or where that one lacks them, the python3 on PATH (a GPU image's venv); the
+# build's ctest files name /usr/bin/python3 and are pointed at it.
+py=${PLANRT_TEST_PYTHON:-/usr/bin/python3}
+if [ -z "${PLANRT_TEST_PYTHON:-}" ] && ! /usr/bin/python3 -c 'import torch, onnx, numpy' 2>/dev/null &&
+   command -v python3 >/dev/null && python3 -c 'import torch, onnx, numpy' 2>/dev/null; then
+  py=$(command -v python3)
+fi
+if [ "$py" != /usr/bin/python3 ]; then
+  echo "gpu lane: Python tests run with $py"
+  grep -rlF /usr/bin/python3 "$build_dir" --include='*.cmake' | xargs -r sed -i "s|/usr/bin/python3|$py|g"
+fi
 # A carried build brings the ONNX node tests the suite claims (gpu-carry.sh).
 if [ -d "$build_dir/onnx-node" ]; then
   export PLANRT_ONNX_NODE_DIR=$PWD/$build_dir/onnx-node
@@ -58,7 +70,7 @@ step bench-smoke ctest --test-dir "$build_dir" --output-on-failure --timeout 900
 planrt_cli=$PWD/$build_dir/tools/planrt
 step compare-smoke env PLANRT="$planrt_cli" bench/compare.sh --smoke
 step kernel-profile-smoke env PLANRT="$planrt_cli" bench/kernel_profile.sh --smoke
-step onnx-encoder-smoke /usr/bin/python3 bench/onnx_encoder.py --planrt "$planrt_cli" --smoke
+step onnx-encoder-smoke "$py" bench/onnx_encoder.py --planrt "$planrt_cli" --smoke
 
 summary() {  # ctest's own summary line: "100% tests passed out of N" or "..., K tests failed out of N"
   grep -Eo '[0-9]+% tests passed(, [0-9]+ tests failed)? out of [0-9]+' "$out/$1.log" | tail -1

@@ -65,7 +65,7 @@ int run_cli(int argc, char** argv) {
                         "Also write the model as JSON here, with its weights in a .safetensors "
                         "file beside it (e.g. for bench/torch_reference.py)");
   build_cmd->add_option("--dim", build.dims,
-                        "ONNX: bounds of a named dim, NAME=MIN..MAX or NAME=N (repeatable)");
+                        "ONNX: bounds of a named dim, NAME=MIN..MAX, or NAME=N to fix it (repeatable)");
   build_cmd->add_option("--input-value", build.input_values,
                         "ONNX: fix a graph input's value at build time, NAME=PATH.pb|PATH.npy "
                         "(an input that decides a shape; repeatable)");

@@ -33,7 +33,8 @@ struct OnnxDimBound {
 };
 
 struct OnnxImportOptions {
-  // Bounds of the model's named dims (ONNX dim_param): planned memory is sized at max.
+  // Bounds of the model's named dims (ONNX dim_param): planned memory is sized at max. A
+  // bound with min == max makes the dim that fixed size (a static dim of the program).
   std::map<std::string, OnnxDimBound, std::less<>> dims;
   // Graph inputs whose values are fixed at build time (a shape or an index an op needs
   // before it runs): input name -> path of a serialized TensorProto (.pb) or a .npy file.

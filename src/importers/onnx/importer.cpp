@@ -423,6 +423,15 @@ Status Importer::read_dims_and_inputs() {
                                    "with a named dynamic axis, or a fixed size", input.name(), i));
       }
       const std::string& name = d.dim_param();
+      // --dim NAME=N (MIN == MAX): the dim is that fixed size, as if the model said so. An
+      // exporter that specialised shapes to its example (torch 2.x tracing
+      // nn.MultiheadAttention) gives a graph that is only consistent at that size.
+      if (auto fixed = options_.dims.find(name);
+          fixed != options_.dims.end() && fixed->second.min == fixed->second.max && fixed->second.min >= 1) {
+        decl.type.shape.push_back(ir::Dim::fixed(fixed->second.min));
+        fixed_dims_.insert(name);
+        continue;
+      }
       auto it = std::find_if(method_.dims.begin(), method_.dims.end(),
                              [&](const ir::DimDecl& x) { return x.name == name; });
       int32_t index = static_cast<int32_t>(it - method_.dims.begin());
@@ -466,7 +475,8 @@ Status Importer::read_dims_and_inputs() {
     }
   }
   for (const auto& [name, bound] : options_.dims) {
-    if (std::none_of(method_.dims.begin(), method_.dims.end(),
+    if (!fixed_dims_.contains(name) &&
+        std::none_of(method_.dims.begin(), method_.dims.end(),
                      [&](const ir::DimDecl& d) { return d.name == name; })) {
       std::vector<std::string> names;
       for (const ir::DimDecl& d : method_.dims) names.push_back(d.name);

@@ -177,6 +177,7 @@ class Importer {
   std::string current_block_;                         // of the node being imported
   std::vector<std::string> node_blocks_;              // per IR node (partitioning)
   std::set<std::string> causal_softmax_;
+  std::set<std::string> fixed_dims_;  // dims given one size (--dim NAME=N): static
 };
 
 // Rewrites the decomposed forms exporters write into planrt's fused ops (patterns.cpp):
