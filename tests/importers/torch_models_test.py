@@ -60,7 +60,7 @@ class BertLike(torch.nn.Module):
         self.pool = torch.nn.Linear(d, d)
 
     def forward(self, ids):
-        pos = torch.arange(ids.shape[1])
+        pos = torch.arange(ids.shape[1], device=ids.device)
         h = self.enc(self.ln(self.tok(ids) + self.pos(pos)))
         return h, torch.tanh(self.pool(h[:, 0]))
 
@@ -103,7 +103,7 @@ class GptLike(torch.nn.Module):
         self.head = torch.nn.Linear(d, vocab, bias=False)
 
     def forward(self, ids):
-        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1]))
+        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1], device=ids.device))
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
@@ -207,9 +207,13 @@ def check(planrt, name, gpu=False):
                                     "--output-dir", out], capture_output=True, text=True)
                 if r.returncode != 0:
                     raise RuntimeError(f"{name} {' '.join(partition)} b={b} s={s}: run failed: {r.stderr.strip()}")
-                with torch.no_grad():
+                # The modules' own composite path: with gradients on, nn.TransformerEncoderLayer
+                # does not take its inference fast path (whose CUDA kernels differ from the
+                # module's definition by up to 6e-5 with GELU, measured on an H200).
+                with torch.enable_grad():
                     refs = module(x.to(device))
                 refs = refs if isinstance(refs, tuple) else (refs,)
+                refs = tuple(r.detach() for r in refs)
                 for out_name, ref in zip(outputs, refs):
                     ref = ref.cpu().numpy()
                     got = np.load(os.path.join(out, f"{out_name}.npy"))
@@ -240,8 +244,12 @@ def check_segments(planrt):
             axes = {i: d for i, d in enumerate(shape) if isinstance(d, str)}
             export(module, make_input(kind, [{"b": 2, "s": 5}.get(d, d) for d in shape]), onnx_path, outputs,
                    {"x": axes, **{o: {0: "b"} for o in outputs}})
-            subprocess.run([planrt, "build", onnx_path, "-o", prog, "--dim", "b=1..4", "--dim", "s=1..64"] + partition,
-                           check=True, capture_output=True)
+            dims = ["b=2", "s=5"] if SPECIALISES else ["b=1..4", "s=1..64"]
+            r = subprocess.run([planrt, "build", onnx_path, "-o", prog, "--dim", dims[0], "--dim", dims[1]] + partition,
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"{name} {' '.join(partition)}: build failed: {r.stderr.strip()}")
+                return 1
             j = json.loads(subprocess.run([planrt, "inspect", prog, "--json"], check=True, capture_output=True,
                                           text=True).stdout)
             got = [seg["name"] for seg in j["methods"][0]["segments"]]

@@ -469,12 +469,14 @@ Status Importer::read_dims_and_inputs() {
                                "largest size: pass{}",
                                fmt::join(missing_bounds, ", "), flags));
   }
-  for (const auto& [name, bound] : options_.input_values) {
+  for (const auto& given : options_.input_values) {
+    const std::string& name = given.first;
     if (!values_.contains(name)) {
       return invalid(fmt::format("--input-value names '{}', which is not a graph input", name));
     }
   }
-  for (const auto& [name, bound] : options_.dims) {
+  for (const auto& bound : options_.dims) {
+    const std::string& name = bound.first;  // not a structured binding: clang 14 cannot capture one
     if (!fixed_dims_.contains(name) &&
         std::none_of(method_.dims.begin(), method_.dims.end(),
                      [&](const ir::DimDecl& d) { return d.name == name; })) {

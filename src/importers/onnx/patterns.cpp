@@ -72,13 +72,27 @@ class Graph {
   }
 
   const ir::Constant* constant(const std::string& name) const { return model_.find_constant(name); }
-  // The value of a one-element f32 constant.
+  // The value of a one-element floating constant (f32 or bf16).
   std::optional<double> scalar(const std::string& name) const {
     const ir::Constant* c = constant(name);
-    if (c == nullptr || c->dtype != DType::F32 || c->bytes.size() != 4) return std::nullopt;
-    float v;
-    std::memcpy(&v, c->bytes.data(), 4);
-    return v;
+    if (c == nullptr || c->bytes.size() != element_size(c->dtype)) return std::nullopt;
+    if (c->dtype == DType::F32) {
+      float v;
+      std::memcpy(&v, c->bytes.data(), 4);
+      return v;
+    }
+    if (c->dtype == DType::BF16) {
+      uint16_t bits;
+      std::memcpy(&bits, c->bytes.data(), 2);
+      return bf16_bits_to_f32(bits);
+    }
+    return std::nullopt;
+  }
+  // How near a constant must be to an exact one: its dtype's rounding (bf16 keeps 8 bits).
+  double tolerance(const std::string& name) const {
+    const ir::Constant* c = constant(name);
+    if (c != nullptr && c->dtype == DType::BF16) return 1.0 / 128;
+    return 1e-6;
   }
   // A constant holding `n` values (shape [n], or [1, ..., 1, n]).
   bool is_row(const std::string& name, int64_t n) const {
@@ -180,8 +194,10 @@ class Graph {
   std::map<size_t, std::vector<ir::Node>> inserted_;
 };
 
-bool near(std::optional<double> v, double want, double rel = 1e-6) {
-  return v && std::fabs(*v - want) <= rel * std::fabs(want);
+// The constant `name` is the number `want`, within its dtype's rounding.
+bool near(const Graph& g, const std::string& name, double want) {
+  const std::optional<double> v = g.scalar(name);
+  return v && std::fabs(*v - want) <= g.tolerance(name) * std::fabs(want);
 }
 
 // ---- linear + bias ------------------------------------------------------------------------
@@ -204,6 +220,114 @@ void fuse_linear_bias(Graph& g) {
     g.kill(&lin);
     *add = std::move(fused);
     g.refresh();
+  }
+}
+
+// ---- data movement ---------------------------------------------------------------------------
+
+// linear(x, W[N, K], b) read only by slices of its last dim (a packed QKV projection split
+// into q, k, v): one linear per slice over W's rows [start, end), which are contiguous bytes
+// of W, so the weights are shared, not copied, and the slices' copies go away.
+void split_packed_linear(Graph& g, const std::map<std::string, ir::TensorType>& types) {
+  for (size_t i = 0; i < g.method().nodes.size(); ++i) {
+    ir::Node& lin = g.method().nodes[i];
+    if (lin.op != "linear") continue;
+    const ir::Constant* w = g.constant(lin.inputs[1]);
+    const ir::Constant* b = lin.inputs.size() > 2 ? g.constant(lin.inputs[2]) : nullptr;
+    auto yt = types.find(lin.outputs[0]);
+    if (w == nullptr || w->shape.size() != 2 || (lin.inputs.size() > 2 && b == nullptr) || yt == types.end()) {
+      continue;
+    }
+    const int64_t last = static_cast<int64_t>(yt->second.shape.size()) - 1;
+    std::vector<ir::Node*> slices = g.readers_of(lin.outputs[0]);
+    if (slices.empty() || g.readers(lin.outputs[0]) != static_cast<int>(slices.size())) continue;
+    bool ok = true;
+    for (const ir::Node* sl : slices) {
+      auto get = [&](const char* a) -> std::optional<int64_t> {
+        auto it = sl->attrs.find(a);
+        const int64_t* v = it == sl->attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+        return v ? std::optional<int64_t>(*v) : std::nullopt;
+      };
+      const auto dim = get("dim"), start = get("start"), end = get("end");
+      ok = ok && sl->op == "slice" && dim && (*dim == last || *dim == -1) && start && end &&
+           *start >= 0 && *start < *end && *end <= w->shape[0];
+    }
+    if (!ok) continue;
+    const size_t es = element_size(w->dtype);
+    for (ir::Node* sl : slices) {
+      const int64_t start = std::get<int64_t>(sl->attrs.at("start"));
+      const int64_t end = std::get<int64_t>(sl->attrs.at("end"));
+      ir::Constant ws = *w;
+      ws.name = fmt::format("{}.rows{}_{}", w->name, start, end);
+      ws.shape = {end - start, w->shape[1]};
+      ws.bytes = w->bytes.subspan(static_cast<size_t>(start * w->shape[1]) * es,
+                                  static_cast<size_t>((end - start) * w->shape[1]) * es);
+      ir::Node split;
+      split.op = "linear";
+      split.inputs = {lin.inputs[0], ws.name};
+      if (b != nullptr) {
+        ir::Constant bs = *b;
+        bs.name = fmt::format("{}.rows{}_{}", b->name, start, end);
+        bs.shape = {end - start};
+        bs.bytes = b->bytes.subspan(static_cast<size_t>(start) * es, static_cast<size_t>(end - start) * es);
+        split.inputs.push_back(bs.name);
+        if (g.constant(bs.name) == nullptr) g.model().constants.push_back(std::move(bs));
+      }
+      if (g.constant(ws.name) == nullptr) g.model().constants.push_back(std::move(ws));
+      split.outputs = sl->outputs;
+      *sl = std::move(split);
+    }
+    g.refresh();
+  }
+}
+
+// A permute that moves only dims of size 1 keeps the bytes in order: a reshape.
+void permutes_of_unit_dims_to_reshapes(Graph& g, const std::map<std::string, ir::TensorType>& types) {
+  for (ir::Node& n : g.method().nodes) {
+    if (n.op != "permute") continue;
+    auto xt = types.find(n.inputs[0]);
+    auto yt = types.find(n.outputs[0]);
+    const auto* perm = std::get_if<std::vector<int64_t>>(&n.attrs.at("dims"));
+    if (xt == types.end() || yt == types.end() || perm == nullptr) continue;
+    std::vector<int64_t> moved;
+    for (int64_t p : *perm) {
+      const int64_t d = p < 0 ? p + static_cast<int64_t>(perm->size()) : p;
+      if (d < 0 || d >= static_cast<int64_t>(xt->second.shape.size())) {
+        moved.clear();
+        moved.push_back(-1);
+        break;
+      }
+      if (xt->second.shape[d] != ir::Dim::fixed(1)) moved.push_back(d);
+    }
+    if (!std::is_sorted(moved.begin(), moved.end()) || (!moved.empty() && moved[0] < 0)) continue;
+    ir::ShapeSpec spec;
+    int inferred = 0;
+    for (const ir::Dim& d : yt->second.shape) {
+      if (d.is_static()) {
+        spec.push_back({d.value, ""});
+      } else if (d.value == 1) {
+        spec.push_back({0, g.method().dims[d.dim].name});
+      } else {
+        spec.push_back({-1, ""});
+        ++inferred;
+      }
+    }
+    if (inferred > 1) continue;
+    n.op = "reshape";
+    n.attrs = {{"shape", spec}};
+  }
+}
+
+// reshape(reshape(x)) with the inner one read only there: one reshape of x.
+void collapse_reshape_chains(Graph& g) {
+  for (ir::Node& n : g.method().nodes) {
+    if (n.op != "reshape") continue;
+    for (ir::Node* inner = g.producer(n.inputs[0], "reshape");
+         inner != nullptr && g.readers(inner->outputs[0]) == 1; inner = g.producer(n.inputs[0], "reshape")) {
+      n.inputs[0] = inner->inputs[0];
+      g.kill(inner);
+      g.refresh();
+    }
   }
 }
 
@@ -236,7 +360,7 @@ void fuse_layer_norm(Graph& g, const std::map<std::string, ir::TensorType>& type
     ir::Node* sq = nullptr;
     ir::Node* div = nullptr;
     for (ir::Node* r : g.readers_of(d)) {
-      if (r->op == "pow" && r->inputs[0] == d && near(g.scalar(r->inputs[1]), 2.0)) sq = r;
+      if (r->op == "pow" && r->inputs[0] == d && near(g, r->inputs[1], 2.0)) sq = r;
       if (r->op == "mul" && r->inputs[0] == d && r->inputs[1] == d) sq = r;
       if (r->op == "div" && r->inputs[0] == d) div = r;
     }
@@ -291,8 +415,8 @@ void fuse_gelu(Graph& g) {
     std::string h;
     for (std::string_view op : {"div", "mul"}) {
       if (ir::Node* p = g.producer(erf.inputs[0], op)) {
-        const bool ok = op == "div" ? near(g.scalar(p->inputs[1]), std::sqrt(2.0))
-                                    : near(g.scalar(p->inputs[1]), std::sqrt(0.5));
+        const bool ok = op == "div" ? near(g, p->inputs[1], std::sqrt(2.0))
+                                    : near(g, p->inputs[1], std::sqrt(0.5));
         if (ok && g.readers(p->outputs[0]) == 1) {
           scale = p;
           h = p->inputs[0];
@@ -303,7 +427,7 @@ void fuse_gelu(Graph& g) {
     ir::Node* one = g.only_reader(erf.outputs[0], "add");
     if (one == nullptr) continue;
     std::optional<std::string> c1 = Graph::other_operand(*one, erf.outputs[0]);
-    if (!c1 || !near(g.scalar(*c1), 1.0)) continue;
+    if (!c1 || !near(g, *c1, 1.0)) continue;
     const std::string a = one->outputs[0];  // 1 + erf(.)
     ir::Node* m1 = g.only_reader(a, "mul");
     if (m1 == nullptr) continue;
@@ -313,8 +437,8 @@ void fuse_gelu(Graph& g) {
       // (h * a) * 0.5
       ir::Node* m2 = g.only_reader(m1->outputs[0], "mul");
       std::optional<std::string> half = m2 ? Graph::other_operand(*m2, m1->outputs[0]) : std::nullopt;
-      if (half && near(g.scalar(*half), 0.5)) last = m2;
-    } else if (x && near(g.scalar(*x), 0.5)) {
+      if (half && near(g, *half, 0.5)) last = m2;
+    } else if (x && near(g, *x, 0.5)) {
       // h * (a * 0.5)
       ir::Node* m2 = g.only_reader(m1->outputs[0], "mul");
       std::optional<std::string> hh = m2 ? Graph::other_operand(*m2, m1->outputs[0]) : std::nullopt;
@@ -323,7 +447,7 @@ void fuse_gelu(Graph& g) {
       // (h * 0.5) * a
       ir::Node* half = g.producer(*x, "mul");
       std::optional<std::string> hv = half ? Graph::other_operand(*half, h) : std::nullopt;
-      if (half && g.readers(*x) == 1 && hv && near(g.scalar(*hv), 0.5)) last = m1;
+      if (half && g.readers(*x) == 1 && hv && near(g, *hv, 0.5)) last = m1;
     }
     if (last == nullptr) continue;
     ir::Node fused;
@@ -474,6 +598,12 @@ Status fuse_patterns(ir::Model& model, ir::Method& method, std::vector<std::stri
     }
   }
   fuse_linear_bias(g);
+  g.compact();
+  PLANRT_ASSIGN_OR_RETURN(types, infer_types(model, method));
+  split_packed_linear(g, types);
+  permutes_of_unit_dims_to_reshapes(g, types);
+  g.compact();
+  collapse_reshape_chains(g);
   g.compact();
   return {};
 }
