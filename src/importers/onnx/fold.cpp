@@ -357,7 +357,7 @@ Result<bool> fold_window_fill(OpContext& c) {
   }
   Tensor fill = Tensor::from_f64(Elem::Float, {1}, {0.0});
   if (const auto* a = c.attr("value")) {
-    ExternalDataContext none{"."};
+    ExternalDataContext none{".", {}};
     PLANRT_ASSIGN_OR_RETURN(fill, read_tensor(a->t(), none, nullptr));
     if (fill.numel() != 1) return c.error("attribute 'value' must hold one element");
   }

@@ -253,7 +253,7 @@ Result<int64_t> norm_axis(const OpContext& c, int64_t axis, int64_t rank) {
 
 Result<Value> fold_constant(const OpContext& c) {
   if (const auto* a = c.attr("value")) {
-    ExternalDataContext none{"."};
+    ExternalDataContext none{".", {}};
     PLANRT_ASSIGN_OR_RETURN(Tensor t, read_tensor(a->t(), none, nullptr));
     // read_tensor borrows raw_data from the node, which lives as long as the model does;
     // copy it so the value does not depend on that.
@@ -554,7 +554,7 @@ Result<bool> fold_known(OpContext& c) {
     PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, c.known_ints(0, "shape"));
     Tensor fill = Tensor::from_f64(Elem::Float, {1}, {0.0});
     if (const auto* a = c.attr("value")) {
-      ExternalDataContext none{"."};
+      ExternalDataContext none{".", {}};
       PLANRT_ASSIGN_OR_RETURN(fill, read_tensor(a->t(), none, nullptr));
       if (fill.numel() != 1) return c.error("attribute 'value' must hold one element");
     }

@@ -492,7 +492,7 @@ Status Importer::read_dims_and_inputs() {
 
 Status Importer::read_initializers() {
   const ::onnx::GraphProto& g = model_->graph();
-  ExternalDataContext context{model_dir_};
+  ExternalDataContext context{model_dir_, {}};
   for (const auto& proto : g.initializer()) {
     if (values_.contains(proto.name()) && !values_[proto.name()].known) continue;
     Result<Tensor> t = read_tensor(proto, context, model_);
@@ -584,21 +584,15 @@ Status Importer::import_node(const ::onnx::NodeProto& node, size_t index) {
     // may be absent or unused; a used one is reported where it is read.
     for (int i = static_cast<int>(c.out.size()); i < node.output_size(); ++i) {
       if (!node.output(i).empty()) {
-        for (const auto& other : model_->graph().node()) {
-          for (const std::string& in : other.input()) {
-            if (in == node.output(i)) {
-              return Status(ErrorCode::NotSupported,
-                            fmt::format("{}: output {} '{}' is used, but planrt does not compute "
-                                        "it", node_label(node, index), i, node.output(i)));
-            }
-          }
+        if (read_names_.contains(node.output(i))) {
+          return Status(ErrorCode::NotSupported,
+                        fmt::format("{}: output {} '{}' is used, but planrt does not compute it",
+                                    node_label(node, index), i, node.output(i)));
         }
-        for (const auto& out : model_->graph().output()) {
-          if (out.name() == node.output(i)) {
-            return Status(ErrorCode::NotSupported,
-                          fmt::format("{}: output {} '{}' is a graph output, but planrt does not "
-                                      "compute it", node_label(node, index), i, node.output(i)));
-          }
+        if (graph_outputs_.contains(node.output(i))) {
+          return Status(ErrorCode::NotSupported,
+                        fmt::format("{}: output {} '{}' is a graph output, but planrt does not "
+                                    "compute it", node_label(node, index), i, node.output(i)));
         }
       }
     }
@@ -671,6 +665,7 @@ Result<builder::Model> Importer::run() {
     for (const std::string& o : n.output()) reserved_.insert(o);
   }
   for (const auto& o : g.output()) graph_outputs_.insert(o.name());
+  for (const auto& n : g.node()) read_names_.insert(n.input().begin(), n.input().end());
   PLANRT_RETURN_IF_ERROR(read_dims_and_inputs());
   PLANRT_RETURN_IF_ERROR(read_initializers());
   PLANRT_RETURN_IF_ERROR(import_nodes());

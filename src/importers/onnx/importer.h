@@ -174,6 +174,7 @@ class Importer {
   std::set<std::string> used_names_;
   std::set<std::string> reserved_;       // every ONNX name of the graph
   std::set<std::string> graph_outputs_;
+  std::set<std::string> read_names_;     // every name some node reads
   std::string current_block_;                         // of the node being imported
   std::vector<std::string> node_blocks_;              // per IR node (partitioning)
   std::set<std::string> causal_softmax_;

@@ -79,14 +79,15 @@ T load(const uint8_t* p) {
   return v;
 }
 
-// One shared mapping per external-data file, for the life of the import's tensors.
-std::shared_ptr<const format::MappedFile> map_shared(const std::string& path, Status* error) {
-  Result<format::MappedFile> mapped = format::MappedFile::open(path);
-  if (!mapped.ok()) {
-    *error = mapped.status();
-    return nullptr;
-  }
-  return std::make_shared<const format::MappedFile>(std::move(*mapped));
+// The context's mapping of `path`, made on first use and shared by the tensors read from it.
+Result<std::shared_ptr<const format::MappedFile>> map_shared(const ExternalDataContext& context,
+                                                             const std::string& path) {
+  auto it = context.mapped.find(path);
+  if (it != context.mapped.end()) return std::static_pointer_cast<const format::MappedFile>(it->second);
+  PLANRT_ASSIGN_OR_RETURN(format::MappedFile file, format::MappedFile::open(path));
+  auto shared = std::make_shared<const format::MappedFile>(std::move(file));
+  context.mapped[path] = shared;
+  return shared;
 }
 
 Result<Tensor> read_external(const ::onnx::TensorProto& proto, const ExternalDataContext& context,
@@ -139,9 +140,9 @@ Result<Tensor> read_external(const ::onnx::TensorProto& proto, const ExternalDat
     return bad_tensor(proto.name(), fmt::format("external data length {} disagrees with its shape "
                                                 "and type ({} bytes)", *length, nbytes));
   }
-  Status error;
-  std::shared_ptr<const format::MappedFile> mapped = map_shared(file.string(), &error);
-  if (mapped == nullptr) return error.with_context(fmt::format("tensor '{}'", proto.name()));
+  Result<std::shared_ptr<const format::MappedFile>> opened = map_shared(context, file.string());
+  if (!opened.ok()) return opened.status().with_context(fmt::format("tensor '{}'", proto.name()));
+  std::shared_ptr<const format::MappedFile> mapped = std::move(opened).value();
   const uint64_t size = mapped->bytes().size();
   if (offset > size || nbytes > size - offset) {
     return bad_tensor(proto.name(), fmt::format("external data [{}, {}) runs past the end of '{}' "
@@ -401,7 +402,7 @@ Result<Tensor> read_tensor_file(const std::string& path) {
     return make_error(ErrorCode::InvalidArgument, "'{}' is not a serialized ONNX TensorProto",
                       path);
   }
-  ExternalDataContext context{std::filesystem::path(path).parent_path()};
+  ExternalDataContext context{std::filesystem::path(path).parent_path(), {}};
   return read_tensor(*proto, context, proto);
 }
 

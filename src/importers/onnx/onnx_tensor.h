@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -55,9 +56,11 @@ struct Tensor {
   static Tensor owning(Elem elem, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
 };
 
-// How a TensorProto's external data is found and checked.
+// How a TensorProto's external data is found and checked. Each external file is mapped
+// once per context and shared by every tensor read from it (one import: one context).
 struct ExternalDataContext {
   std::filesystem::path model_dir;  // the folder of the .onnx file; every location lies in it
+  mutable std::map<std::string, std::shared_ptr<const void>> mapped;  // path -> its mapping
 };
 
 // Decodes an initializer or a Constant's tensor. `owner` keeps the TensorProto alive when
