@@ -42,6 +42,14 @@ struct CudaPoolStats {
 // CUDA or does not exist, NotSupported without a GPU.
 Result<CudaPoolStats> cuda_pool_stats(Device device);
 
+// Gives the memory `device`'s warm pool holds but nobody uses back to the driver now (what
+// the pool's last user does when it goes), after waiting for planrt's own frees on that
+// device, and trims the device's CUDA-graph memory. Memory in use is never released; the
+// next allocations grow the pool again. A pool planrt never created: ok, nothing done.
+// Errors: InvalidArgument for a device that is not CUDA or does not exist, NotSupported
+// without a GPU, the CUDA error naming the device otherwise.
+Status trim_cuda_pool(Device device);
+
 // The device's own memory figures (cudaMemGetInfo): what every process and context on the
 // device holds, not only planrt. Errors: InvalidArgument for a device that is not CUDA or
 // does not exist, NotSupported without a GPU.

@@ -280,6 +280,14 @@ void PoolHandle::reset() {
   fenced_ = false;
 }
 
+Status trim_pool(int device) {
+  PLANRT_RETURN_IF_ERROR(check_cuda_device(device));
+  DeviceSlot& slot = slot_for(device);
+  std::lock_guard lock(slot.mu);
+  if (!slot.configured) return {};  // planrt never used this device's pool: nothing to give back
+  return release(slot);
+}
+
 Result<CudaPoolStats> pool_stats(int device) {
   PLANRT_RETURN_IF_ERROR(check_cuda_device(device));
   CudaPoolStats stats;
@@ -312,6 +320,13 @@ void fail_pool_creation(bool on) { g_fail_pool_creation.store(on); }
 }  // namespace planrt::cuda
 
 namespace planrt {
+
+Status trim_cuda_pool(Device device) {
+  if (device.type != DeviceType::CUDA) {
+    return make_error(ErrorCode::InvalidArgument, "{} has no CUDA memory pool", to_string(device));
+  }
+  return cuda::trim_pool(device.index);
+}
 
 Result<CudaPoolStats> cuda_pool_stats(Device device) {
   if (device.type != DeviceType::CUDA) {

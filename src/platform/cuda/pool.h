@@ -111,6 +111,9 @@ class PoolHandle {
   bool fenced_ = false;
 };
 
+// Gives back what the device's pool holds and no one uses (trim_cuda_pool, planrt/platform/cuda.h).
+Status trim_pool(int device);
+
 // The device's statistics (see planrt/platform/cuda.h).
 Result<CudaPoolStats> pool_stats(int device);
 

@@ -1,0 +1,243 @@
+#include "build.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include "errors.h"
+#include "planrt/builder/builder.h"
+#include "planrt/importers/onnx.h"
+
+namespace py = pybind11;
+
+namespace planrt::python {
+namespace {
+
+struct PyBuiltProgram {
+  std::shared_ptr<builder::BuiltProgram> program;
+};
+
+struct BuildArgs {
+  std::optional<std::string> model;
+  std::optional<std::string> template_name;
+  py::object dims, input_values, ffn;
+  std::string partition, dtype, attention, weights, method;
+  std::optional<std::string> device;
+  bool shared_scratch = false, external_weights = false, no_reuse = false;
+  int64_t layers = 0, d_model = 0, heads = 0, max_seq = 0;
+};
+
+importers::OnnxDimBound dim_bound(const std::string& name, py::handle value) {
+  importers::OnnxDimBound b;
+  if (py::isinstance<py::int_>(value)) {
+    b.min = b.max = value.cast<int64_t>();
+  } else if ((py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value)) && py::len(value) == 2) {
+    py::sequence s = py::reinterpret_borrow<py::sequence>(value);
+    b.min = s[0].cast<int64_t>();
+    b.max = s[1].cast<int64_t>();
+  } else {
+    fail(ErrorCode::InvalidArgument,
+         fmt::format("dims['{}'] must be N or (MIN, MAX)", name));
+  }
+  if (b.min < 1 || b.max < b.min) {
+    fail(ErrorCode::InvalidArgument,
+         fmt::format("dims['{}'] = ({}, {}): the bounds need 1 <= MIN <= MAX", name, b.min, b.max));
+  }
+  return b;
+}
+
+std::string fspath(py::handle path) {
+  return py::module_::import("os").attr("fspath")(path).cast<std::string>();
+}
+
+builder::Model transformer(const BuildArgs& a) {
+  builder::TransformerOptions t;
+  t.layers = a.layers;
+  t.d_model = a.d_model;
+  t.heads = a.heads;
+  t.max_seq = a.max_seq;
+  if (py::isinstance<py::int_>(a.ffn)) {
+    t.ffn = a.ffn.cast<int64_t>();
+  } else {
+    t.ffn_per_block = a.ffn.cast<std::vector<int64_t>>();
+  }
+  t.weights = a.weights;
+  t.partition = a.partition;
+  t.fused_attention = a.attention == "fused";
+  t.dtype = unwrap(parse_dtype(a.dtype));
+  if (a.device) t.device = *a.device;
+  check(builder::check_transformer_options(t));
+  py::gil_scoped_release release;
+  return unwrap(builder::make_transformer(t));
+}
+
+builder::Model onnx(const BuildArgs& a) {
+  importers::OnnxImportOptions o;
+  if (!a.dims.is_none()) {
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(a.dims)) {
+      const std::string name = py::str(k).cast<std::string>();
+      o.dims[name] = dim_bound(name, v);
+    }
+  }
+  if (!a.input_values.is_none()) {
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(a.input_values)) {
+      o.input_values[py::str(k).cast<std::string>()] = fspath(v);
+    }
+  }
+  o.partition = a.partition;
+  if (a.device) o.device = *a.device;
+  o.fused_attention = a.attention == "fused";
+  o.method = a.method;
+  if (a.dtype != "f32") {
+    fail(ErrorCode::InvalidArgument, "dtype applies to template=; an ONNX model keeps its own types");
+  }
+  py::gil_scoped_release release;
+  return unwrap(importers::read_model_onnx(*a.model, o));
+}
+
+builder::Model json(const BuildArgs& a) {
+  if (!a.dims.is_none() || !a.input_values.is_none()) {
+    fail(ErrorCode::InvalidArgument, "dims and input_values apply to an ONNX model; a model JSON "
+                                     "declares its dims (docs/model-format.md)");
+  }
+  if (a.device) {
+    fail(ErrorCode::InvalidArgument, "device applies to template= and ONNX models; a model JSON "
+                                     "gives \"device\" per method or node (docs/model-format.md)");
+  }
+  py::gil_scoped_release release;
+  return unwrap(builder::read_model_json(*a.model));
+}
+
+PyBuiltProgram build(py::object model, py::object template_name, py::object dims,
+                     py::object input_values, const std::string& partition, py::object device,
+                     const std::string& dtype, const std::string& attention, bool shared_scratch,
+                     bool external_weights, bool no_reuse, int64_t layers, int64_t d_model,
+                     int64_t heads, py::object ffn, int64_t max_seq, const std::string& weights,
+                     const std::string& method) {
+  BuildArgs a;
+  if (!model.is_none()) a.model = fspath(model);
+  if (!template_name.is_none()) a.template_name = template_name.cast<std::string>();
+  if (a.model.has_value() == a.template_name.has_value()) {
+    fail(ErrorCode::InvalidArgument, "give either a model file (.json or .onnx) or template=, not both or neither");
+  }
+  if (attention != "fused" && attention != "unfused") {
+    fail(ErrorCode::InvalidArgument, fmt::format("attention='{}': expected 'fused' or 'unfused'", attention));
+  }
+  for (py::handle d : {dims, input_values}) {
+    if (!d.is_none() && !py::isinstance<py::dict>(d)) {
+      fail(ErrorCode::InvalidArgument, "dims and input_values are dicts keyed by name");
+    }
+  }
+  a.dims = dims;
+  a.input_values = input_values;
+  a.ffn = ffn;
+  a.partition = partition;
+  a.dtype = dtype;
+  a.attention = attention;
+  a.weights = weights;
+  a.method = method;
+  if (!device.is_none()) a.device = device.cast<std::string>();
+  a.shared_scratch = shared_scratch;
+  a.external_weights = external_weights;
+  a.no_reuse = no_reuse;
+  a.layers = layers;
+  a.d_model = d_model;
+  a.heads = heads;
+  a.max_seq = max_seq;
+
+  std::optional<builder::Model> built_model;
+  if (a.template_name) {
+    if (*a.template_name != "transformer") {
+      fail(ErrorCode::InvalidArgument,
+           fmt::format("unknown template '{}' (available: transformer)", *a.template_name));
+    }
+    if (!dims.is_none() || !input_values.is_none()) {
+      fail(ErrorCode::InvalidArgument, "dims and input_values apply to an ONNX model; the template "
+                                       "takes max_seq");
+    }
+    built_model.emplace(transformer(a));
+  } else if (a.model->ends_with(".onnx")) {
+    built_model.emplace(onnx(a));
+  } else {
+    built_model.emplace(json(a));
+  }
+  builder::BuildOptions options;
+  options.no_reuse = a.no_reuse;
+  options.external_weights = a.external_weights;
+  options.shared_scratch = a.shared_scratch;
+  options.producer = "planrt-python";
+  Result<builder::BuiltProgram> program = Status(ErrorCode::Internal, "not built");
+  {
+    py::gil_scoped_release release;
+    program = builder::build_program(*built_model, options);
+  }
+  return {std::make_shared<builder::BuiltProgram>(unwrap(std::move(program)))};
+}
+
+}  // namespace
+
+void register_build(py::module_& m) {
+  py::class_<PyBuiltProgram>(m, "BuiltProgram", R"doc(
+A program built in memory by ``planrt.build``: save it (``save``), take its bytes
+(``to_bytes``) or pass it to ``planrt.Module`` to load it directly.)doc")
+      .def("save", [](const PyBuiltProgram& p, py::object path) {
+        const std::string where = fspath(path);
+        py::gil_scoped_release release;
+        check(p.program->write(where));
+      }, py::arg("path"),
+           "Writes the .prog file (and, with external_weights, '<stem>.safetensors' beside it).")
+      .def("to_bytes", [](const PyBuiltProgram& p) {
+        std::vector<uint8_t> bytes;
+        {
+          py::gil_scoped_release release;
+          bytes = unwrap(p.program->serialize());
+        }
+        return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      }, "The .prog file's bytes (embedded weights only: external weights need save()).")
+      .def_property_readonly("num_constants", [](const PyBuiltProgram& p) { return p.program->num_constants(); })
+      .def_property_readonly("constants_bytes", [](const PyBuiltProgram& p) { return p.program->constants_bytes(); })
+      .def_property_readonly("plans", [](const PyBuiltProgram& p) {
+        py::list out;
+        for (const builder::PlanSummary& s : p.program->plans()) {
+          py::dict d;
+          d["method"] = s.method;
+          d["device"] = to_string(s.device);
+          d["planner"] = s.planner;
+          d["lower_bound_bytes"] = s.lower_bound_bytes;
+          d["planned_bytes"] = s.planned_bytes;
+          d["num_tensors"] = s.num_tensors;
+          d["ratio"] = s.ratio();
+          out.append(d);
+        }
+        return out;
+      }, "The memory plan of each (method, device): planned bytes, lower bound, ratio.");
+
+  m.def("build", &build, py::arg("model") = py::none(), py::kw_only(), py::arg("template") = py::none(),
+        py::arg("dims") = py::none(), py::arg("input_values") = py::none(),
+        py::arg("partition") = "cpu", py::arg("device") = py::none(), py::arg("dtype") = "f32",
+        py::arg("attention") = "fused", py::arg("shared_scratch") = false,
+        py::arg("external_weights") = false, py::arg("no_reuse") = false, py::arg("layers") = 2,
+        py::arg("d_model") = 512, py::arg("heads") = 8, py::arg("ffn") = 2048,
+        py::arg("max_seq") = 2048, py::arg("weights") = "random:0", py::arg("method") = "forward",
+        R"doc(
+Builds a program, as ``planrt build`` does (docs/cli.md), and returns a BuiltProgram.
+
+``model``: a model JSON (docs/model-format.md) or an ONNX file (docs/onnx.md), by path; or
+``template="transformer"`` with ``layers``, ``d_model``, ``heads``, ``ffn`` (one width or one
+per block), ``max_seq``, ``weights`` ("random:SEED" or a .safetensors path) and ``dtype``
+("f32" or "bf16").
+
+ONNX only: ``dims`` bounds the model's named dims, ``{"S": (1, 128)}`` or ``{"S": 64}`` (a
+fixed size); ``input_values`` fixes inputs at build time, ``{"shape": "shape.pb"}``; ``method``
+names the program's method. Template and ONNX: ``partition`` ("cpu", "cuda",
+"cuda-per-block", "cuda-per-op", "engine", "engine-per-block"), ``device`` ("cpu", "cuda:N")
+and ``attention`` ("fused" or "unfused"). Every model: ``shared_scratch`` (engines draw from the
+per-device pool), ``external_weights`` (weights in a .safetensors file beside the program),
+``no_reuse`` (the no-reuse planner, for debugging).)doc");
+}
+
+}  // namespace planrt::python

@@ -1,0 +1,185 @@
+#include "memory.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include <pybind11/stl.h>
+
+#include "errors.h"
+#include "planrt/backends/engine.h"
+#ifdef PLANRT_HAVE_CUDA
+#include "planrt/platform/cuda.h"
+#endif
+
+namespace py = pybind11;
+
+namespace planrt::python {
+namespace {
+
+Device parse(const std::string& text) { return unwrap(parse_device(text)); }
+
+py::dict scratch_dict(const EngineScratchStats& s) {
+  py::list contexts;
+  for (const EngineContextInfo& c : s.contexts) {
+    py::dict d;
+    d["method"] = c.method;
+    d["segment"] = c.segment;
+    d["pooled"] = c.pooled;
+    d["scratch_bytes"] = c.scratch_bytes;
+    contexts.append(d);
+  }
+  py::dict d;
+  d["device"] = to_string(s.device);
+  d["contexts"] = contexts;
+  d["pool_capacity_bytes"] = s.pool_capacity_bytes;
+  d["pool_high_water_bytes"] = s.pool_high_water_bytes;
+  d["pool_growths"] = s.pool_growths;
+  d["pool_trims"] = s.pool_trims;
+  d["pooled_runs"] = s.pooled_runs;
+  d["pooled_contexts"] = s.pooled_contexts;
+  d["pooled_private_equivalent_bytes"] = s.pooled_private_equivalent_bytes;
+  d["private_contexts"] = s.private_contexts;
+  d["private_scratch_bytes"] = s.private_scratch_bytes;
+  return d;
+}
+
+#ifdef PLANRT_HAVE_CUDA
+py::dict pool_dict(const CudaPoolStats& p) {
+  py::dict d;
+  d["device"] = to_string(p.device);
+  d["pool_created"] = p.pool_created;
+  d["private_pool"] = p.private_pool;
+  d["release_threshold"] = p.release_threshold;
+  d["reserved_bytes"] = p.reserved_bytes;
+  d["reserved_high_bytes"] = p.reserved_high_bytes;
+  d["used_bytes"] = p.used_bytes;
+  d["used_high_bytes"] = p.used_high_bytes;
+  d["allocations"] = p.allocations;
+  d["frees"] = p.frees;
+  d["trims"] = p.trims;
+  d["users"] = p.users;
+  return d;
+}
+#endif
+
+[[noreturn]] void no_cuda() {
+  fail(ErrorCode::NotSupported, "this planrt was built without CUDA (PLANRT_CUDA=OFF or no nvcc)");
+}
+
+}  // namespace
+
+py::dict memory_report(const Program& program, const std::vector<std::shared_ptr<const Method>>& loaded) {
+  struct Figures {
+    uint64_t weights = 0, planned = 0;
+  };
+  std::map<Device, Figures> devices;
+  bool shares_host_arenas = false;
+  py::dict methods;
+  for (const auto& method : loaded) {
+    const MethodMeta& meta = method->meta();
+    for (const MemoryEstimate& e : meta.memory) {
+      Figures& f = devices[e.device];
+      // Methods of one program on one device share their weights (one upload per constant):
+      // the largest method's figure, not the sum.
+      f.weights = std::max(f.weights, e.weights_bytes);
+      if (!(e.device.is_cpu() && method->shares_memory_arenas())) f.planned += e.planned_bytes;
+    }
+    shares_host_arenas = shares_host_arenas || method->shares_memory_arenas();
+    py::dict m;
+    py::list estimates;
+    for (const MemoryEstimate& e : meta.memory) {
+      py::dict est;
+      est["device"] = to_string(e.device);
+      est["planned_bytes"] = e.planned_bytes;
+      est["weights_bytes"] = e.weights_bytes;
+      est["engine_scratch_bytes"] = e.engine_scratch_bytes;
+      estimates.append(est);
+    }
+    m["estimate"] = estimates;
+    m["shares_host_arenas"] = method->shares_memory_arenas();
+    methods[py::str(meta.name)] = m;
+  }
+  if (shares_host_arenas) devices[Device::cpu()].planned += program.shared_host_arena_bytes();
+
+  py::list out;
+  for (const auto& [device, f] : devices) {
+    py::dict d;
+    d["device"] = to_string(device);
+    d["weights_bytes"] = f.weights;
+    d["planned_bytes"] = f.planned;
+    Result<EngineScratchStats> scratch = engine_scratch_stats(device);
+    d["engine_scratch"] = scratch.ok() ? py::object(scratch_dict(*scratch)) : py::object(py::none());
+    d["warm_pool"] = py::none();
+    d["device_used_bytes"] = py::none();
+    d["device_total_bytes"] = py::none();
+#ifdef PLANRT_HAVE_CUDA
+    if (device.type == DeviceType::CUDA) {
+      Result<CudaPoolStats> pool = cuda_pool_stats(device);
+      if (pool.ok()) d["warm_pool"] = pool_dict(*pool);
+      Result<CudaDeviceMemory> used = cuda_device_memory(device);
+      if (used.ok()) {
+        d["device_used_bytes"] = used->used_bytes();
+        d["device_total_bytes"] = used->total_bytes;
+      }
+    }
+#endif
+    out.append(d);
+  }
+  py::dict report;
+  report["devices"] = out;
+  report["methods"] = methods;
+  report["constants_bytes"] = program.constants_bytes();
+  report["shared_host_arena_bytes"] = program.shared_host_arena_bytes();
+  report["shared_host_arenas_allocated"] = program.shared_host_arenas_allocated();
+  return report;
+}
+
+void register_memory(py::module_& m) {
+  m.def("engine_scratch_stats", [](const std::string& device) {
+    return scratch_dict(unwrap(engine_scratch_stats(parse(device))));
+  }, py::arg("device") = "cpu",
+        "The engine backend's scratch on `device`: live contexts, private bytes, the shared pool.");
+  m.def("trim_engine_scratch_pool", [](const std::string& device) {
+    const Device d = parse(device);
+    py::gil_scoped_release release;
+    check(trim_engine_scratch_pool(d));
+  }, py::arg("device") = "cpu", "Gives the shared engine scratch pool's buffer on `device` back.");
+  m.def("warm_pool_stats", [](const std::string& device) -> py::dict {
+#ifdef PLANRT_HAVE_CUDA
+    return pool_dict(unwrap(cuda_pool_stats(parse(device))));
+#else
+    (void)device;
+    no_cuda();
+#endif
+  }, py::arg("device") = "cuda:0",
+        "The warm CUDA pool of `device`: reserved and used bytes (now and highest), allocations.");
+  m.def("trim_warm_pool", [](const std::string& device) {
+#ifdef PLANRT_HAVE_CUDA
+    const Device d = parse(device);
+    py::gil_scoped_release release;
+    check(trim_cuda_pool(d));
+#else
+    (void)device;
+    no_cuda();
+#endif
+  }, py::arg("device") = "cuda:0",
+        "Gives what the warm pool of `device` holds and nobody uses back to the driver.");
+  m.def("device_memory", [](const std::string& device) -> py::dict {
+#ifdef PLANRT_HAVE_CUDA
+    CudaDeviceMemory mem = unwrap(cuda_device_memory(parse(device)));
+    py::dict d;
+    d["device"] = to_string(mem.device);
+    d["free_bytes"] = mem.free_bytes;
+    d["total_bytes"] = mem.total_bytes;
+    d["used_bytes"] = mem.used_bytes();
+    return d;
+#else
+    (void)device;
+    no_cuda();
+#endif
+  }, py::arg("device") = "cuda:0",
+        "What the device itself says (cudaMemGetInfo): free, total and used bytes, all processes.");
+}
+
+}  // namespace planrt::python
