@@ -75,8 +75,8 @@ class PyModule {
     options_.share_memory_arenas = share_memory_arenas;
     options_.max_planned_bytes_per_device = max_planned_bytes_per_device;
     options_.synchronize_each_step = synchronize_each_step;
-    if (py::hasattr(source, "to_bytes") && !py::isinstance<py::bytes>(source)) {
-      source = source.attr("to_bytes")();  // a planrt.BuiltProgram
+    if (py::isinstance(source, py::module_::import("planrt._planrt").attr("BuiltProgram"))) {
+      source = source.attr("to_bytes")();
     }
     Result<Program> program = Status(ErrorCode::Internal, "no program");
     if (py::isinstance<py::str>(source) || py::hasattr(source, "__fspath__")) {

@@ -10,6 +10,8 @@ void DeviceAllocator::destroy_stream(void*, Device) {}
 
 Status DeviceAllocator::synchronize(void*, Device) { return {}; }
 
+Status DeviceAllocator::wait_for_caller(void*, Device) { return {}; }
+
 Result<bool> DeviceAllocator::pin_host_memory(void*, size_t, Device) { return false; }
 
 void DeviceAllocator::unpin_host_memory(void*, size_t, Device) {}

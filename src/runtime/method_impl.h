@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -152,6 +153,12 @@ struct Method::Impl {
   // run() copies such an input to the device straight from the caller's memory, which
   // saves a host memcpy into its planned buffer per run. Set at load by find_inputs_read_only_by_device_copies().
   std::vector<bool> input_read_by_copies_only;
+  // Per method input: the device every copy reading it goes to, when it is read only by
+  // host-to-device copies to one device. An input the caller passes in that device's memory
+  // is copied device to device instead (no host round trip). Set with the flags above.
+  std::vector<std::optional<Device>> input_copy_device;
+  // Per method input, during a run: true when the caller passed it in device memory.
+  std::vector<bool> input_on_device;
   void find_inputs_read_only_by_device_copies();
   // Pins each own host arena a device-to-host copy writes (once per arena).
   Status pin_device_copy_destinations();

@@ -38,8 +38,10 @@ TensorView Method::Impl::view_of(uint32_t id) const {
 
 namespace {
 
-// Device copies go on the step's stream (null for a synchronous device).
-Status run_copy(const Step& step, const TensorView& src, const TensorView& dst, void* stream) {
+// Device copies go on the step's stream (null for a synchronous device). `kind` is the
+// step's own, or DeviceToDevice for an input the caller passed in device memory.
+Status run_copy(const Step& step, CopyKind kind, const TensorView& src, const TensorView& dst,
+                void* stream) {
   if (!(src.sizes == dst.sizes)) {
     return make_error(ErrorCode::Internal, "copy from {} to {}", src.sizes.to_string(),
                       dst.sizes.to_string());
@@ -47,7 +49,7 @@ Status run_copy(const Step& step, const TensorView& src, const TensorView& dst, 
   size_t n = src.nbytes();
   if (n == 0) return {};
   DeviceAllocator* a = step.copy_allocator;
-  switch (step.copy) {
+  switch (kind) {
     case CopyKind::HostToHost:
       std::memcpy(dst.data, src.data, n);
       return {};
@@ -65,18 +67,25 @@ Status run_copy(const Step& step, const TensorView& src, const TensorView& dst, 
 
 void Method::Impl::find_inputs_read_only_by_device_copies() {
   input_read_by_copies_only.assign(inputs.size(), false);
+  input_copy_device.assign(inputs.size(), std::nullopt);
+  input_on_device.assign(inputs.size(), false);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const uint32_t id = inputs[i];
     if (std::find(outputs.begin(), outputs.end(), id) != outputs.end()) continue;
     bool read = false;
     bool only_copies = true;
+    std::optional<Device> device;
+    bool one_device = true;
     for (const Step& s : steps) {
       if (std::find(s.inputs.begin(), s.inputs.end(), id) == s.inputs.end()) continue;
       read = true;
       only_copies = only_copies && s.kind == fb::InstructionKind::Copy &&
                     s.copy == CopyKind::HostToDevice;
+      if (device && !(*device == s.copy_device)) one_device = false;
+      device = s.copy_device;
     }
     input_read_by_copies_only[i] = read && only_copies;
+    if (read && only_copies && one_device) input_copy_device[i] = device;
   }
 }
 
@@ -159,10 +168,16 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
     const TensorView& in = args[i];
     const ValueSlot& v = values[inputs[i]];
     std::string what = fmt::format("method '{}': input {} '{}'", meta.name, i, v.name);
-    if (!in.device.is_cpu() || !in.is_contiguous()) {
+    if (!in.is_contiguous()) {
+      return make_error(ErrorCode::InvalidArgument, "{} must be contiguous", what);
+    }
+    input_on_device[i] = !in.device.is_cpu();
+    if (input_on_device[i] && !(input_copy_device[i] && *input_copy_device[i] == in.device)) {
       return make_error(ErrorCode::InvalidArgument,
-                        "{} must be a contiguous host tensor (got one on {})", what,
-                        to_string(in.device));
+                        "{} is in {} memory, but the method reads it {}: pass a host tensor{}",
+                        what, to_string(in.device),
+                        input_copy_device[i] ? "on " + to_string(*input_copy_device[i]) : "on the host",
+                        input_copy_device[i] ? " or one on " + to_string(*input_copy_device[i]) : "");
     }
     if (in.dtype != v.dtype) {
       return make_error(ErrorCode::InvalidArgument, "{} is {}, expected {}", what,
@@ -186,13 +201,17 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
     if (n != 0 && !input_read_by_copies_only[i]) {
       std::memcpy(values[inputs[i]].data, args[i].data, n);
     }
+    if (input_on_device[i]) ++stats.inputs_from_device;
   }
   // A host-to-device copy's source may be reused once the call returns (DeviceAllocator),
   // so the caller's memory serves as the source for this run and is not read after it.
   auto source_of = [&](uint32_t id) {
     TensorView v = view_of(id);
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i] == id && input_read_by_copies_only[i]) v.data = args[i].data;
+      if (inputs[i] == id && input_read_by_copies_only[i]) {
+        v.data = args[i].data;
+        v.device = args[i].device;
+      }
     }
     return v;
   };
@@ -222,9 +241,21 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
       case fb::InstructionKind::Kernel:
         status = s.fn(s.attrs, s.in_views, s.out_views);
         break;
-      case fb::InstructionKind::Copy:
-        status = run_copy(s, s.in_views[0], s.out_views[0], stream);
+      case fb::InstructionKind::Copy: {
+        CopyKind kind = s.copy;
+        if (kind == CopyKind::HostToDevice && !s.in_views[0].device.is_cpu()) {
+          // The caller's device memory: ordered after the caller's own work on the device.
+          kind = CopyKind::DeviceToDevice;
+          status = s.copy_allocator->wait_for_caller(stream, s.copy_device);
+        }
+        if (status.ok()) status = run_copy(s, kind, s.in_views[0], s.out_views[0], stream);
+        if (status.ok() && kind != CopyKind::HostToHost) {
+          (kind == CopyKind::HostToDevice   ? stats.host_to_device_bytes
+           : kind == CopyKind::DeviceToHost ? stats.device_to_host_bytes
+                                            : stats.device_to_device_bytes) += s.in_views[0].nbytes();
+        }
         break;
+      }
       default: {
         const DelegateSlot& d = delegates[s.delegate];
         delegate_ran[s.delegate] = true;

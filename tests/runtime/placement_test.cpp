@@ -79,6 +79,56 @@ TEST(Placement, DeviceMethodWithoutAllocatorIsRefusedAndHostMethodKeepsRunning) 
   backend->check_device_memory(nullptr);
 }
 
+// An input already in the device's memory (a CUDA tensor through DLPack) is copied device
+// to device: no host round trip, and the copy counters say so.
+TEST(Placement, DeviceInputIsCopiedDeviceToDevice) {
+  ScopedTestAllocator cuda;
+  ScopedTestBackend backend("cuda");
+  ASSERT_TRUE(cuda.status().ok() && backend.status().ok());
+  Program p = load_fixture(host_and_device_program());
+  Result<Method> device = p.load_method("device");
+  ASSERT_TRUE(device.ok()) << device.status().to_string();
+  const int64_t s = 3;
+  std::vector<float> x = make_x(s);
+  const size_t n = x.size() * sizeof(float);
+  Result<void*> dx = cuda->allocate(n, Device::cuda(0));
+  ASSERT_TRUE(dx.ok());
+  ASSERT_TRUE(cuda->copy_host_to_device(*dx, x.data(), n, Device::cuda(0)).ok());
+  const int64_t h2d_before = cuda->counts().copies_h2d;
+  TensorView in = TensorView::contiguous(*dx, DType::F32, {s, kFeatures}, Device::cuda(0));
+  Result<std::vector<Tensor>> out = device->execute({&in, 1});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(floats((*out)[0]), fixtures::relu_add_reference(x, kFeatures));
+  EXPECT_EQ(cuda->counts().copies_h2d, h2d_before);
+  EXPECT_EQ(cuda->counts().copies_d2d, 1);
+  const MethodRunStats stats = device->run_stats();
+  EXPECT_EQ(stats.inputs_from_device, 1);
+  EXPECT_EQ(stats.host_to_device_bytes, 0u);
+  EXPECT_EQ(stats.device_to_device_bytes, n);
+  EXPECT_EQ(stats.device_to_host_bytes, n);
+
+  // A host run of the same method counts a host-to-device copy instead.
+  Result<std::vector<Tensor>> host_run = run_relu_add(*device, s);
+  ASSERT_TRUE(host_run.ok()) << host_run.status().to_string();
+  EXPECT_EQ(device->run_stats().host_to_device_bytes, n);
+  EXPECT_EQ(device->run_stats().inputs_from_device, 1);
+
+  // Device memory the method does not read on that device is refused, naming both.
+  TensorView other = TensorView::contiguous(*dx, DType::F32, {s, kFeatures}, Device::cuda(1));
+  Result<std::vector<Tensor>> refused = device->execute({&other, 1});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(refused.status().message(), "cuda:1")) << refused.status().message();
+  EXPECT_TRUE(contains(refused.status().message(), "on cuda:0")) << refused.status().message();
+  Result<Method> host = p.load_method("host");
+  ASSERT_TRUE(host.ok());
+  Result<std::vector<Tensor>> on_host = host->execute({&in, 1});
+  ASSERT_FALSE(on_host.ok());
+  EXPECT_EQ(on_host.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_TRUE(contains(on_host.status().message(), "reads it on the host")) << on_host.status().message();
+  cuda->deallocate(*dx, n, Device::cuda(0));
+}
+
 // Rule 2.
 TEST(Placement, HostMethodsShareArenas) {
   ScopedTestAllocator host(DeviceType::CPU);

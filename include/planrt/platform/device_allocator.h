@@ -18,6 +18,11 @@
 //   may be read only after synchronize(stream). With a null stream the *_async copies are
 //   the synchronous ones (the defaults do exactly that). destroy_stream() lets queued work
 //   finish and never throws.
+// - Caller's work (optional): wait_for_caller(stream) orders `stream` after the work a
+//   caller enqueued on the device before the call, outside planrt's streams (CUDA: on the
+//   legacy default stream, where DLPack producers asked for stream 1 make their work
+//   visible). The runtime calls it before it reads an input that is already in device
+//   memory. The default has nothing to wait for (a device without queues).
 // - Pinning (optional): pin_host_memory() page-locks host memory the runtime copies to or
 //   from the device, so those copies run as DMA without the driver's staging (what that saves:
 //   docs/placement.md). Copies from pinned host
@@ -82,6 +87,8 @@ class DeviceAllocator {
                                            Device device, void* stream);
   virtual Status copy_device_to_device_async(void* dst, const void* src, size_t nbytes,
                                              Device device, void* stream);
+  // Caller's work (see above). The default: ok, nothing to wait for.
+  virtual Status wait_for_caller(void* stream, Device device);
   // Pinning (see above). The defaults pin nothing.
   virtual Result<bool> pin_host_memory(void* ptr, size_t nbytes, Device device);
   virtual void unpin_host_memory(void* ptr, size_t nbytes, Device device);

@@ -33,7 +33,8 @@
 //   Loading, running and destroying other Methods of the same Program meanwhile is fine,
 //   the arena set they share included (it goes with the last Method holding it).
 // Errors: execute/run return InvalidArgument (wrong input count, dtype, rank, static dim,
-// dims that disagree across inputs, non-host or non-contiguous input), OutOfRange (a dim
+// dims that disagree across inputs, a non-contiguous input, an input in device memory the
+// method does not read on that device), OutOfRange (a dim
 // outside its bounds, naming input, dim, value and bounds), or the failing instruction's
 // error prefixed with the method, instruction index, op and node.
 #pragma once
@@ -79,6 +80,11 @@ struct MethodRunStats {
   int64_t synchronizations = 0;      // stream synchronizations, all runs
   int64_t last_run_synchronizations = 0;
   int64_t streams = 0;               // streams the method owns
+  // Bytes the method's copies moved, all runs (host-to-host copies not counted).
+  uint64_t host_to_device_bytes = 0;
+  uint64_t device_to_host_bytes = 0;
+  uint64_t device_to_device_bytes = 0;
+  int64_t inputs_from_device = 0;    // inputs the caller passed in device memory, all runs
 };
 
 class Method {
@@ -92,10 +98,13 @@ class Method {
   // True when this method uses the program's shared host arenas.
   bool shares_memory_arenas() const;
 
-  // Binds dims, copies `inputs` (contiguous host views, in the method's input order) in,
-  // runs every instruction and returns the outputs as owned tensors. An input that only a
-  // copy to a device reads goes to the device straight from `inputs` (no host copy first);
-  // either way `inputs` are read during the call only.
+  // Binds dims, copies `inputs` (contiguous views, in the method's input order) in, runs
+  // every instruction and returns the outputs as owned tensors. An input that only a copy to
+  // a device reads goes to the device straight from `inputs` (no host copy first), and may
+  // then already be in that device's memory: it is copied device to device, after the work
+  // the caller enqueued on the device before the call (DeviceAllocator::wait_for_caller),
+  // with no host round trip. Every other input is a host view. Either way `inputs` are read
+  // during the call only.
   Result<std::vector<Tensor>> execute(std::span<const TensorView> inputs);
 
   // The loop the CLI times: everything execute() does except copying the outputs out.

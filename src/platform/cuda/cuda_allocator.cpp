@@ -138,6 +138,23 @@ Status CudaAllocator::copy_device_to_device_async(void* dst, const void* src, si
   return copy(dst, src, nbytes, device, cudaMemcpyDeviceToDevice, "device-to-device", stream);
 }
 
+Status CudaAllocator::wait_for_caller(void* stream, Device device) {
+  if (stream == nullptr) return {};
+  auto guard = DeviceGuard::set(device.index);
+  if (!guard.ok()) return guard.status().with_context("ordering after the caller's work");
+  // An event recorded on the legacy default stream (handle 0), waited for on `stream`: the
+  // method's stream is non-blocking, so without it nothing orders the two.
+  cudaEvent_t event = nullptr;
+  cudaError_t err = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (err != cudaSuccess) return cuda_error(err, "creating an event for the caller's work", device.index);
+  err = cudaEventRecord(event, nullptr);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), event, 0);
+  cudaError_t destroyed = cudaEventDestroy(event);  // released once the wait is satisfied
+  if (err != cudaSuccess) return cuda_error(err, "waiting for the caller's work (legacy default stream)", device.index);
+  if (destroyed != cudaSuccess) return cuda_error(destroyed, "cudaEventDestroy", device.index);
+  return {};
+}
+
 Result<bool> CudaAllocator::pin_host_memory(void* ptr, size_t nbytes, Device device) {
   if (ptr == nullptr || nbytes == 0) return false;
   auto guard = DeviceGuard::set(device.index);

@@ -39,6 +39,7 @@ class CudaAllocator final : public DeviceAllocator {
                                      void* stream) override;
   // cudaHostRegister / cudaHostUnregister. Memory some other code registered already, or
   // memory the driver refuses to lock, stays pageable: false, and the copies work as before.
+  Status wait_for_caller(void* stream, Device device) override;
   Result<bool> pin_host_memory(void* ptr, size_t nbytes, Device device) override;
   void unpin_host_memory(void* ptr, size_t nbytes, Device device) override;
   // cudaMemGetInfo's total; 0 (unknown) for a device that is not there.
