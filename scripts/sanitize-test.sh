@@ -15,7 +15,7 @@ flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 # -g1: line tables only, enough for a report's file:line and about 20% less compile time
 # than -g (measured on allocation_sweep_test.cpp) on CI's two cores.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-  -DPLANRT_CUDA=OFF -DPLANRT_BUILD_BENCH=OFF \
+  -DPLANRT_CUDA=OFF -DPLANRT_BUILD_BENCH=OFF -DPLANRT_PYTHON=OFF \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
 cmake --build "$build_dir" -j "$jobs"
 # allocator_may_return_null: tests ask for impossible sizes on purpose and expect an error,

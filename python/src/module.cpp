@@ -183,6 +183,10 @@ class PyModule {
     d["synchronizations"] = s.synchronizations;
     d["last_run_synchronizations"] = s.last_run_synchronizations;
     d["streams"] = s.streams;
+    d["host_to_device_bytes"] = s.host_to_device_bytes;
+    d["device_to_host_bytes"] = s.device_to_host_bytes;
+    d["device_to_device_bytes"] = s.device_to_device_bytes;
+    d["inputs_from_device"] = s.inputs_from_device;
     return d;
   }
 
@@ -293,7 +297,8 @@ read in place, a CUDA tensor on the method's device is copied device to device),
 ``outputs="numpy"`` gives NumPy arrays (bf16 widened to float32); ``"dlpack"`` gives
 ``planrt.Tensor`` objects that ``torch.from_dlpack`` takes without a copy.)doc")
       .def("run_stats", &PyModule::run_stats, py::arg("name"),
-           "Counters of a loaded method's runs: runs, stream synchronizations, streams.")
+           "Counters of a loaded method's runs: runs, stream synchronizations, streams, the bytes "
+           "its copies moved each way, and the inputs passed in device memory.")
       .def("memory_report", &PyModule::memory_report, R"doc(
 What the program's loaded methods hold, per device: weights, planned arenas (the shared host
 arena set once), the engine backend's scratch (private contexts and the shared pool), the
