@@ -30,6 +30,16 @@ for lib in libfmt.so.9 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libben
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
   [ -n "$path" ] && cp -L "$path" "$dst/lib/"
 done
+# The Python module is rebuilt on the GPU machine for its own Python
+# (scripts/build-python-module.sh) against the library and these headers.
+if [ -f "$src/src/libplanrt.so" ]; then
+  cp -L "$src/src/libplanrt.so" "$dst/lib/libplanrt.so"
+  strip "$dst/lib/libplanrt.so"
+  mkdir -p "$dst/include-extra"
+  cp -r /usr/include/fmt /usr/include/dlpack "$dst/include-extra/"
+  grep -q 'PLANRT_HAVE_CUDA:INTERNAL=ON\|^PLANRT_CUDA:STRING=ON' "$src/CMakeCache.txt" &&
+    touch "$dst/include-extra/planrt_has_cuda"
+fi
 mkdir -p "$dst/onnx-node"
 while read -r t; do
   cp -r "/usr/share/libonnx-testdata/data/node/$t" "$dst/onnx-node/"

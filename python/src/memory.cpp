@@ -63,9 +63,11 @@ py::dict pool_dict(const CudaPoolStats& p) {
 }
 #endif
 
+#ifndef PLANRT_HAVE_CUDA
 [[noreturn]] void no_cuda() {
   fail(ErrorCode::NotSupported, "this planrt was built without CUDA (PLANRT_CUDA=OFF or no nvcc)");
 }
+#endif
 
 }  // namespace
 
