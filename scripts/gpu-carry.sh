@@ -33,12 +33,16 @@ done
 # The Python module is rebuilt on the GPU machine for its own Python
 # (scripts/build-python-module.sh) against the library and these headers.
 if [ -f "$src/src/libplanrt.so" ]; then
-  cp -L "$src/src/libplanrt.so" "$dst/lib/libplanrt.so"
-  strip "$dst/lib/libplanrt.so"
+  soname=$(objdump -p "$src/src/libplanrt.so" | awk '$1 == "SONAME" {print $2}')
+  cp -L "$src/src/libplanrt.so" "$dst/lib/$soname"
+  ln -s "$soname" "$dst/lib/libplanrt.so"
+  strip "$dst/lib/$soname"
   mkdir -p "$dst/include-extra"
   cp -r /usr/include/fmt /usr/include/dlpack "$dst/include-extra/"
-  grep -q 'PLANRT_HAVE_CUDA:INTERNAL=ON\|^PLANRT_CUDA:STRING=ON' "$src/CMakeCache.txt" &&
+  # grep -c reads all of nm's output (grep -q would close the pipe early: SIGPIPE under pipefail).
+  if nm -D --defined-only "$dst/lib/$soname" | grep -c register_cuda_backend > /dev/null; then
     touch "$dst/include-extra/planrt_has_cuda"
+  fi
 fi
 mkdir -p "$dst/onnx-node"
 while read -r t; do
