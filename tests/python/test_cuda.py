@@ -62,11 +62,11 @@ def test_a_cuda_tensor_on_the_host_method_is_refused():
 
 
 def test_bf16_takes_float32_or_bf16_and_gives_both_back():
-    built = planrt.build(template="transformer", layers=1, d_model=64, heads=4, ffn=128,
+    built = planrt.build(template="transformer", layers=1, d_model=128, heads=2, ffn=256,
                          max_seq=32, partition="cuda", device="cuda:0", dtype="bf16")
     m = planrt.Module(built)
     assert m.method_meta("forward").inputs[0].dtype == "bf16"
-    x = torch.randn(1, 8, 64)
+    x = torch.randn(1, 8, 128)
     (from_f32,) = m.run("forward", [x.numpy()])
     assert from_f32.dtype == np.float32
     (from_bf16,) = m.run("forward", [x.to(torch.bfloat16).cuda()])
