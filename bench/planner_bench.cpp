@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "bench_stats.h"
+#include "planner/planner_csv.h"
 #include "planning/planner.h"
 #include "support/plan_cases.h"
 
@@ -47,6 +48,8 @@ struct Options {
   std::string command;      // recorded instead of argv when given (e.g. the build command)
   std::string device_note;  // appended to the CPU name, e.g. "(2 cores, shared)"
   bool smoke = false;
+  std::string cases_dir;   // --cases-dir: the CSV cases (planner_csv.h) instead of the families
+  double budget_ms = 1000; // --budget-ms: the search's budget per CSV case
 };
 
 // One planner to benchmark: plan_memory(kind), or one greedy ordering alone.
@@ -180,6 +183,10 @@ int main(int argc, char** argv) {
       opt.out = argv[i] + 6;
     } else if (std::strncmp(argv[i], "--command=", 10) == 0) {
       opt.command = argv[i] + 10;
+    } else if (std::strncmp(argv[i], "--cases-dir=", 12) == 0) {
+      opt.cases_dir = argv[i] + 12;
+    } else if (std::strncmp(argv[i], "--budget-ms=", 12) == 0) {
+      opt.budget_ms = std::strtod(argv[i] + 12, nullptr);
     } else if (std::strncmp(argv[i], "--device-note=", 14) == 0) {
       opt.device_note = argv[i] + 14;
     } else if (parse_size(argv[i], "--cases", &opt.cases) ||
@@ -192,7 +199,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--smoke] [--out=PATH] [--command=TEXT] [--device-note=TEXT] [--cases=N] [--min-tensors=N] [--max-tensors=N] "
-                   "[--large-cases=N] [--large-tensors=N] [--reps=N]\n",
+                   "[--large-cases=N] [--large-tensors=N] [--reps=N] | --cases-dir=DIR [--budget-ms=N] [--out=PATH]\n",
                    argv[0]);
       return 2;
     }
@@ -212,6 +219,13 @@ int main(int argc, char** argv) {
   const std::string device =
       opt.device_note.empty() ? cpu_name() : cpu_name() + " " + opt.device_note;
   if (!opt.command.empty()) command = opt.command;
+  if (!opt.cases_dir.empty()) {
+    planrt::bench::CsvRunContext context{commit, json_escape(command), json_escape(device),
+                                         opt.budget_ms, out};
+    const bool ok = planrt::bench::run_csv_cases(opt.cases_dir, context);
+    if (out != nullptr && std::fclose(out) != 0) return 1;
+    return ok ? 0 : 1;
+  }
 
   struct Batch {
     size_t cases, min_tensors, max_tensors;

@@ -117,7 +117,7 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
                      const std::string& dtype, const std::string& attention, bool shared_scratch,
                      bool external_weights, bool no_reuse, int64_t layers, int64_t d_model,
                      int64_t heads, py::object ffn, int64_t max_seq, const std::string& weights,
-                     const std::string& method) {
+                     const std::string& method, double plan_time_budget_ms) {
   BuildArgs a;
   if (!model.is_none()) a.model = fspath(model);
   if (!template_name.is_none()) a.template_name = template_name.cast<std::string>();
@@ -170,6 +170,8 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
   options.external_weights = a.external_weights;
   options.shared_scratch = a.shared_scratch;
   options.producer = "planrt-python";
+  if (plan_time_budget_ms < 0) fail(ErrorCode::InvalidArgument, "plan_time_budget_ms must be >= 0");
+  options.plan_time_budget_ms = plan_time_budget_ms;
   Result<builder::BuiltProgram> program = Status(ErrorCode::Internal, "not built");
   {
     py::gil_scoped_release release;
@@ -223,6 +225,7 @@ A program built in memory by ``planrt.build``: save it (``save``), take its byte
         py::arg("external_weights") = false, py::arg("no_reuse") = false, py::arg("layers") = 2,
         py::arg("d_model") = 512, py::arg("heads") = 8, py::arg("ffn") = 2048,
         py::arg("max_seq") = 2048, py::arg("weights") = "random:0", py::arg("method") = "forward",
+        py::arg("plan_time_budget_ms") = 500.0,
         R"doc(
 Builds a program, as ``planrt build`` does (docs/cli.md), and returns a BuiltProgram.
 
@@ -237,7 +240,8 @@ names the program's method. Template and ONNX: ``partition`` ("cpu", "cuda",
 "cuda-per-block", "cuda-per-op", "engine", "engine-per-block"), ``device`` ("cpu", "cuda:N")
 and ``attention`` ("fused" or "unfused"). Every model: ``shared_scratch`` (engines draw from the
 per-device pool), ``external_weights`` (weights in a .safetensors file beside the program),
-``no_reuse`` (the no-reuse planner, for debugging).)doc");
+``no_reuse`` (the no-reuse planner, for debugging), ``plan_time_budget_ms`` (the planner's search
+after the greedy, per planned buffer above its lower bound; 0: none).)doc");
 }
 
 }  // namespace planrt::python

@@ -93,7 +93,7 @@ std::vector<std::unique_ptr<fb::AttrT>> to_attrs(const ir::Attrs& attrs) {
 class MethodLowering {
  public:
   MethodLowering(const ir::Model& model, const ir::Method& method, const ir::CheckedMethod& checked,
-                 const std::vector<SegmentSpan>& segments, ConstantTable& constants, planning::PlannerKind planner)
+                 const std::vector<SegmentSpan>& segments, ConstantTable& constants, const planning::PlanOptions& planner)
       : model_(model), method_(method), checked_(checked), segments_(segments), constants_(constants),
         planner_(planner) {}
 
@@ -363,7 +363,7 @@ class MethodLowering {
   const ir::CheckedMethod& checked_;
   const std::vector<SegmentSpan>& segments_;
   ConstantTable& constants_;
-  planning::PlannerKind planner_;
+  planning::PlanOptions planner_;
 
   std::unique_ptr<fb::MethodT> out_;
   std::vector<Device> value_device_;  // per value of out_
@@ -374,7 +374,7 @@ class MethodLowering {
 
 }  // namespace
 
-Result<LoweredProgram> lower_model(const ir::Model& model, planning::PlannerKind planner) {
+Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanOptions& planner) {
   LoweredProgram out;
   PLANRT_RETURN_IF_ERROR(ir::check_model(model));
   ConstantTable constants(out);

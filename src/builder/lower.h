@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "builder/graph.h"
-#include "planning/planner.h"
+#include "planning/method_plan.h"
 #include "planrt/core/result.h"
 #include "planrt/format/program_generated.h"
 
@@ -29,6 +29,6 @@ struct LoweredProgram {
   std::vector<const ir::Constant*> constants;  // program.constants[i] holds constants[i]
 };
 
-Result<LoweredProgram> lower_model(const ir::Model& model, planning::PlannerKind planner);
+Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanOptions& planning);
 
 }  // namespace planrt::builder

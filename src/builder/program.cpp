@@ -105,7 +105,9 @@ Result<std::vector<uint8_t>> BuiltProgram::serialize() const {
 
 Result<BuiltProgram> build_program(const Model& model, const BuildOptions& options) {
   try {
-    planning::PlannerKind planner = options.no_reuse ? planning::PlannerKind::NoReuse : planning::PlannerKind::GreedyBySize;
+    planning::PlanOptions planner;
+    planner.kind = options.no_reuse ? planning::PlannerKind::NoReuse : planning::PlannerKind::GreedyBySize;
+    planner.search_budget_ms = options.plan_time_budget_ms;
     PLANRT_ASSIGN_OR_RETURN(LoweredProgram lowered, lower_model(model.graph(), planner));
     auto impl = std::make_unique<BuiltProgram::Impl>();
     impl->program = std::move(lowered.program);

@@ -1,5 +1,7 @@
 #include "planning/method_plan.h"
 
+#include "planning/packing_search.h"
+
 #include <algorithm>
 #include <optional>
 
@@ -99,21 +101,27 @@ Result<std::vector<BufferTensors>> collect_buffer_tensors(const fb::MethodT& met
   return out;
 }
 
-Status plan_method(fb::MethodT& method, PlannerKind kind) {
+Status plan_method(fb::MethodT& method, const PlanOptions& options) {
   PLANRT_ASSIGN_OR_RETURN(auto buffers, collect_buffer_tensors(method));
   method.plan.clear();
   for (BufferTensors& b : buffers) {
     uint64_t alignment = plan_alignment(b.device);
-    auto plan = plan_memory(b.lifetimes, alignment, kind);
+    auto plan = plan_memory(b.lifetimes, alignment, options.kind);
     if (!plan.ok()) {
       return plan.status().with_context(
           fmt::format("method '{}', planned buffer {} ({})", method.name, b.buffer, to_string(b.device)));
+    }
+    std::string planner(planner_name(options.kind));
+    if (options.kind == PlannerKind::GreedyBySize && options.search_budget_ms > 0 &&
+        plan->arena_bytes > plan->lower_bound_bytes) {
+      const SearchReport search = improve_plan(b.lifetimes, alignment, options.search_budget_ms, *plan);
+      planner += fmt::format("+search({})", search_stop_name(search.stop));
     }
     for (size_t i = 0; i < b.values.size(); ++i) method.values[b.values[i]]->offset = plan->offsets[i];
     method.planned_buffers[b.buffer]->size_bytes = plan->arena_bytes;
     auto stat = std::make_unique<fb::PlanStatT>();
     stat->device = std::make_unique<fb::DeviceRef>(format::to_fb_device(b.device));
-    stat->planner = std::string(planner_name(kind));
+    stat->planner = planner;
     stat->lower_bound_bytes = plan->lower_bound_bytes;
     stat->planned_bytes = plan->arena_bytes;
     stat->num_tensors = static_cast<uint32_t>(b.values.size());

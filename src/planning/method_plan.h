@@ -33,7 +33,15 @@ struct BufferTensors {
 };
 
 Result<std::vector<BufferTensors>> collect_buffer_tensors(const fb::MethodT& method);
-Status plan_method(fb::MethodT& method, PlannerKind kind);
+// How plan_method plans: the planner, and the search after the greedy
+// (planning/packing_search.h): up to `search_budget_ms` of wall time per planned buffer whose
+// greedy plan is above its lower bound (0: no search). The plan stat's planner name says
+// what ran and why it stopped ("greedy-by-size+search(lower-bound)").
+struct PlanOptions {
+  PlannerKind kind = PlannerKind::GreedyBySize;
+  double search_budget_ms = 0;
+};
+Status plan_method(fb::MethodT& method, const PlanOptions& options);
 Status verify_method_plan(const fb::MethodT& method);
 
 // Completes an engine segment's graph (docs/design.md §6): `profile` gets one entry per method dim

@@ -32,6 +32,9 @@
 //
 // The no-reuse planner puts every tensor after the previous one (arena = sum of sizes):
 // for debugging a suspected aliasing bug.
+//
+// plan_memory itself never searches further; the builder follows the greedy with the
+// branch-and-bound search of planning/packing_search.h where a plan is above its bound.
 #pragma once
 
 #include <cstdint>

@@ -106,6 +106,12 @@ TEST_F(CliTest, OnnxFlagsAreCheckedAsUsage) {
   EXPECT_NE(r.err.find("apply to an ONNX model"), std::string::npos) << r.err;
 }
 
+TEST_F(CliTest, ANegativePlanTimeBudgetIsAUsageError) {
+  CommandResult r = planrt("build " + path("m.json") + " --plan-time-budget -5 -o " + path("o.prog"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--plan-time-budget"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, HelpExitsZero) {
   CommandResult r = planrt("--help");
   EXPECT_EQ(r.exit_code, 0);

@@ -151,6 +151,7 @@ int run_build(const BuildArgs& args) {
   options.no_reuse = args.no_reuse;
   options.external_weights = args.external_weights;
   options.shared_scratch = args.shared_scratch;
+  options.plan_time_budget_ms = args.plan_time_budget_ms;
   Result<builder::BuiltProgram> built = builder::build_program(*model, options);
   if (!built.ok()) return report_error(built.status());
   Status written = built->write(args.output);

@@ -35,6 +35,7 @@ struct BuildArgs {
   bool no_reuse = false;
   bool external_weights = false;
   bool shared_scratch = false;
+  double plan_time_budget_ms = 500;  // BuildOptions::plan_time_budget_ms
   std::string attention = "fused";  // template: fused | unfused
   std::string dtype = "f32";        // template: f32 | bf16
   std::string save_model;  // also write the model as JSON (+ .safetensors weights) here

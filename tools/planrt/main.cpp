@@ -56,6 +56,10 @@ int run_cli(int argc, char** argv) {
                         "CUDA only, fused attention with head dim 64)")
       ->check(CLI::IsMember({"f32", "bf16"}));
   build_cmd->add_flag("--no-reuse", build.no_reuse, "Plan without reusing memory (debugging)");
+  build_cmd->add_option("--plan-time-budget", build.plan_time_budget_ms,
+                        "Milliseconds the planner may search for a smaller arena per planned "
+                        "buffer whose greedy plan is above its lower bound (0: none; default 500)")
+      ->check(CLI::NonNegativeNumber);
   build_cmd->add_flag("--external-weights", build.external_weights,
                       "Write weights to OUT.safetensors beside the program instead of inside it");
   build_cmd->add_flag("--shared-scratch", build.shared_scratch,

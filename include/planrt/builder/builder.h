@@ -154,6 +154,13 @@ struct BuildOptions {
   // the program's data segment.
   bool external_weights = false;
   std::string producer = "planrt-builder";
+  // The search after the greedy planner (docs/design.md §4): for each planned buffer whose
+  // greedy plan is above its lower bound, up to this many milliseconds of wall time looking
+  // for a smaller arena (0: none). It stops at the lower bound, at a proven optimum or at
+  // the budget; PlanSummary::planner says which ("greedy-by-size+search(lower-bound)").
+  // Ordinary models reach the lower bound with the greedy and never search. A budget that
+  // cuts a search short makes the plan depend on the machine's speed.
+  double plan_time_budget_ms = 500;
   // Writes the program-level compile spec use_shared_activation_scratch=true, which every
   // engine segment's init receives (docs/design.md §6: the build-time channel of the option; a
   // load-time backend option still overrides it). Off: no compile spec is written.

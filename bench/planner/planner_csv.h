@@ -1,0 +1,36 @@
+// The CSV planner cases (the MiniMalloc benchmark's format, ../shared/planner-cases): one
+// buffer per line, "id,lower,upper,size" with the half-open lifetime [lower, upper), under a
+// header line; the capacity a packing must fit is the number in the file name
+// (A.1048576.csv). planner_bench --cases-dir=DIR plans each at alignment 1 with the greedy,
+// then the search (planning/packing_search.h) within --budget-ms, verifies every plan and
+// writes one JSON line per case.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "planning/planner.h"
+
+namespace planrt::bench {
+
+struct CsvCase {
+  std::string name;       // the file name without ".csv"
+  uint64_t capacity = 0;  // 0 when the name carries none
+  std::vector<planning::TensorLifetime> tensors;
+};
+
+// Reads one case; an error names the file and line.
+Result<CsvCase> read_csv_case(const std::string& path);
+
+struct CsvRunContext {
+  std::string commit, command, device;
+  double budget_ms = 1000;
+  FILE* out = nullptr;  // JSON lines also go here when set
+};
+
+// Every *.csv of `dir`, in name order. false when a case fails to read, plan or verify.
+bool run_csv_cases(const std::string& dir, const CsvRunContext& context);
+
+}  // namespace planrt::bench

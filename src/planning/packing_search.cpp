@@ -1,0 +1,419 @@
+#include "planning/packing_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace planrt::planning {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The tensors the search places (those with a size), in their own index order.
+struct Problem {
+  std::vector<uint32_t> ids;          // the tensor's index in the caller's list
+  std::vector<uint64_t> size;         // aligned
+  std::vector<uint64_t> span;         // lifetime length, for the candidate order
+  std::vector<uint32_t> section_begin;  // sections [begin, end) the lifetime covers
+  std::vector<uint32_t> section_end;
+  std::vector<std::vector<uint32_t>> conflicts;  // the others whose lifetimes meet it
+  std::vector<uint64_t> load;  // the largest sum of sizes in any section it covers
+  std::vector<std::vector<uint32_t>> members;  // per section, the tensors alive in it
+  uint32_t sections = 0;
+};
+
+// Static orders that rank the tensors for the search's tie-breaks, most constrained first,
+// each a precedence of keys, all descending: L the largest section load the tensor is part
+// of, A its area (size x lifetime), C the sections its lifetime spans, W its lifetime. The
+// search tries them in turn under a node limit that doubles every round (restarts): one
+// fixed order can spend the whole budget under one early mistake, and which order finds a
+// packing first differs from case to case.
+constexpr const char* kPreorders[] = {"AL", "LA", "LCA", "CAL", "LAC"};
+using Preorder = const char*;
+
+std::vector<uint32_t> preorder_rank(const struct Problem& p, Preorder keys);
+
+Problem make_problem(std::span<const TensorLifetime> tensors, uint64_t alignment) {
+  Problem p;
+  std::vector<int64_t> bounds;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorLifetime& t = tensors[i];
+    if (t.size_bytes == 0) continue;
+    p.ids.push_back(static_cast<uint32_t>(i));
+    p.size.push_back((t.size_bytes + alignment - 1) & ~(alignment - 1));  // checked by the caller
+    p.span.push_back(static_cast<uint64_t>(t.last_use) - static_cast<uint64_t>(t.first_use));
+    bounds.push_back(t.first_use);
+    bounds.push_back(t.last_use + 1);  // lifetimes are inclusive; sections half-open
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  p.sections = bounds.empty() ? 0 : static_cast<uint32_t>(bounds.size() - 1);
+  auto index = [&](int64_t x) {
+    return static_cast<uint32_t>(std::lower_bound(bounds.begin(), bounds.end(), x) - bounds.begin());
+  };
+  const size_t n = p.ids.size();
+  p.conflicts.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const TensorLifetime& t = tensors[p.ids[i]];
+    p.section_begin.push_back(index(t.first_use));
+    p.section_end.push_back(index(t.last_use + 1));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      if (p.section_begin[i] < p.section_end[j] && p.section_begin[j] < p.section_end[i]) {
+        p.conflicts[i].push_back(static_cast<uint32_t>(j));
+        p.conflicts[j].push_back(static_cast<uint32_t>(i));
+      }
+    }
+  }
+  std::vector<uint64_t> section_load(p.sections, 0);
+  p.members.resize(p.sections);
+  for (size_t i = 0; i < n; ++i) {
+    for (uint32_t s = p.section_begin[i]; s < p.section_end[i]; ++s) {
+      section_load[s] += p.size[i];
+      p.members[s].push_back(static_cast<uint32_t>(i));
+    }
+  }
+  p.load.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (uint32_t s = p.section_begin[i]; s < p.section_end[i]; ++s) {
+      p.load[i] = std::max(p.load[i], section_load[s]);
+    }
+  }
+  return p;
+}
+
+std::vector<uint32_t> preorder_rank(const Problem& p, Preorder keys) {
+  const size_t n = p.ids.size();
+  std::vector<uint32_t> by(n);
+  for (uint32_t i = 0; i < n; ++i) by[i] = i;
+  auto key = [&](uint32_t i, char k) -> uint64_t {
+    switch (k) {
+      case 'L': return p.load[i];
+      case 'W': return p.span[i];
+      case 'C': return p.section_end[i] - p.section_begin[i];
+      default: return p.size[i] * (p.span[i] + 1);  // area
+    }
+  };
+  std::sort(by.begin(), by.end(), [&](uint32_t a, uint32_t b) {
+    for (const char* k = keys; *k != 0; ++k) {
+      if (key(a, *k) != key(b, *k)) return key(a, *k) > key(b, *k);
+    }
+    return a < b;
+  });
+  std::vector<uint32_t> rank(n);
+  for (uint32_t r = 0; r < n; ++r) rank[by[r]] = r;
+  return rank;
+}
+
+enum class Outcome { Found, Impossible, OutOfTime, NodeLimit };
+
+// One decision search: a canonical placement whose arena is at most `capacity`.
+//
+// Decomposition: once the unplaced tensors of a scope split into groups whose lifetimes do
+// not meet (no unplaced lifetime crosses some point in time), the groups are independent:
+// each is searched on its own, from the same state, and the scope fails as soon as one group
+// does. Without it the search would interleave the groups' choices and revisit each group's
+// failures once per arrangement of the others.
+class Search {
+ public:
+  Search(const Problem& p, uint64_t capacity, const std::vector<uint32_t>& rank,
+         Clock::time_point deadline, int64_t node_limit)
+      : p_(p), capacity_(capacity), rank_(rank), deadline_(deadline), node_limit_(node_limit) {
+    const size_t n = p.ids.size();
+    floor_.assign(n, 0);
+    offset_.assign(n, 0);
+    placed_.assign(n, false);
+    section_floor_.assign(p.sections, 0);
+    section_unplaced_.assign(p.sections, 0);
+    section_stamp_.assign(p.sections, 0);
+    for (size_t i = 0; i < n; ++i) {
+      for (uint32_t s = p.section_begin[i]; s < p.section_end[i]; ++s) section_unplaced_[s] += p.size[i];
+    }
+  }
+
+  Outcome run() {
+    stopped_ = Outcome::Impossible;
+    std::vector<uint32_t> all(p_.ids.size());
+    for (uint32_t i = 0; i < all.size(); ++i) all[i] = i;
+    std::sort(all.begin(), all.end(), [&](uint32_t a, uint32_t b) {
+      return p_.section_begin[a] != p_.section_begin[b] ? p_.section_begin[a] < p_.section_begin[b] : a < b;
+    });
+    if (solve_groups(all)) return Outcome::Found;
+    return stopped_;
+  }
+
+  const std::vector<uint64_t>& offsets() const { return offset_; }
+  int64_t nodes() const { return nodes_; }
+
+ private:
+  struct Placement {
+    uint32_t tensor;
+    size_t floors_mark;    // floor_undo_ size before it
+    size_t sections_mark;  // section_undo_ size before it
+  };
+
+  // Splits `scope` (unplaced, sorted by first section) into groups whose lifetimes do not
+  // meet and solves each in turn from the current state; on failure, undoes what the
+  // groups solved before it.
+  bool solve_groups(const std::vector<uint32_t>& scope) {
+    if (scope.empty()) return true;
+    const size_t trail_mark = trail_.size();
+    const uint64_t saved_offset = last_offset_;
+    const int64_t saved_rank = last_rank_;
+    size_t begin = 0;
+    uint32_t reach = p_.section_end[scope[0]];
+    std::vector<uint32_t> group;
+    for (size_t k = 1; k <= scope.size(); ++k) {
+      if (k < scope.size() && p_.section_begin[scope[k]] < reach) {
+        reach = std::max(reach, p_.section_end[scope[k]]);
+        continue;
+      }
+      group.assign(scope.begin() + static_cast<std::ptrdiff_t>(begin),
+                   scope.begin() + static_cast<std::ptrdiff_t>(k));
+      last_offset_ = saved_offset;  // every group starts from the state the split found
+      last_rank_ = saved_rank;
+      if (!solve(group)) {
+        undo_to(trail_mark);
+        last_offset_ = saved_offset;
+        last_rank_ = saved_rank;
+        return false;
+      }
+      if (k < scope.size()) {
+        begin = k;
+        reach = p_.section_end[scope[k]];
+      }
+    }
+    return true;
+  }
+
+  // One group: its lifetimes form one connected stretch of time.
+  bool solve(const std::vector<uint32_t>& scope) {
+    ++nodes_;
+    if (nodes_ > node_limit_) stopped_ = Outcome::NodeLimit;
+    if ((nodes_ & 1023) == 0 && Clock::now() > deadline_) stopped_ = Outcome::OutOfTime;
+    if (stopped_ != Outcome::Impossible) return false;
+    uint32_t first_section = UINT32_MAX, last_section = 0;
+    for (uint32_t i : scope) {
+      first_section = std::min(first_section, p_.section_begin[i]);
+      last_section = std::max(last_section, p_.section_end[i]);
+    }
+    // Every section's unplaced tensors stack above its floor (see place()) and the last
+    // offset: that plus their sizes must fit.
+    for (uint32_t s = first_section; s < last_section; ++s) {
+      if (section_unplaced_[s] != 0 &&
+          std::max(section_floor_[s], last_offset_) + section_unplaced_[s] > capacity_) {
+        return false;
+      }
+    }
+    uint64_t lowest_top = UINT64_MAX;
+    for (uint32_t i : scope) lowest_top = std::min(lowest_top, floor_[i] + p_.size[i]);
+    // Candidates: at their floor, not below the last offset (at it, after the last one's
+    // rank), within the capacity, and below the lowest top any unplaced tensor could have
+    // (dominance: a tensor placed at or above it leaves a gap that tensor could fill first;
+    // such plans are reached another way).
+    std::vector<uint32_t> cands;
+    for (uint32_t i : scope) {
+      const uint64_t f = floor_[i];
+      if (f < last_offset_ || (f == last_offset_ && static_cast<int64_t>(rank_[i]) < last_rank_)) continue;
+      if (f + p_.size[i] > capacity_ || f >= lowest_top) continue;
+      cands.push_back(i);
+    }
+    std::sort(cands.begin(), cands.end(), [&](uint32_t a, uint32_t b) {
+      if (floor_[a] != floor_[b]) return floor_[a] < floor_[b];
+      return rank_[a] < rank_[b];
+    });
+    std::vector<uint32_t> rest;
+    rest.reserve(scope.size());
+    for (uint32_t c : cands) {
+      const size_t mark = trail_.size();
+      const uint64_t saved_offset = last_offset_;
+      const int64_t saved_rank = last_rank_;
+      place(c);
+      rest.clear();
+      for (uint32_t i : scope) {
+        if (i != c) rest.push_back(i);
+      }
+      if (solve_groups(rest)) return true;
+      undo_to(mark);
+      last_offset_ = saved_offset;
+      last_rank_ = saved_rank;
+      if (stopped_ != Outcome::Impossible) return false;
+    }
+    return false;
+  }
+
+  // Places `c` at its floor. A section's floor is the lowest any of its unplaced tensors
+  // can go: at least the top of what is placed there, and at least the lowest floor among its
+  // unplaced tensors, refreshed for the sections whose tensors' floors rose or which lost `c`.
+  void place(uint32_t c) {
+    trail_.push_back({c, floor_undo_.size(), section_undo_.size()});
+    const uint64_t at = floor_[c];
+    const uint64_t top = at + p_.size[c];
+    offset_[c] = at;
+    placed_[c] = true;
+    last_offset_ = at;
+    last_rank_ = rank_[c];
+    ++stamp_;
+    touched_.clear();
+    for (uint32_t s = p_.section_begin[c]; s < p_.section_end[c]; ++s) {
+      section_undo_.push_back({s, section_floor_[s]});
+      section_floor_[s] = std::max(section_floor_[s], top);
+      section_unplaced_[s] -= p_.size[c];
+      section_stamp_[s] = stamp_;
+      touched_.push_back(s);
+    }
+    for (uint32_t q : p_.conflicts[c]) {
+      if (placed_[q] || floor_[q] >= top) continue;
+      floor_undo_.push_back({q, floor_[q]});
+      floor_[q] = top;
+      for (uint32_t s = p_.section_begin[q]; s < p_.section_end[q]; ++s) {
+        if (section_stamp_[s] == stamp_) continue;
+        section_stamp_[s] = stamp_;
+        touched_.push_back(s);
+      }
+    }
+    for (uint32_t s : touched_) {
+      uint64_t low = UINT64_MAX;
+      for (uint32_t m : p_.members[s]) {
+        if (!placed_[m]) low = std::min(low, floor_[m]);
+      }
+      if (low != UINT64_MAX && low > section_floor_[s]) {
+        section_undo_.push_back({s, section_floor_[s]});
+        section_floor_[s] = low;
+      }
+    }
+  }
+
+  // Takes back every placement after the first `mark` ones, latest first.
+  void undo_to(size_t mark) {
+    while (trail_.size() > mark) {
+      const Placement& t = trail_.back();
+      while (floor_undo_.size() > t.floors_mark) {
+        floor_[floor_undo_.back().first] = floor_undo_.back().second;
+        floor_undo_.pop_back();
+      }
+      while (section_undo_.size() > t.sections_mark) {
+        section_floor_[section_undo_.back().first] = section_undo_.back().second;
+        section_undo_.pop_back();
+      }
+      for (uint32_t s = p_.section_begin[t.tensor]; s < p_.section_end[t.tensor]; ++s) {
+        section_unplaced_[s] += p_.size[t.tensor];
+      }
+      placed_[t.tensor] = false;
+      trail_.pop_back();
+    }
+  }
+
+  const Problem& p_;
+  const uint64_t capacity_;
+  const std::vector<uint32_t>& rank_;
+  const Clock::time_point deadline_;
+  const int64_t node_limit_;
+  std::vector<uint64_t> floor_;   // per tensor: highest top of placed tensors meeting it
+  std::vector<uint64_t> offset_;
+  std::vector<bool> placed_;
+  std::vector<uint64_t> section_floor_;     // the lowest an unplaced tensor there can go
+  std::vector<uint64_t> section_unplaced_;  // bytes of unplaced tensors in the section
+  std::vector<uint64_t> section_stamp_;     // place(): sections already refreshed
+  std::vector<uint32_t> touched_;
+  uint64_t stamp_ = 0;
+  uint64_t last_offset_ = 0;
+  int64_t last_rank_ = -1;
+  std::vector<Placement> trail_;
+  std::vector<std::pair<uint32_t, uint64_t>> floor_undo_;
+  std::vector<std::pair<uint32_t, uint64_t>> section_undo_;
+  int64_t nodes_ = 0;
+  Outcome stopped_ = Outcome::Impossible;  // NodeLimit or OutOfTime once the search must stop
+};
+
+// Whether an arena of at most `capacity` exists: the preorders in turn, each under a node
+// limit that doubles every round, until one finds a plan or proves there is none (a search
+// that finishes within its limit has seen every canonical plan under its order).
+Outcome decide(const Problem& p, const std::vector<std::vector<uint32_t>>& ranks, uint64_t capacity,
+               Clock::time_point deadline, std::vector<uint64_t>& offsets, int64_t& nodes) {
+  int64_t limit = static_cast<int64_t>(p.ids.size());
+  while (true) {
+    limit *= 2;
+    for (const std::vector<uint32_t>& rank : ranks) {
+      Search search(p, capacity, rank, deadline, limit);
+      const Outcome outcome = search.run();
+      nodes += search.nodes();
+      if (outcome == Outcome::Found) offsets = search.offsets();
+      if (outcome != Outcome::NodeLimit) return outcome;
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view search_stop_name(SearchStop stop) {
+  switch (stop) {
+    case SearchStop::NotRun: return "not-run";
+    case SearchStop::LowerBound: return "lower-bound";
+    case SearchStop::ProvenOptimal: return "proven-optimal";
+    case SearchStop::TimeBudget: return "time-budget";
+    case SearchStop::TooLarge: return "too-large";
+  }
+  return "?";
+}
+
+SearchReport improve_plan(std::span<const TensorLifetime> tensors, uint64_t alignment,
+                          double budget_ms, MemoryPlan& plan) {
+  const auto start = Clock::now();
+  SearchReport report;
+  report.greedy_arena_bytes = plan.arena_bytes;
+  auto finish = [&](SearchStop stop) {
+    report.stop = stop;
+    report.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    return report;
+  };
+  if (plan.arena_bytes <= plan.lower_bound_bytes || budget_ms <= 0) {
+    return finish(plan.arena_bytes <= plan.lower_bound_bytes ? SearchStop::LowerBound
+                                                             : SearchStop::NotRun);
+  }
+  size_t sized = 0;
+  for (const TensorLifetime& t : tensors) sized += t.size_bytes != 0;
+  if (sized > kMaxSearchTensors) return finish(SearchStop::TooLarge);
+
+  const Problem problem = make_problem(tensors, alignment);
+  std::vector<std::vector<uint32_t>> ranks;
+  for (Preorder order : kPreorders) ranks.push_back(preorder_rank(problem, order));
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double, std::milli>(budget_ms));
+  // Targets: the lower bound first (most plans that can reach it do, and its search prunes
+  // hardest), then halfway between the lowest target not yet tried and the best arena found.
+  // Each search gets half the time left, so a target too hard to decide leaves time for
+  // looser ones; an undecided target is not proven impossible.
+  uint64_t proven_impossible = plan.lower_bound_bytes - 1;
+  uint64_t next_low = plan.lower_bound_bytes;
+  bool first = true;
+  while (next_low < plan.arena_bytes) {
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    const uint64_t target = first ? next_low : next_low + (plan.arena_bytes - 1 - next_low) / 2;
+    first = false;
+    std::vector<uint64_t> offsets;
+    const Outcome outcome =
+        decide(problem, ranks, target, now + (deadline - now) / 2, offsets, report.nodes);
+    if (outcome != Outcome::Found) {
+      if (outcome == Outcome::Impossible) {  // no arena up to target: none below either
+        proven_impossible = std::max(proven_impossible, target);
+        report.proven_impossible_bytes = proven_impossible;
+      }
+      next_low = target + 1;
+      continue;
+    }
+    uint64_t arena = 0;
+    for (size_t i = 0; i < problem.ids.size(); ++i) {
+      plan.offsets[problem.ids[i]] = offsets[i];
+      arena = std::max(arena, offsets[i] + problem.size[i]);
+    }
+    plan.arena_bytes = arena;  // tops are multiples of the alignment: already aligned
+    if (arena <= plan.lower_bound_bytes) return finish(SearchStop::LowerBound);
+  }
+  if (proven_impossible + 1 >= plan.arena_bytes) return finish(SearchStop::ProvenOptimal);
+  return finish(SearchStop::TimeBudget);
+}
+
+}  // namespace planrt::planning
