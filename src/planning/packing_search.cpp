@@ -127,6 +127,9 @@ class Search {
     section_floor_.assign(p.sections, 0);
     section_unplaced_.assign(p.sections, 0);
     section_stamp_.assign(p.sections, 0);
+    group_pool_.resize(n + 1);
+    cand_pool_.resize(n + 1);
+    rest_pool_.resize(n + 1);
     for (size_t i = 0; i < n; ++i) {
       for (uint32_t s = p.section_begin[i]; s < p.section_end[i]; ++s) section_unplaced_[s] += p.size[i];
     }
@@ -163,7 +166,9 @@ class Search {
     const int64_t saved_rank = last_rank_;
     size_t begin = 0;
     uint32_t reach = p_.section_end[scope[0]];
-    std::vector<uint32_t> group;
+    // Scratch lists per depth (the placements made so far): the frames alive at once are at
+    // distinct depths, so none shares one, and the search allocates nothing per node.
+    std::vector<uint32_t>& group = group_pool_[trail_.size()];
     for (size_t k = 1; k <= scope.size(); ++k) {
       if (k < scope.size() && p_.section_begin[scope[k]] < reach) {
         reach = std::max(reach, p_.section_end[scope[k]]);
@@ -212,7 +217,8 @@ class Search {
     // rank), within the capacity, and below the lowest top any unplaced tensor could have
     // (dominance: a tensor placed at or above it leaves a gap that tensor could fill first;
     // such plans are reached another way).
-    std::vector<uint32_t> cands;
+    std::vector<uint32_t>& cands = cand_pool_[trail_.size()];
+    cands.clear();
     for (uint32_t i : scope) {
       const uint64_t f = floor_[i];
       if (f < last_offset_ || (f == last_offset_ && static_cast<int64_t>(rank_[i]) < last_rank_)) continue;
@@ -223,8 +229,7 @@ class Search {
       if (floor_[a] != floor_[b]) return floor_[a] < floor_[b];
       return rank_[a] < rank_[b];
     });
-    std::vector<uint32_t> rest;
-    rest.reserve(scope.size());
+    std::vector<uint32_t>& rest = rest_pool_[trail_.size()];
     for (uint32_t c : cands) {
       const size_t mark = trail_.size();
       const uint64_t saved_offset = last_offset_;
@@ -321,6 +326,7 @@ class Search {
   uint64_t last_offset_ = 0;
   int64_t last_rank_ = -1;
   std::vector<Placement> trail_;
+  std::vector<std::vector<uint32_t>> group_pool_, cand_pool_, rest_pool_;
   std::vector<std::pair<uint32_t, uint64_t>> floor_undo_;
   std::vector<std::pair<uint32_t, uint64_t>> section_undo_;
   int64_t nodes_ = 0;
