@@ -17,6 +17,7 @@
 #include "builder/graph.h"
 #include "planrt/builder/builder.h"
 #include "planrt/importers/onnx.h"
+#include "format/npy.h"
 #include "planrt/runtime/module.h"
 #include "support/status_matchers.h"
 
@@ -382,6 +383,58 @@ TEST_F(OnnxImport, APartitionNeedingAGpuOnTheHostIsRefused) {
   o.partition = "sideways";
   EXPECT_TRUE(IsError(read_model_onnx(save(), o).status(), ErrorCode::InvalidArgument,
                       {"partition 'sideways'", "engine-per-block"}));
+}
+
+}  // namespace
+}  // namespace planrt::importers
+
+namespace planrt::importers {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A 1-block pre-norm encoder exported by torch 2.11's TorchScript exporter (on the GPU
+// machine; CI's torch is 1.13), with its input and torch's output (tests/data/onnx). torch
+// 2.x writes the packed QKV split as linear -> reshape [1, S, B, 3, E] -> permute ->
+// reshape [3, S, B, E] -> slices of dim 0: the import turns it into three linears over
+// the weight's row blocks, with no slice left, and computes what torch computed.
+TEST(OnnxImportTorch2, ThePackedQkvSplitThroughLayoutOpsBecomesThreeLinears) {
+  const char* data = std::getenv("PLANRT_TEST_DATA");
+  ASSERT_NE(data, nullptr) << "PLANRT_TEST_DATA is set by ctest";
+  const fs::path dir = fs::path(data) / "onnx";
+  OnnxImportOptions o;
+  o.dims["S"] = {16, 16};
+  Result<builder::Model> m = read_model_onnx((dir / "encoder_torch2_export.onnx").string(), o);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  int linears = 0, slices = 0;
+  for (const auto& n : m->graph().methods[0].nodes) {
+    linears += n.op == "linear";
+    slices += n.op == "slice";
+  }
+  EXPECT_EQ(linears, 6);  // q, k, v, the output projection, two FFN layers
+  EXPECT_EQ(slices, 0);
+  Result<format::HostTensor> x = format::read_npy((dir / "encoder_torch2_x.npy").string());
+  Result<format::HostTensor> y = format::read_npy((dir / "encoder_torch2_y.npy").string());
+  ASSERT_TRUE(x.ok() && y.ok());
+  Result<builder::BuiltProgram> built = builder::build_program(*m);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  Result<std::vector<uint8_t>> bytes = built->serialize();
+  ASSERT_TRUE(bytes.ok());
+  Result<Module> module = Module::load_bytes(std::move(bytes).value());
+  ASSERT_TRUE(module.ok()) << module.status().to_string();
+  const std::vector<TensorView> inputs{x->view()};
+  Result<std::vector<Tensor>> out = module->execute("forward", inputs);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const auto* got = static_cast<const float*>((*out)[0].data());
+  const auto* want = reinterpret_cast<const float*>(y->data.data());
+  const size_t n = y->data.size() / 4;
+  ASSERT_EQ(static_cast<size_t>((*out)[0].numel()), n);
+  double max_err = 0, max_ref = 0;
+  for (size_t i = 0; i < n; ++i) {
+    max_err = std::max(max_err, static_cast<double>(std::fabs(got[i] - want[i])));
+    max_ref = std::max(max_ref, static_cast<double>(std::fabs(want[i])));
+  }
+  EXPECT_LE(max_err / max_ref, 1e-5);
 }
 
 }  // namespace

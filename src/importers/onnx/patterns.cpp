@@ -225,6 +225,32 @@ void fuse_linear_bias(Graph& g) {
 
 // ---- data movement ---------------------------------------------------------------------------
 
+// linear(lin's input, W rows [start, end), b[start, end)) writing `outputs`: the rows are
+// contiguous bytes of W, so the new constants share W's (and b's) bytes, not copies.
+ir::Node linear_over_rows(Graph& g, const ir::Node& lin, const ir::Constant& w, const ir::Constant* b,
+                          int64_t start, int64_t end, std::vector<std::string> outputs) {
+  const size_t es = element_size(w.dtype);
+  ir::Constant ws = w;
+  ws.name = fmt::format("{}.rows{}_{}", w.name, start, end);
+  ws.shape = {end - start, w.shape[1]};
+  ws.bytes = w.bytes.subspan(static_cast<size_t>(start * w.shape[1]) * es,
+                             static_cast<size_t>((end - start) * w.shape[1]) * es);
+  ir::Node split;
+  split.op = "linear";
+  split.inputs = {lin.inputs[0], ws.name};
+  if (b != nullptr) {
+    ir::Constant bs = *b;
+    bs.name = fmt::format("{}.rows{}_{}", b->name, start, end);
+    bs.shape = {end - start};
+    bs.bytes = b->bytes.subspan(static_cast<size_t>(start) * es, static_cast<size_t>(end - start) * es);
+    split.inputs.push_back(bs.name);
+    if (g.constant(bs.name) == nullptr) g.model().constants.push_back(std::move(bs));
+  }
+  if (g.constant(ws.name) == nullptr) g.model().constants.push_back(std::move(ws));
+  split.outputs = std::move(outputs);
+  return split;
+}
+
 // linear(x, W[N, K], b) read only by slices of its last dim (a packed QKV projection split
 // into q, k, v): one linear per slice over W's rows [start, end), which are contiguous bytes
 // of W, so the weights are shared, not copied, and the slices' copies go away.
@@ -253,29 +279,107 @@ void split_packed_linear(Graph& g, const std::map<std::string, ir::TensorType>& 
            *start >= 0 && *start < *end && *end <= w->shape[0];
     }
     if (!ok) continue;
-    const size_t es = element_size(w->dtype);
+    // Copies: linear_over_rows appends constants, which may move the ones w and b point to.
+    const ir::Constant wc = *w;
+    const std::optional<ir::Constant> bc = b ? std::optional<ir::Constant>(*b) : std::nullopt;
     for (ir::Node* sl : slices) {
       const int64_t start = std::get<int64_t>(sl->attrs.at("start"));
       const int64_t end = std::get<int64_t>(sl->attrs.at("end"));
-      ir::Constant ws = *w;
-      ws.name = fmt::format("{}.rows{}_{}", w->name, start, end);
-      ws.shape = {end - start, w->shape[1]};
-      ws.bytes = w->bytes.subspan(static_cast<size_t>(start * w->shape[1]) * es,
-                                  static_cast<size_t>((end - start) * w->shape[1]) * es);
-      ir::Node split;
-      split.op = "linear";
-      split.inputs = {lin.inputs[0], ws.name};
-      if (b != nullptr) {
-        ir::Constant bs = *b;
-        bs.name = fmt::format("{}.rows{}_{}", b->name, start, end);
-        bs.shape = {end - start};
-        bs.bytes = b->bytes.subspan(static_cast<size_t>(start) * es, static_cast<size_t>(end - start) * es);
-        split.inputs.push_back(bs.name);
-        if (g.constant(bs.name) == nullptr) g.model().constants.push_back(std::move(bs));
+      *sl = linear_over_rows(g, lin, wc, bc ? &*bc : nullptr, start, end, sl->outputs);
+    }
+    g.refresh();
+  }
+}
+
+// The same split in the form torch 2.x's exporter writes for nn.MultiheadAttention:
+//   y = linear(x, W[P*E, K], b) [.., N]  ->  reshape to [.., P, E] (unit dims anywhere)
+//   -> permute bringing P first (E stays last, the other dims keep their order)
+//   -> reshape to [P, ..] -> slices [k, k+1) of dim 0, each read only by reshapes.
+// Slice k holds, in order, the elements of linear(x, W rows [k*E, (k+1)*E)): that linear
+// replaces it (its readers are reshapes, so the shape it carries does not matter), and the
+// packed linear and the layout ops between go with their last reader.
+void split_packed_linear_through_layout(Graph& g, const std::map<std::string, ir::TensorType>& types) {
+  auto shape_of = [&](const std::string& v) -> const ir::SymShape* {
+    auto it = types.find(v);
+    return it == types.end() ? nullptr : &it->second.shape;
+  };
+  auto non_unit = [](const ir::SymShape& s) {
+    ir::SymShape out;
+    for (const ir::Dim& d : s) {
+      if (!(d == ir::Dim::fixed(1))) out.push_back(d);
+    }
+    return out;
+  };
+  for (size_t i = 0; i < g.method().nodes.size(); ++i) {
+    ir::Node& lin = g.method().nodes[i];
+    if (lin.op != "linear") continue;
+    const ir::Constant* w = g.constant(lin.inputs[1]);
+    const ir::Constant* b = lin.inputs.size() > 2 ? g.constant(lin.inputs[2]) : nullptr;
+    const ir::SymShape* y = shape_of(lin.outputs[0]);
+    if (w == nullptr || w->shape.size() != 2 || (lin.inputs.size() > 2 && b == nullptr) ||
+        y == nullptr || y->empty()) {
+      continue;
+    }
+    ir::Node* r1 = g.only_reader(lin.outputs[0], "reshape");
+    ir::Node* pm = r1 == nullptr ? nullptr : g.only_reader(r1->outputs[0], "permute");
+    ir::Node* r2 = pm == nullptr ? nullptr : g.only_reader(pm->outputs[0], "reshape");
+    const ir::SymShape* s1 = r1 == nullptr ? nullptr : shape_of(r1->outputs[0]);
+    const ir::SymShape* s2 = r2 == nullptr ? nullptr : shape_of(r2->outputs[0]);
+    const ir::SymShape* sp = pm == nullptr ? nullptr : shape_of(pm->outputs[0]);
+    if (s1 == nullptr || s2 == nullptr || sp == nullptr || s1->size() < 2) continue;
+    const size_t q = s1->size();
+    const ir::Dim packs = (*s1)[q - 2], each = (*s1)[q - 1];
+    if (!packs.is_static() || !each.is_static() || packs.value * each.value != w->shape[0] ||
+        !(y->back() == ir::Dim::fixed(w->shape[0]))) {
+      continue;
+    }
+    // [.., P, E]: the leading dims are y's leading dims, up to unit dims.
+    ir::SymShape lead1(s1->begin(), s1->end() - 2), lead_y(y->begin(), y->end() - 1);
+    if (non_unit(lead1) != non_unit(lead_y)) continue;
+    const auto* perm = std::get_if<std::vector<int64_t>>(&pm->attrs.at("dims"));
+    if (perm == nullptr || perm->size() != q || (*perm)[0] != static_cast<int64_t>(q - 2) ||
+        perm->back() != static_cast<int64_t>(q - 1)) {
+      continue;
+    }
+    // The non-unit dims other than P keep their order through the permute.
+    int64_t last = -1;
+    bool ordered = true;
+    for (size_t k = 1; k < q; ++k) {
+      const int64_t d = (*perm)[k];
+      if (d < 0 || d >= static_cast<int64_t>(q)) ordered = false;
+      if (!ordered || (*s1)[static_cast<size_t>(d)] == ir::Dim::fixed(1)) continue;
+      ordered = d > last;
+      last = d;
+    }
+    if (!ordered || s2->empty() || !((*s2)[0] == packs)) continue;
+    ir::SymShape rest2(s2->begin() + 1, s2->end()), restp(sp->begin() + 1, sp->end());
+    if (non_unit(rest2) != non_unit(restp)) continue;
+    std::vector<ir::Node*> slices = g.readers_of(r2->outputs[0]);
+    if (slices.empty() || g.readers(r2->outputs[0]) != static_cast<int>(slices.size())) continue;
+    bool ok = true;
+    for (const ir::Node* sl : slices) {
+      auto get = [&](const char* a) -> std::optional<int64_t> {
+        auto it = sl->attrs.find(a);
+        const int64_t* v = it == sl->attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+        return v ? std::optional<int64_t>(*v) : std::nullopt;
+      };
+      const auto dim = get("dim"), start = get("start"), end = get("end");
+      ok = ok && sl->op == "slice" && dim && *dim == 0 && start && end && *start >= 0 &&
+           *end == *start + 1 && *end <= packs.value;
+      for (const ir::Node* reader : ok ? g.readers_of(sl->outputs[0]) : std::vector<ir::Node*>{}) {
+        ok = ok && reader->op == "reshape";
       }
-      if (g.constant(ws.name) == nullptr) g.model().constants.push_back(std::move(ws));
-      split.outputs = sl->outputs;
-      *sl = std::move(split);
+      ok = ok && g.readers(sl->outputs[0]) > 0 &&
+           std::find(g.method().outputs.begin(), g.method().outputs.end(), sl->outputs[0]) ==
+               g.method().outputs.end();
+    }
+    if (!ok) continue;
+    const ir::Constant wc = *w;  // as in split_packed_linear
+    const std::optional<ir::Constant> bc = b ? std::optional<ir::Constant>(*b) : std::nullopt;
+    for (ir::Node* sl : slices) {
+      const int64_t k = std::get<int64_t>(sl->attrs.at("start"));
+      *sl = linear_over_rows(g, lin, wc, bc ? &*bc : nullptr, k * each.value, (k + 1) * each.value,
+                             sl->outputs);
     }
     g.refresh();
   }
@@ -602,6 +706,12 @@ Status fuse_patterns(ir::Model& model, ir::Method& method, std::vector<std::stri
   PLANRT_ASSIGN_OR_RETURN(types, infer_types(model, method));
   split_packed_linear(g, types);
   permutes_of_unit_dims_to_reshapes(g, types);
+  g.compact();
+  collapse_reshape_chains(g);
+  g.compact();
+  // After the chains collapsed: torch 2.x writes its reshape as unsqueeze + reshape.
+  PLANRT_ASSIGN_OR_RETURN(types, infer_types(model, method));
+  split_packed_linear_through_layout(g, types);
   g.compact();
   collapse_reshape_chains(g);
   g.compact();
