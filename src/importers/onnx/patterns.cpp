@@ -225,6 +225,13 @@ void fuse_linear_bias(Graph& g) {
 
 // ---- data movement ---------------------------------------------------------------------------
 
+// An integer attribute of `n`, when it has one.
+std::optional<int64_t> int_attr(const ir::Node& n, const char* name) {
+  auto it = n.attrs.find(name);
+  const int64_t* v = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+  return v ? std::optional<int64_t>(*v) : std::nullopt;
+}
+
 // linear(lin's input, W rows [start, end), b[start, end)) writing `outputs`: the rows are
 // contiguous bytes of W, so the new constants share W's (and b's) bytes, not copies.
 ir::Node linear_over_rows(Graph& g, const ir::Node& lin, const ir::Constant& w, const ir::Constant* b,
@@ -269,12 +276,7 @@ void split_packed_linear(Graph& g, const std::map<std::string, ir::TensorType>& 
     if (slices.empty() || g.readers(lin.outputs[0]) != static_cast<int>(slices.size())) continue;
     bool ok = true;
     for (const ir::Node* sl : slices) {
-      auto get = [&](const char* a) -> std::optional<int64_t> {
-        auto it = sl->attrs.find(a);
-        const int64_t* v = it == sl->attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
-        return v ? std::optional<int64_t>(*v) : std::nullopt;
-      };
-      const auto dim = get("dim"), start = get("start"), end = get("end");
+      const auto dim = int_attr(*sl, "dim"), start = int_attr(*sl, "start"), end = int_attr(*sl, "end");
       ok = ok && sl->op == "slice" && dim && (*dim == last || *dim == -1) && start && end &&
            *start >= 0 && *start < *end && *end <= w->shape[0];
     }
@@ -358,12 +360,7 @@ void split_packed_linear_through_layout(Graph& g, const std::map<std::string, ir
     if (slices.empty() || g.readers(r2->outputs[0]) != static_cast<int>(slices.size())) continue;
     bool ok = true;
     for (const ir::Node* sl : slices) {
-      auto get = [&](const char* a) -> std::optional<int64_t> {
-        auto it = sl->attrs.find(a);
-        const int64_t* v = it == sl->attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
-        return v ? std::optional<int64_t>(*v) : std::nullopt;
-      };
-      const auto dim = get("dim"), start = get("start"), end = get("end");
+      const auto dim = int_attr(*sl, "dim"), start = int_attr(*sl, "start"), end = int_attr(*sl, "end");
       ok = ok && sl->op == "slice" && dim && *dim == 0 && start && end && *start >= 0 &&
            *end == *start + 1 && *end <= packs.value;
       for (const ir::Node* reader : ok ? g.readers_of(sl->outputs[0]) : std::vector<ir::Node*>{}) {
