@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libflatbuffers-dev flatbuffers-compiler
-  libopenblas-dev
+  libdnnl-dev libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-torch

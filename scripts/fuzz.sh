@@ -64,10 +64,11 @@ regressions=tests/fuzz/regressions/$target
 mkdir -p "$committed"
 
 # allocator_may_return_null: a failed allocation must come back to the library as an error
-# it reports, not abort inside the allocator. One BLAS thread: one core per fuzzer.
+# it reports, not abort inside the allocator. One kernel thread (oneDNN's OpenMP): one core
+# per fuzzer.
 export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1
-export OPENBLAS_NUM_THREADS=1
+export OMP_NUM_THREADS=1
 
 if [[ $mode == merge ]]; then
   # Keeps, of the committed corpus, the seeds and the run's finds, the fewest files that

@@ -2,7 +2,8 @@
 # Packs a CUDA build made here (build/gpu) into build/gpu-carry for a GPU machine that has
 # the CUDA toolkit but not this machine's Debian libraries: the test binaries and ctest
 # files, the CLI, every benchmark (their smoke runs are ctest tests), stripped, plus the
-# shared libraries the GPU image lacks (fmt, OpenBLAS and its Fortran runtime, protobuf and
+# shared libraries the GPU image lacks (fmt, oneDNN and the OpenCL loader it links, OpenBLAS
+# (benchmarks only) and its Fortran runtime, protobuf and
 # ONNX's generated classes), the ONNX node tests the test suite claims (onnx-node/, from
 # Debian's libonnx-testdata: gpu-test.sh points PLANRT_ONNX_NODE_DIR there), and
 # source_root (the checkout it was made in: gpu-test.sh points the ctest files at its own).
@@ -24,7 +25,7 @@ cp "$src"/bench/*_bench "$dst/bench/"
 sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$src/CMakeCache.txt" > "$dst/source_root"
 [ -f "$src/tools/CTestTestfile.cmake" ] && cp "$src/tools/CTestTestfile.cmake" "$dst/tools/"
 strip "$dst"/tests/*_test "$dst/tools/planrt" "$dst"/bench/*_bench 2>/dev/null || true
-for lib in libfmt.so.9 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libbenchmark.so.1debian \
+for lib in libfmt.so.9 libdnnl.so.2 libOpenCL.so.1 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libbenchmark.so.1debian \
     libprotobuf.so.32 libonnx_proto.so.1; do
   # No early exit in awk: ldconfig would die of SIGPIPE, failing the pipeline (pipefail).
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')

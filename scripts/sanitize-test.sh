@@ -19,8 +19,9 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_D
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
 cmake --build "$build_dir" -j "$jobs"
 # allocator_may_return_null: tests ask for impossible sizes on purpose and expect an error,
-# not an abort. One BLAS thread keeps the run deterministic and quick.
+# not an abort. One kernel thread (OpenMP, which oneDNN shares) keeps the run quick on the
+# lane's cores; the threading tests set their own counts (ThreadCountScope).
 export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1
-export OPENBLAS_NUM_THREADS=1
+export OMP_NUM_THREADS=1
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" --timeout 1200

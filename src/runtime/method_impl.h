@@ -148,6 +148,8 @@ struct Method::Impl {
   std::vector<MethodStream> streams;
   std::vector<bool> delegate_ran;  // per delegate, during a run
   bool synchronize_each_step = false;
+  // Threads of the host kernels during a run (option cpu.num_threads); 0: the default.
+  int cpu_threads = 0;
   MethodRunStats stats;
   // Per method input: true when only host-to-device copies read it (and it is no output).
   // run() copies such an input to the device straight from the caller's memory, which

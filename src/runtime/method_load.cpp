@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "fb_convert.h"
+#include "kernels/cpu/threading.h"
 #include "method_impl.h"
 #include "method_meta_builder.h"
 #include "planning/op_attrs.h"
@@ -56,6 +57,7 @@ class Loader {
         name_(impl.meta.name) {}
 
   Status load() {
+    PLANRT_RETURN_IF_ERROR(load_cpu_options());
     PLANRT_RETURN_IF_ERROR(load_values());
     PLANRT_RETURN_IF_ERROR(load_io());
     PLANRT_RETURN_IF_ERROR(check_dims_bound_by_inputs());
@@ -442,6 +444,25 @@ class Loader {
           Device::cpu(), total,
           "the program's shared host arenas (the largest host-method size at each buffer index; "
           "load with share_memory_arenas = false to size arenas for this method alone)"));
+    }
+    return {};
+  }
+
+  // The host kernels' load-time options, given as backend "cpu" (the kernels that run on
+  // the host, outside any delegate, and the engines placed on the CPU): num_threads, a count
+  // or "auto" (kernels/cpu/threading.h has the default and the environment variables).
+  Status load_cpu_options() {
+    auto it = options_.backend_options.find("cpu");
+    if (it == options_.backend_options.end()) return {};
+    for (const BackendOption& option : it->second) {
+      if (option.key != "num_threads") {
+        return error(ErrorCode::InvalidArgument,
+                     fmt::format("unknown option 'cpu.{}': the cpu options are num_threads",
+                                 option.key));
+      }
+      Result<int> n = kernels::cpu::parse_num_threads(option.value);
+      if (!n.ok()) return n.status().with_context(fmt::format("method '{}': option cpu.num_threads", name_));
+      impl_.cpu_threads = *n;
     }
     return {};
   }

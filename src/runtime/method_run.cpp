@@ -4,6 +4,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "kernels/cpu/threading.h"
 #include "method_impl.h"
 #include "planrt/core/log.h"
 
@@ -151,6 +152,7 @@ Status Method::Impl::synchronize_pending() {
 
 Status Method::Impl::run_locked(std::span<const TensorView> args) {
   has_run = false;
+  kernels::cpu::ThreadCountScope threads(cpu_threads);
   stats.last_run_synchronizations = 0;
   // Whatever happens below, no queued work of this run outlives it: the next run (or the
   // caller) may reuse the memory it touches.

@@ -380,7 +380,7 @@ int time_runs(Method& method, std::span<const TensorView> inputs, const RunArgs&
     if (!s.ok()) return report_error(s);
     bar.update(static_cast<uint64_t>(i + 1));
   }
-  latency = {percentile(times, 0.5), percentile(times, 0.9), args.iterations, args.warmup};
+  latency = {percentile(times, 0.5), percentile(times, 0.9), args.iterations, args.warmup, times};
   return kExitOk;
 }
 

@@ -37,6 +37,7 @@ struct OutputReport {
 struct LatencyReport {
   double median_ms = 0, p90_ms = 0;
   int64_t iterations = 0, warmup = 0;
+  std::vector<double> samples_ms;  // each timed run, in order (--json's "samples")
 };
 
 // What the device itself says (cudaMemGetInfo) and the warm pool's figures; CUDA only.

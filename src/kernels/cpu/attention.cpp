@@ -1,19 +1,87 @@
-// scaled_dot_product_attention, f32: per (batch, head), scores = scale * q @ k^T (sgemm),
-// an optional causal mask, a row softmax, then scores @ v (sgemm). The [Sq, Sk] score
-// matrix is heap scratch reused across heads; its allocation failing is OutOfMemory.
+// scaled_dot_product_attention, f32, tiled: each (head, block of query rows) is one task;
+// a task walks the keys a block at a time, scores = scale * q @ k^T for the block (sgemm),
+// folds them into a running row max and sum (the softmax taken online, so a rescale of what
+// was accumulated when the max grows), and adds scores @ v into the output rows (sgemm,
+// beta = 1); the rows are divided by their sums at the end. No more than one
+// kQueryBlock x kKeyBlock score tile exists per thread, however long the sequence.
+// Tasks run in parallel (kernels/cpu/threading.h); each thread's tile is heap scratch, its
+// allocation failing is OutOfMemory.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <new>
 
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/checks.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cpu/softmax_row.h"
+#include "kernels/cpu/threading.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/op_plans.h"
 
 namespace planrt::kernels::cpu {
+namespace {
+
+constexpr int64_t kQueryBlock = 32;
+constexpr int64_t kKeyBlock = 256;
+constexpr float kMasked = -std::numeric_limits<float>::infinity();
+
+// Folds one tile of scores [rows, cols] (keys k0.., queries q0..) into the running max and
+// sum of each row and rescales the rows of o accumulated so far; leaves e^(s - max) in the
+// tile for the product with v.
+PLANRT_SIMD_CLONES
+void fold_tile(float* scores, int64_t rows, int64_t cols, int64_t q0, int64_t k0, bool causal,
+               bool first, float* row_max, float* row_sum, float* o, int64_t dv) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* s = scores + r * cols;
+    if (causal) {
+      // Key j is masked for query i when j > i (top-left aligned, as the other kernels).
+      for (int64_t j = std::max<int64_t>(0, q0 + r + 1 - k0); j < cols; ++j) s[j] = kMasked;
+    }
+    float m = first ? kMasked : row_max[r];
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < cols; ++j) m = s[j] > m ? s[j] : m;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < cols; ++j) {
+      const float e = vmath::exp(s[j] - m);
+      s[j] = e;
+      sum += e;
+    }
+    if (first) {
+      row_sum[r] = sum;
+    } else {
+      const float factor = vmath::exp(row_max[r] - m);
+      row_sum[r] = row_sum[r] * factor + sum;
+      float* orow = o + r * dv;
+      if (factor != 1.0f) {
+#pragma omp simd
+        for (int64_t c = 0; c < dv; ++c) orow[c] *= factor;
+      }
+    }
+    row_max[r] = m;
+  }
+}
+
+PLANRT_SIMD_CLONES
+void normalize_rows(float* o, int64_t rows, int64_t dv, const float* row_sum) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float inv = 1.0f / row_sum[r];
+    float* orow = o + r * dv;
+#pragma omp simd
+    for (int64_t c = 0; c < dv; ++c) orow[c] *= inv;
+  }
+}
+
+struct Tile {
+  std::unique_ptr<float[]> scores;
+  float row_max[kQueryBlock];
+  float row_sum[kQueryBlock];
+};
+
+}  // namespace
 
 Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                     std::span<const TensorView> outputs) {
@@ -21,7 +89,7 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
-  // `fused` concerns the CUDA kernel only: this one works a head at a time either way.
+  // `fused` concerns the CUDA kernel only: this one is tiled either way.
   const auto [heads, sq, sk, d, dv, causal, scale, fused] = plan;
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, sq, sk, d));
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, sq, dv, sk));
@@ -32,31 +100,54 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
     std::fill(out, out + outputs[0].numel(), 0.0f);
     return {};
   }
-  if (sq > std::numeric_limits<int64_t>::max() / int64_t{sizeof(float)} / sk) {
-    return make_error(ErrorCode::OutOfMemory, "{}: a score matrix of {} x {} floats overflows", op,
-                      sq, sk);
-  }
-  std::unique_ptr<float[]> scores(new (std::nothrow) float[static_cast<size_t>(sq * sk)]);
-  if (scores == nullptr) {
-    return make_error(ErrorCode::OutOfMemory, "{}: cannot allocate {} bytes of score scratch", op,
-                      sq * sk * int64_t{sizeof(float)});
-  }
-  constexpr float kMasked = -std::numeric_limits<float>::infinity();
-  for (int64_t h = 0; h < heads; ++h) {
-    const float* qh = inputs[0].data_as<const float>() + h * sq * d;
-    const float* kh = inputs[1].data_as<const float>() + h * sk * d;
-    const float* vh = inputs[2].data_as<const float>() + h * sk * dv;
-    gemm_nt(sq, sk, d, static_cast<float>(scale), qh, kh, 0.0f, scores.get());
-    for (int64_t i = 0; i < sq; ++i) {
-      float* row = scores.get() + i * sk;
-      if (causal) {
-        for (int64_t j = i + 1; j < sk; ++j) row[j] = kMasked;
-      }
-      softmax_line(row, row, sk, 1);
+  const float* q = inputs[0].data_as<const float>();
+  const float* k = inputs[1].data_as<const float>();
+  const float* v = inputs[2].data_as<const float>();
+  const int64_t key_block = std::min(sk, kKeyBlock);
+  const int64_t query_blocks = (sq + kQueryBlock - 1) / kQueryBlock;
+
+  std::mutex failure_mutex;
+  Status failure;
+  std::atomic<bool> failed{false};
+  auto fail = [&](Status s) {
+    std::lock_guard lock(failure_mutex);
+    if (failure.ok()) failure = std::move(s);
+    failed.store(true, std::memory_order_relaxed);
+  };
+  parallel_for(heads * query_blocks, 1, [&](int64_t begin, int64_t end) {
+    Tile tile;
+    tile.scores.reset(new (std::nothrow) float[static_cast<size_t>(kQueryBlock * key_block)]);
+    if (tile.scores == nullptr) {
+      return fail(make_error(ErrorCode::OutOfMemory, "{}: cannot allocate {} bytes of score tile",
+                             op, kQueryBlock * key_block * int64_t{sizeof(float)}));
     }
-    gemm_nn(sq, dv, sk, 1.0f, scores.get(), vh, out + h * sq * dv);
-  }
-  return {};
+    for (int64_t task = begin; task < end && !failed.load(std::memory_order_relaxed); ++task) {
+      const int64_t h = task / query_blocks;
+      const int64_t q0 = (task % query_blocks) * kQueryBlock;
+      const int64_t rows = std::min(kQueryBlock, sq - q0);
+      const float* qh = q + (h * sq + q0) * d;
+      const float* kh = k + h * sk * d;
+      const float* vh = v + h * sk * dv;
+      float* oh = out + (h * sq + q0) * dv;
+      // Causal: keys past the block's last query are masked for every row of it.
+      const int64_t keys = causal ? std::min(sk, q0 + rows) : sk;
+      for (int64_t k0 = 0; k0 < keys; k0 += key_block) {
+        const int64_t cols = std::min(key_block, keys - k0);
+        const bool first = k0 == 0;
+        Status s = gemm_nt(rows, cols, d, static_cast<float>(scale), qh, d, kh + k0 * d, d, 0.0f,
+                           tile.scores.get(), cols);
+        if (s.ok()) {
+          fold_tile(tile.scores.get(), rows, cols, q0, k0, causal, first, tile.row_max,
+                    tile.row_sum, oh, dv);
+          s = gemm_nn(rows, dv, cols, 1.0f, tile.scores.get(), cols, vh + k0 * dv, dv,
+                      first ? 0.0f : 1.0f, oh, dv);
+        }
+        if (!s.ok()) return fail(s.with_context(op));
+      }
+      normalize_rows(oh, rows, dv, tile.row_sum);
+    }
+  });
+  return failure;
 }
 
 }  // namespace planrt::kernels::cpu

@@ -4,10 +4,16 @@
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/checks.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/threading.h"
+#include "kernels/cpu/vector_math.h"
 #include "kernels/op_plans.h"
 
 namespace planrt::kernels::cpu {
 namespace {
+
+// Pieces of at least this many elements per thread: below it the threads cost more than
+// they save.
+constexpr int64_t kPointwiseGrain = 16384;
 
 // One row of the innermost dim. Operand strides are 0 (broadcast) or 1; spelling out the
 // four cases lets the compiler vectorize each.
@@ -42,7 +48,9 @@ Status binary(std::string_view op, F f, std::span<const TensorView> inputs,
   float* py = out.data_as<float>();
   if (out.numel() == 0) return {};
   if (a.sizes == shape && b.sizes == shape) {
-    binary_row(f, pa, 1, pb, 1, py, out.numel());
+    parallel_for(out.numel(), kPointwiseGrain, [&](int64_t begin, int64_t end) {
+      binary_row(f, pa + begin, 1, pb + begin, 1, py + begin, end - begin);
+    });
     return {};
   }
   if (shape.rank() == 0) {
@@ -63,16 +71,66 @@ Status binary(std::string_view op, F f, std::span<const TensorView> inputs,
   return {};
 }
 
-template <typename F>
-Status unary(std::string_view op, F f, std::span<const TensorView> inputs,
+// The pointwise functions, each a vectorized loop (kernels/cpu/vector_math.h), compiled
+// per instruction set and chosen at run time.
+enum class Pointwise { Sqrt, Neg, Exp, Erf, Tanh, Sigmoid, Relu, Silu, Gelu, GeluTanh };
+
+PLANRT_SIMD_CLONES
+void map_pointwise(Pointwise fn, const float* x, float* y, int64_t n) {
+  switch (fn) {
+    case Pointwise::Sqrt:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
+      break;
+    case Pointwise::Neg:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
+      break;
+    case Pointwise::Exp:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = vmath::exp(x[i]);
+      break;
+    case Pointwise::Erf:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = vmath::erf(x[i]);
+      break;
+    case Pointwise::Tanh:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = vmath::tanh(x[i]);
+      break;
+    case Pointwise::Sigmoid:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = vmath::sigmoid(x[i]);
+      break;
+    case Pointwise::Relu:
+      // Written so that NaN propagates, as torch.relu does (max(0, NaN) would not).
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+      break;
+    case Pointwise::Silu:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] * vmath::sigmoid(x[i]);
+      break;
+    case Pointwise::Gelu:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = vmath::gelu(x[i]);
+      break;
+    case Pointwise::GeluTanh:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) y[i] = vmath::gelu_tanh(x[i]);
+      break;
+  }
+}
+
+Status unary(std::string_view op, Pointwise fn, std::span<const TensorView> inputs,
              std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
   PLANRT_RETURN_IF_ERROR(plan_unary(op, inputs, outputs));
   const float* x = inputs[0].data_as<const float>();
   float* y = outputs[0].data_as<float>();
-  const int64_t n = inputs[0].numel();
-  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+  parallel_for(inputs[0].numel(), kPointwiseGrain,
+               [&](int64_t begin, int64_t end) { map_pointwise(fn, x + begin, y + begin, end - begin); });
   return {};
 }
 
@@ -104,59 +162,42 @@ Status power(const OpAttrs&, std::span<const TensorView> in, std::span<const Ten
 
 Status unary_sqrt(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
   return unary(
-      "sqrt", [](float x) { return std::sqrt(x); }, in, out);
+      "sqrt", Pointwise::Sqrt, in, out);
 }
 Status unary_neg(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
   return unary(
-      "neg", [](float x) { return -x; }, in, out);
+      "neg", Pointwise::Neg, in, out);
 }
 Status unary_exp(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
   return unary(
-      "exp", [](float x) { return std::exp(x); }, in, out);
+      "exp", Pointwise::Exp, in, out);
 }
 Status unary_erf(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
   return unary(
-      "erf", [](float x) { return std::erf(x); }, in, out);
+      "erf", Pointwise::Erf, in, out);
 }
 Status unary_tanh(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
   return unary(
-      "tanh", [](float x) { return std::tanh(x); }, in, out);
+      "tanh", Pointwise::Tanh, in, out);
 }
 Status unary_sigmoid(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
   return unary(
-      "sigmoid", [](float x) { return 1.0f / (1.0f + std::exp(-x)); }, in, out);
+      "sigmoid", Pointwise::Sigmoid, in, out);
 }
 
 Status relu(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
-  // Written so that NaN propagates, as torch.relu does (max(0, NaN) would not).
-  return unary(
-      "relu", [](float x) { return x < 0.0f ? 0.0f : x; }, in, out);
+  return unary("relu", Pointwise::Relu, in, out);
 }
 
 Status silu(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
   return unary(
-      "silu", [](float x) { return x / (1.0f + std::exp(-x)); }, in, out);
+      "silu", Pointwise::Silu, in, out);
 }
 
 Status gelu(const OpAttrs& attrs, std::span<const TensorView> in, std::span<const TensorView> out) {
-  constexpr std::string_view op = "gelu";
   PLANRT_ASSIGN_OR_RETURN(GeluApproximation mode, plan_gelu(attrs));
-  if (mode == GeluApproximation::None) {
-    return unary(
-        op,
-        [](float x) {
-          constexpr float kInvSqrt2 = 0.70710678118654752440f;
-          return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
-        },
-        in, out);
-  }
-  return unary(
-      op,
-      [](float x) {
-        constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-        return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-      },
-      in, out);
+  return unary("gelu", mode == GeluApproximation::None ? Pointwise::Gelu : Pointwise::GeluTanh, in,
+               out);
 }
 
 }  // namespace planrt::kernels::cpu

@@ -1,4 +1,4 @@
-// linear and matmul: every product goes through OpenBLAS sgemm, f32.
+// linear and matmul: every product goes through oneDNN's sgemm (kernels/cpu/blas.h), f32.
 #include <algorithm>
 
 #include "kernels/cpu/blas.h"
@@ -27,9 +27,8 @@ Status linear(const OpAttrs&, std::span<const TensorView> inputs,
     const float* b = bias.data_as<const float>();
     for (int64_t i = 0; i < m; ++i) std::copy(b, b + n, y + i * n);
   }
-  gemm_nt(m, n, k, 1.0f, inputs[0].data_as<const float>(), inputs[1].data_as<const float>(),
-          bias.is_none() ? 0.0f : 1.0f, y);
-  return {};
+  return gemm_nt(m, n, k, 1.0f, inputs[0].data_as<const float>(), k,
+                 inputs[1].data_as<const float>(), k, bias.is_none() ? 0.0f : 1.0f, y, n);
 }
 
 Status matmul(const OpAttrs&, std::span<const TensorView> inputs,
@@ -47,8 +46,7 @@ Status matmul(const OpAttrs&, std::span<const TensorView> inputs,
   // which BLAS runs far better than `count` small ones.
   if (b_batch.numel() == 1 && a_batch == batch) {
     PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, count * m, n, k));
-    gemm_nn(count * m, n, k, 1.0f, pa, pb, py);
-    return {};
+    return gemm_nn(count * m, n, k, 1.0f, pa, k, pb, n, 0.0f, py, n);
   }
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, m, n, k));
   Shape sa = broadcast_strides(a_batch, batch);
@@ -58,13 +56,14 @@ Status matmul(const OpAttrs&, std::span<const TensorView> inputs,
     sb[d] *= k * n;
   }
   int64_t y_offset = 0;
+  Status status;
   // Explicit copies: clang 14 (the fuzz build, scripts/fuzz.sh) cannot capture structured
   // bindings, a C++20 addition it lacks.
   for_each_index<2>(batch, {sa, sb}, [&, m = m, n = n, k = k](const std::array<int64_t, 2>& off) {
-    gemm_nn(m, n, k, 1.0f, pa + off[0], pb + off[1], py + y_offset);
+    if (status.ok()) status = gemm_nn(m, n, k, 1.0f, pa + off[0], k, pb + off[1], n, 0.0f, py + y_offset, n);
     y_offset += m * n;
   });
-  return {};
+  return status;
 }
 
 }  // namespace planrt::kernels::cpu

@@ -93,6 +93,38 @@ TEST(Attention, CausalDiffersFromNonCausal) {
   EXPECT_GT(relative_error(masked, plain.doubles()), 1e-3);
 }
 
+// The kernel works in tiles of 32 queries by 256 keys, folding each key tile into a running
+// softmax: these sizes cross both tile edges (and leave partial tiles), so the online
+// rescaling and the causal tile skipping are what is compared with the reference.
+TEST(Attention, SequencesSpanningSeveralTilesMatchTheReference) {
+  expect_sdpa_matches({1, 2, 70, 600, 16, 16}, {}, false, 1.0 / 4.0);
+}
+
+TEST(Attention, CausalSequencesSpanningSeveralTilesMatchTheReference) {
+  OpAttrs attrs;
+  attrs.set("causal", true);
+  expect_sdpa_matches({1, 2, 530, 530, 8, 8}, attrs, true, 1.0 / std::sqrt(8.0));
+  expect_sdpa_matches({1, 1, 300, 700, 8, 4}, attrs, true, 1.0 / std::sqrt(8.0));
+}
+
+// Scores whose row maximum grows from one key tile to the next: the rows accumulated under
+// the smaller maximum must be rescaled, or the later keys would swamp them (or the sums
+// overflow: scores of 80 and more do, unrescaled, in f32).
+TEST(Attention, AMaximumThatGrowsAcrossKeyTilesIsRescaled) {
+  const int64_t sk = 700, d = 4;
+  HostTensor q = HostTensor::random({1, 1, 3, d}, 5, 0.5f, 1.0f);
+  HostTensor k(DType::F32, {1, 1, sk, d});
+  for (int64_t j = 0; j < sk; ++j) {
+    for (int64_t p = 0; p < d; ++p) k.f()[j * d + p] = static_cast<float>(j) / 10.0f;
+  }
+  HostTensor v = HostTensor::random({1, 1, sk, d}, 6);
+  HostTensor y(DType::F32, {1, 1, 3, d});
+  OpAttrs attrs;
+  attrs.set("scale", 1.0);
+  ASSERT_TRUE(attend(attrs, q, k, v, y).ok());
+  EXPECT_LT(relative_error(y, sdpa_reference(q, k, v, false, 1.0)), kTolerance);
+}
+
 TEST(Attention, ExplicitScaleAndValueWidthDifferentFromKeyWidth) {
   OpAttrs attrs;
   attrs.set("scale", 0.3);
