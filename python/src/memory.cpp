@@ -73,7 +73,7 @@ py::dict pool_dict(const CudaPoolStats& p) {
 
 py::dict memory_report(const Program& program, const std::vector<std::shared_ptr<const Method>>& loaded) {
   struct Figures {
-    uint64_t weights = 0, planned = 0;
+    uint64_t weights = 0, planned = 0, packed_weights = 0;
   };
   std::map<Device, Figures> devices;
   bool shares_host_arenas = false;
@@ -88,6 +88,8 @@ py::dict memory_report(const Program& program, const std::vector<std::shared_ptr
       if (!(e.device.is_cpu() && method->shares_memory_arenas())) f.planned += e.planned_bytes;
     }
     shares_host_arenas = shares_host_arenas || method->shares_memory_arenas();
+    // Each method owns the copies it reordered (cpu.pack_weights): a sum.
+    if (method->packed_weight_bytes() > 0) devices[Device::cpu()].packed_weights += method->packed_weight_bytes();
     py::dict m;
     py::list estimates;
     for (const MemoryEstimate& e : meta.memory) {
@@ -100,6 +102,7 @@ py::dict memory_report(const Program& program, const std::vector<std::shared_ptr
     }
     m["estimate"] = estimates;
     m["shares_host_arenas"] = method->shares_memory_arenas();
+    m["packed_weights_bytes"] = method->packed_weight_bytes();
     methods[py::str(meta.name)] = m;
   }
   if (shares_host_arenas) devices[Device::cpu()].planned += program.shared_host_arena_bytes();
@@ -110,6 +113,7 @@ py::dict memory_report(const Program& program, const std::vector<std::shared_ptr
     d["device"] = to_string(device);
     d["weights_bytes"] = f.weights;
     d["planned_bytes"] = f.planned;
+    d["packed_weights_bytes"] = f.packed_weights;
     Result<EngineScratchStats> scratch = engine_scratch_stats(device);
     d["engine_scratch"] = scratch.ok() ? py::object(scratch_dict(*scratch)) : py::object(py::none());
     d["warm_pool"] = py::none();

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/packed_linear.h"
 #include "kernels/kernel.h"
 #include "planrt/platform/device_allocator.h"
 #include "planrt/runtime/method.h"
@@ -84,6 +85,8 @@ struct Step {
   // Kernel
   kernels::KernelFn fn = nullptr;
   kernels::OpAttrs attrs;
+  // A linear over a constant weight, prepared at load (cpu.pack_weights): runs instead of fn.
+  std::shared_ptr<const kernels::cpu::PackedLinear> packed;
   // Delegate: index into Method::Impl::delegates
   size_t delegate = 0;
   std::string segment_name;
@@ -150,6 +153,9 @@ struct Method::Impl {
   bool synchronize_each_step = false;
   // Threads of the host kernels during a run (option cpu.num_threads); 0: the default.
   int cpu_threads = 0;
+  // Host linears reorder their constant weights at load (option cpu.pack_weights).
+  bool pack_weights = true;
+  uint64_t packed_weight_bytes = 0;  // what those copies hold
   MethodRunStats stats;
   // Per method input: true when only host-to-device copies read it (and it is no output).
   // run() copies such an input to the device straight from the caller's memory, which

@@ -240,9 +240,34 @@ class Loader {
       }
     }
     step.fn = *fn;
+    if (impl_.pack_weights && step.op == "linear") PLANRT_RETURN_IF_ERROR(pack_linear(k, ins, step));
     Result<kernels::OpAttrs> attrs = planning::parse_op_attrs(ins);
     if (!attrs.ok()) return attrs.status().with_context(fmt::format("method '{}': {}", name_, step_name(k, ins)));
     step.attrs = std::move(attrs).value();
+    return {};
+  }
+
+  // A host linear whose weight is a constant of static shape gets the weight reordered for
+  // oneDNN's matmul (kernels/cpu/packed_linear.h); a weight oneDNN would not reorder keeps the
+  // plain kernel. Only a failed allocation fails the load.
+  Status pack_linear(size_t k, const fb::Instruction& ins, Step& step) {
+    if (step.inputs.size() < 2 || step.inputs[1] == format::kNoValue) return {};
+    const ValueSlot& w = impl_.values[step.inputs[1]];
+    if (w.kind != fb::ValueKind::Constant || w.dtype != DType::F32 || w.shape.size() != 2 ||
+        !w.shape[0].is_static() || !w.shape[1].is_static()) {
+      return {};
+    }
+    const uint64_t bytes = file_.constant_data(method_.values()->Get(step.inputs[1])->constant()).size();
+    if (bytes != static_cast<uint64_t>(w.shape[0].value * w.shape[1].value) * sizeof(float)) return {};
+    TensorView view = TensorView::contiguous(w.data, DType::F32, Shape({w.shape[0].value, w.shape[1].value}),
+                                             Device::cpu());
+    Result<std::unique_ptr<kernels::cpu::PackedLinear>> packed = kernels::cpu::PackedLinear::create(view);
+    if (!packed.ok()) {
+      if (packed.status().code() == ErrorCode::NotSupported) return {};
+      return packed.status().with_context(fmt::format("method '{}': {}", name_, step_name(k, ins)));
+    }
+    impl_.packed_weight_bytes += (*packed)->packed_bytes();
+    step.packed = std::move(packed).value();
     return {};
   }
 
@@ -455,14 +480,21 @@ class Loader {
     auto it = options_.backend_options.find("cpu");
     if (it == options_.backend_options.end()) return {};
     for (const BackendOption& option : it->second) {
-      if (option.key != "num_threads") {
+      if (option.key == "num_threads") {
+        Result<int> n = kernels::cpu::parse_num_threads(option.value);
+        if (!n.ok()) return n.status().with_context(fmt::format("method '{}': option cpu.num_threads", name_));
+        impl_.cpu_threads = *n;
+      } else if (option.key == "pack_weights") {
+        if (option.value != "true" && option.value != "1" && option.value != "false" && option.value != "0") {
+          return error(ErrorCode::InvalidArgument,
+                       fmt::format("option cpu.pack_weights: '{}' is not true|1|false|0", option.value));
+        }
+        impl_.pack_weights = option.value == "true" || option.value == "1";
+      } else {
         return error(ErrorCode::InvalidArgument,
-                     fmt::format("unknown option 'cpu.{}': the cpu options are num_threads",
+                     fmt::format("unknown option 'cpu.{}': the cpu options are num_threads, pack_weights",
                                  option.key));
       }
-      Result<int> n = kernels::cpu::parse_num_threads(option.value);
-      if (!n.ok()) return n.status().with_context(fmt::format("method '{}': option cpu.num_threads", name_));
-      impl_.cpu_threads = *n;
     }
     return {};
   }

@@ -241,7 +241,7 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
     }
     switch (s.kind) {
       case fb::InstructionKind::Kernel:
-        status = s.fn(s.attrs, s.in_views, s.out_views);
+        status = s.packed ? s.packed->run(s.in_views, s.out_views) : s.fn(s.attrs, s.in_views, s.out_views);
         break;
       case fb::InstructionKind::Copy: {
         CopyKind kind = s.copy;
@@ -325,6 +325,7 @@ Method::~Method() = default;
 const std::string& Method::name() const { return impl_->meta.name; }
 const MethodMeta& Method::meta() const { return impl_->meta; }
 bool Method::shares_memory_arenas() const { return impl_->shared_arenas; }
+uint64_t Method::packed_weight_bytes() const { return impl_->packed_weight_bytes; }
 
 Status Method::run(std::span<const TensorView> inputs) {
   std::lock_guard lock(impl_->arenas->run_mu);

@@ -392,6 +392,9 @@ void read_after_runs(const Method& method, RunReport& report) {
   read_pool_stats(report.memory);
 #endif
   report.run_stats = method.run_stats();
+  for (DeviceMemory& d : report.memory) {
+    if (d.device.is_cpu()) d.packed_weights_bytes = method.packed_weight_bytes();
+  }
   read_scratch_stats(report.memory);
 }
 

@@ -75,6 +75,7 @@ json device_json(const DeviceMemory& d, const RunReport& r) {
   json dj = {{"device", to_string(d.device)},
              {"planned_bytes", d.planned_bytes},
              {"weights_bytes", d.weights_bytes},
+             {"packed_weights_bytes", d.packed_weights_bytes},
              {"total_bytes", d.total_bytes()},
              {"arenas", arenas}};
   const DeviceFigures& f = d.figures;
@@ -160,6 +161,10 @@ void print_device_figures(const DeviceFigures& f) {
 void print_device_memory(const DeviceMemory& d, bool arenas_are_shared) {
   fmt::print("  {:<7} weights {:>12}  planned {:>12}\n", to_string(d.device),
              format_bytes(d.weights_bytes), format_bytes(d.planned_bytes));
+  if (d.packed_weights_bytes > 0) {
+    fmt::print("          weights reordered for the CPU products {:>12}  (cpu.pack_weights)\n",
+               format_bytes(d.packed_weights_bytes));
+  }
   for (const PlannedArena& a : d.arenas) {
     fmt::print("          arena #{:<3} {:>12}  {}\n", a.index, format_bytes(a.size_bytes),
                arenas_are_shared ? "shared with the program's other host methods" : "own");

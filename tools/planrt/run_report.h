@@ -68,9 +68,11 @@ struct DeviceMemory {
   std::vector<PlannedArena> arenas;
   uint64_t planned_bytes = 0;
   uint64_t weights_bytes = 0;
+  // CPU: the weights the method reordered at load for the matrix products (cpu.pack_weights).
+  uint64_t packed_weights_bytes = 0;
   DeviceFigures figures;
 
-  uint64_t total_bytes() const { return planned_bytes + weights_bytes; }
+  uint64_t total_bytes() const { return planned_bytes + weights_bytes + packed_weights_bytes; }
 };
 
 struct RunReport {

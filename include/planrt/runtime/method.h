@@ -117,6 +117,10 @@ class Method {
 
   // Counters of this method's runs (see Streams above).
   MethodRunStats run_stats() const;
+  // Host bytes of the constant weights this method reordered at load for the CPU kernels'
+  // matrix products (load option cpu.pack_weights, on by default): copies it owns beside the
+  // program's constants, which those products no longer read.
+  uint64_t packed_weight_bytes() const;
 
   struct Impl;
 

@@ -1,0 +1,147 @@
+#include "kernels/cpu/packed_linear.h"
+
+#include <dnnl.hpp>
+
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cpu/checks.h"
+#include "kernels/op_plans.h"
+
+namespace planrt::kernels::cpu {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using Type = memory::data_type;
+
+// Row counts whose matmul is kept; a method with dynamic dims sees at most its bound's worth.
+constexpr size_t kMaxShapes = 64;
+// The row count the blocked layout is chosen for (the kernels then serve any count).
+constexpr int64_t kLayoutRows = 128;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+ErrorCode code_of(dnnl_status_t s) {
+  return s == dnnl_out_of_memory ? ErrorCode::OutOfMemory : ErrorCode::NotSupported;
+}
+
+}  // namespace
+
+struct PackedLinear::State {
+  memory::desc weights_desc;
+  memory weights;  // owns the blocked copy
+  mutable std::mutex mu;
+  struct Prepared {
+    dnnl::matmul matmul;
+    memory::desc scratchpad;
+  };
+  // (has bias, M) -> matmul; mutable: filled on first use of a shape.
+  mutable std::map<std::pair<bool, int64_t>, Prepared> primitives;
+
+  dnnl::matmul::primitive_desc describe(int64_t m, int64_t n, int64_t k, bool bias) const {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    memory::desc src({m, k}, Type::f32, Tag::ab);
+    memory::desc dst({m, n}, Type::f32, Tag::ab);
+    if (bias) {
+      return {dnnl::matmul::desc(src, weights_desc, memory::desc({1, n}, Type::f32, Tag::ab), dst),
+              attr, cpu_engine()};
+    }
+    return {dnnl::matmul::desc(src, weights_desc, dst), attr, cpu_engine()};
+  }
+};
+
+PackedLinear::PackedLinear(int64_t n, int64_t k, std::unique_ptr<State> state)
+    : n_(n), k_(k), state_(std::move(state)) {}
+PackedLinear::~PackedLinear() = default;
+
+uint64_t PackedLinear::packed_bytes() const { return state_->weights_desc.get_size(); }
+
+Result<std::unique_ptr<PackedLinear>> PackedLinear::create(const TensorView& weight) {
+  if (weight.dtype != DType::F32 || weight.sizes.rank() != 2 || !weight.is_contiguous() ||
+      weight.sizes[0] == 0 || weight.sizes[1] == 0) {
+    return make_error(ErrorCode::NotSupported, "packed linear: the weight is not a non-empty f32 matrix");
+  }
+  const int64_t n = weight.sizes[0], k = weight.sizes[1];
+  try {
+    auto state = std::make_unique<State>();
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    // Weights as the matmul sees them, [K, N]; stored [N, K] row-major, that is "ba".
+    memory::desc plain({k, n}, Type::f32, Tag::ba);
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(memory::desc({kLayoutRows, k}, Type::f32, Tag::ab),
+                           memory::desc({k, n}, Type::f32, Tag::any),
+                           memory::desc({kLayoutRows, n}, Type::f32, Tag::ab)),
+        attr, cpu_engine());
+    state->weights_desc = pd.weights_desc();
+    if (state->weights_desc == plain) {
+      return make_error(ErrorCode::NotSupported, "packed linear: oneDNN keeps the stored layout for {} x {}", n, k);
+    }
+    state->weights = memory(state->weights_desc, cpu_engine());
+    memory source(plain, cpu_engine(), weight.data);
+    dnnl::stream stream(cpu_engine());
+    dnnl::reorder(source, state->weights).execute(stream, source, state->weights);
+    stream.wait();
+    return std::unique_ptr<PackedLinear>(new PackedLinear(n, k, std::move(state)));
+  } catch (const dnnl::error& e) {
+    return make_error(code_of(e.status), "packed linear: oneDNN could not prepare the {} x {} weight: {}",
+                      n, k, e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::OutOfMemory, "packed linear: cannot allocate the {} x {} weight's copy", n, k);
+  }
+}
+
+Status PackedLinear::run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {
+  constexpr std::string_view op = "linear";
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(LinearPlan plan, plan_linear(inputs, outputs));
+  const auto [m, n, k] = plan;
+  if (n != n_ || k != k_) {
+    return make_error(ErrorCode::InvalidArgument, "{}: the weight is {} x {}, packed as {} x {}", op, n, k,
+                      n_, k_);
+  }
+  if (m == 0) return {};
+  const bool has_bias = inputs.size() > 2 && !inputs[2].is_none();
+  try {
+    State::Prepared prepared;
+    {
+      std::lock_guard lock(state_->mu);
+      auto it = state_->primitives.find({has_bias, m});
+      if (it != state_->primitives.end()) {
+        prepared = it->second;
+      } else {
+        dnnl::matmul::primitive_desc pd = state_->describe(m, n, k, has_bias);
+        prepared = {dnnl::matmul(pd), pd.scratchpad_desc()};
+        if (state_->primitives.size() < kMaxShapes) state_->primitives.emplace(std::pair{has_bias, m}, prepared);
+      }
+    }
+    thread_local std::vector<uint8_t> scratch;
+    const size_t scratch_bytes = prepared.scratchpad.get_size();
+    if (scratch.size() < scratch_bytes) scratch.resize(scratch_bytes);
+    dnnl::engine& engine = cpu_engine();
+    memory src(memory::desc({m, k}, Type::f32, Tag::ab), engine, inputs[0].data);
+    memory dst(memory::desc({m, n}, Type::f32, Tag::ab), engine, outputs[0].data);
+    memory pad(prepared.scratchpad, engine, scratch.data());
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src},
+                                            {DNNL_ARG_WEIGHTS, state_->weights},
+                                            {DNNL_ARG_DST, dst},
+                                            {DNNL_ARG_SCRATCHPAD, pad}};
+    if (has_bias) args.emplace(DNNL_ARG_BIAS, memory(memory::desc({1, n}, Type::f32, Tag::ab), engine, inputs[2].data));
+    dnnl::stream stream(engine);
+    prepared.matmul.execute(stream, args);
+    stream.wait();
+    return {};
+  } catch (const dnnl::error& e) {
+    return make_error(code_of(e.status), "{}: oneDNN matmul of {} x {} x {} failed: {}", op, m, n, k, e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::OutOfMemory, "{}: cannot allocate oneDNN's scratchpad", op);
+  }
+}
+
+}  // namespace planrt::kernels::cpu
