@@ -12,7 +12,7 @@ rounds that alternate the runtimes' order, so that all figures of a row come fro
   torch        Debian's PyTorch, torch.set_num_threads(T), inference_mode (bench/cpu/torch_run.py)
 
 Reported per runtime: median and p90 latency over every timed iteration of every round, peak
-RSS of its process (ru_maxrss from wait4), and the relative error of its output against the
+RSS of its process (GNU time's maximum resident set), and the relative error of its output against the
 module in float64 (max |y - y64| / max |y64|). planrt's ratio to ONNX Runtime is the target's
 measure (issue 23: at most 0.9).
 

@@ -4,7 +4,9 @@
 // load() maps (or takes) the file and verifies it completely (format::ProgramFile); it
 // allocates no method memory (placement rule 1), so a program whose methods need a device
 // this machine lacks still loads, lists its methods and answers method_meta(). Constants
-// stay in the mapping and are used in place, never copied.
+// stay in the mapping and are used in place, never copied, except the weights of host
+// linears, which each loaded method reorders once for oneDNN (load option cpu.pack_weights;
+// Method::packed_weight_bytes counts them).
 //
 // Ownership: move-only; the file and the shared host arenas live in state that loaded
 // Methods share, so Methods may outlive the Program object.

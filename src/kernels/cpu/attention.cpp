@@ -114,7 +114,7 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
     if (failure.ok()) failure = std::move(s);
     failed.store(true, std::memory_order_relaxed);
   };
-  parallel_for(heads * query_blocks, 1, [&](int64_t begin, int64_t end) {
+  Status loop = parallel_for(heads * query_blocks, 1, [&](int64_t begin, int64_t end) {
     Tile tile;
     tile.scores.reset(new (std::nothrow) float[static_cast<size_t>(kQueryBlock * key_block)]);
     if (tile.scores == nullptr) {
@@ -147,7 +147,8 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
       normalize_rows(oh, rows, dv, tile.row_sum);
     }
   });
-  return failure;
+  // A failure a task reported comes first; an exception the loop caught, after.
+  return failure.ok() ? loop : failure;
 }
 
 }  // namespace planrt::kernels::cpu

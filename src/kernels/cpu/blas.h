@@ -5,7 +5,7 @@
 // Products run on oneDNN's sgemm (Debian libdnnl), which picks its kernels by the CPU's
 // features (AVX-512, AVX2, ...) at run time, not by a table of known models: OpenBLAS 0.3.21
 // (Debian 12) does not know recent Xeons and falls back to a kernel several times slower there
-// (docs/design.md §7). It threads over the calling thread's count (kernels/cpu/threading.h)
+// (docs/design.md §10). It threads over the calling thread's count (kernels/cpu/threading.h)
 // and runs single-threaded inside a parallel region. Thread-safe.
 #pragma once
 

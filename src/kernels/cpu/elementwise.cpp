@@ -48,10 +48,9 @@ Status binary(std::string_view op, F f, std::span<const TensorView> inputs,
   float* py = out.data_as<float>();
   if (out.numel() == 0) return {};
   if (a.sizes == shape && b.sizes == shape) {
-    parallel_for(out.numel(), kPointwiseGrain, [&](int64_t begin, int64_t end) {
+    return parallel_for(out.numel(), kPointwiseGrain, [&](int64_t begin, int64_t end) {
       binary_row(f, pa + begin, 1, pb + begin, 1, py + begin, end - begin);
     });
-    return {};
   }
   if (shape.rank() == 0) {
     py[0] = f(pa[0], pb[0]);
@@ -129,9 +128,8 @@ Status unary(std::string_view op, Pointwise fn, std::span<const TensorView> inpu
   PLANRT_RETURN_IF_ERROR(plan_unary(op, inputs, outputs));
   const float* x = inputs[0].data_as<const float>();
   float* y = outputs[0].data_as<float>();
-  parallel_for(inputs[0].numel(), kPointwiseGrain,
+  return parallel_for(inputs[0].numel(), kPointwiseGrain,
                [&](int64_t begin, int64_t end) { map_pointwise(fn, x + begin, y + begin, end - begin); });
-  return {};
 }
 
 }  // namespace

@@ -99,10 +99,9 @@ Status layer_norm(const OpAttrs& attrs, std::span<const TensorView> inputs,
   const float* b = optional_data(inputs, 2);
   const float* px = x.data_as<const float>();
   float* py = outputs[0].data_as<float>();
-  parallel_for(rows, kRowGrain, [&, n = n, eps = eps](int64_t begin, int64_t end) {
+  return parallel_for(rows, kRowGrain, [&, n = n, eps = eps](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) layer_norm_row(px + r * n, py + r * n, n, eps, w, b);
   });
-  return {};
 }
 
 Status rms_norm(const OpAttrs& attrs, std::span<const TensorView> inputs,
@@ -116,10 +115,9 @@ Status rms_norm(const OpAttrs& attrs, std::span<const TensorView> inputs,
   const float* w = optional_data(inputs, 1);
   const float* px = x.data_as<const float>();
   float* py = outputs[0].data_as<float>();
-  parallel_for(rows, kRowGrain, [&, n = n, eps = eps](int64_t begin, int64_t end) {
+  return parallel_for(rows, kRowGrain, [&, n = n, eps = eps](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rms_norm_row(px + r * n, py + r * n, n, eps, w);
   });
-  return {};
 }
 
 Status softmax(const OpAttrs& attrs, std::span<const TensorView> inputs,
@@ -132,13 +130,12 @@ Status softmax(const OpAttrs& attrs, std::span<const TensorView> inputs,
   const auto [outer, n, inner] = plan;
   const float* px = x.data_as<const float>();
   float* py = outputs[0].data_as<float>();
-  parallel_for(outer * inner, kRowGrain, [&, n = n, inner = inner](int64_t begin, int64_t end) {
+  return parallel_for(outer * inner, kRowGrain, [&, n = n, inner = inner](int64_t begin, int64_t end) {
     for (int64_t line = begin; line < end; ++line) {
       const int64_t base = (line / inner) * n * inner + line % inner;
       softmax_line(px + base, py + base, n, inner);
     }
   });
-  return {};
 }
 
 // Sums in double, like the norms: the mean of a long row keeps f32 precision.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/checks.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/op_plans.h"
 
 namespace planrt::kernels::cpu {
@@ -64,7 +65,9 @@ uint64_t PackedLinear::packed_bytes() const { return state_->weights_desc.get_si
 Result<std::unique_ptr<PackedLinear>> PackedLinear::create(const TensorView& weight) {
   if (weight.dtype != DType::F32 || weight.sizes.rank() != 2 || !weight.is_contiguous() ||
       weight.sizes[0] == 0 || weight.sizes[1] == 0) {
-    return make_error(ErrorCode::NotSupported, "packed linear: the weight is not a non-empty f32 matrix");
+    return make_error(ErrorCode::NotSupported,
+                      "packed linear: the weight ({}, rank {}) is not a non-empty contiguous f32 matrix",
+                      dtype_name(weight.dtype), weight.sizes.rank());
   }
   const int64_t n = weight.sizes[0], k = weight.sizes[1];
   try {
@@ -138,9 +141,14 @@ Status PackedLinear::run(std::span<const TensorView> inputs, std::span<const Ten
     stream.wait();
     return {};
   } catch (const dnnl::error& e) {
+    // A row count oneDNN has no matmul for with this layout: the stored weight, as the
+    // plain kernel takes it, still serves.
+    if (e.status == dnnl_unimplemented) return linear({}, inputs, outputs);
     return make_error(code_of(e.status), "{}: oneDNN matmul of {} x {} x {} failed: {}", op, m, n, k, e.what());
   } catch (const std::bad_alloc&) {
-    return make_error(ErrorCode::OutOfMemory, "{}: cannot allocate oneDNN's scratchpad", op);
+    return make_error(ErrorCode::OutOfMemory,
+                      "{}: out of memory preparing the oneDNN matmul of {} x {} x {} (its scratchpad "
+                      "or primitive)", op, m, n, k);
   }
 }
 

@@ -3,6 +3,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
+#include <new>
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
@@ -46,6 +48,13 @@ std::optional<int> env_num_threads() {
   return std::nullopt;
 }
 
+Status failed_status(int failure, int64_t count) {
+  if (failure == 0) return {};
+  return make_error(failure == 1 ? ErrorCode::OutOfMemory : ErrorCode::Internal,
+                    "a parallel kernel loop over {} items {}", count,
+                    failure == 1 ? "ran out of memory" : "failed with an exception");
+}
+
 }  // namespace
 
 int available_cpus() {
@@ -70,8 +79,8 @@ Result<int> parse_num_threads(std::string_view value) {
 
 #ifdef _OPENMP
 // OpenMP's count is a per-thread setting (its nthreads ICV), which is what lets two runs on
-// two threads use different counts. A thread that never set it starts from the default here,
-// not from OpenMP's own (which would count every online CPU when OMP_NUM_THREADS is unset).
+// two threads use different counts. A thread outside any scope reports the default here,
+// not OpenMP's own (which would count every online CPU when OMP_NUM_THREADS is unset).
 namespace {
 thread_local bool set_here = false;
 }
@@ -81,36 +90,60 @@ int current_num_threads() {
   return omp_get_max_threads();
 }
 
-ThreadCountScope::ThreadCountScope(int num_threads) : previous_(current_num_threads()) {
+ThreadCountScope::ThreadCountScope(int num_threads)
+    : previous_openmp_(omp_get_max_threads()), previous_set_(set_here) {
   omp_set_num_threads(num_threads > 0 ? num_threads : default_num_threads());
   set_here = true;
 }
 
-ThreadCountScope::~ThreadCountScope() { omp_set_num_threads(previous_); }
+ThreadCountScope::~ThreadCountScope() {
+  omp_set_num_threads(previous_openmp_);
+  set_here = previous_set_;
+}
 
-void parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
-  if (count <= 0) return;
-  const int64_t threads = std::min<int64_t>(current_num_threads(), (count + grain - 1) / std::max<int64_t>(grain, 1));
+Status parallel_for_ranges(int64_t count, int64_t grain, RangeFn fn, void* context) {
+  if (count <= 0) return {};
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t threads = std::min<int64_t>(current_num_threads(), (count + grain - 1) / grain);
+  std::atomic<int> failure{0};  // 1: bad_alloc, 2: anything else
+  auto guarded = [&](int64_t begin, int64_t end) {
+    try {
+      fn(context, begin, end);
+    } catch (const std::bad_alloc&) {
+      failure.store(1);
+    } catch (...) {
+      failure.store(2);
+    }
+  };
   if (threads <= 1 || omp_in_parallel()) {
-    body(0, count);
-    return;
-  }
+    guarded(0, count);
+  } else {
 #pragma omp parallel num_threads(static_cast<int>(threads))
-  {
-    const int64_t t = omp_get_thread_num();
-    const int64_t team = omp_get_num_threads();
-    const int64_t begin = count * t / team;
-    const int64_t end = count * (t + 1) / team;
-    if (begin < end) body(begin, end);
+    {
+      const int64_t t = omp_get_thread_num();
+      const int64_t team = omp_get_num_threads();
+      const int64_t begin = count * t / team;
+      const int64_t end = count * (t + 1) / team;
+      if (begin < end) guarded(begin, end);
+    }
   }
+  return failed_status(failure.load(), count);
 }
 #else
 // Built without OpenMP (the clang fuzz build): one thread, whatever was asked.
 int current_num_threads() { return 1; }
-ThreadCountScope::ThreadCountScope(int) : previous_(1) {}
+ThreadCountScope::ThreadCountScope(int) {}
 ThreadCountScope::~ThreadCountScope() = default;
-void parallel_for(int64_t count, int64_t, const std::function<void(int64_t, int64_t)>& body) {
-  if (count > 0) body(0, count);
+Status parallel_for_ranges(int64_t count, int64_t, RangeFn fn, void* context) {
+  if (count <= 0) return {};
+  try {
+    fn(context, 0, count);
+  } catch (const std::bad_alloc&) {
+    return failed_status(1, count);
+  } catch (...) {
+    return failed_status(2, count);
+  }
+  return {};
 }
 #endif
 

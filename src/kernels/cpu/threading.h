@@ -1,8 +1,9 @@
 // Threads of the CPU kernels.
 //
 // planrt's CPU kernels and oneDNN (which runs their matrix products) share one thread pool:
-// OpenMP's (libgomp, the runtime Debian's oneDNN is built on), so the process never holds two
-// pools competing for the same cores. The count is per calling thread: a method's run sets it
+// OpenMP's (libgomp, the runtime Debian's oneDNN is built on), so a run never holds two pools
+// competing for the same cores. (libgomp keeps a team per calling thread: two runs on two
+// threads at N threads each use 2N.) The count is per calling thread: a method's run sets it
 // for its own thread (ThreadCountScope), so two methods run from two threads may use
 // different counts. Kernels split their work with parallel_for, which runs inline when the
 // count is 1, when the work is small, or inside another parallel region.
@@ -15,7 +16,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <type_traits>
 #include <string_view>
 
 #include "planrt/core/result.h"
@@ -36,8 +37,10 @@ Result<int> parse_num_threads(std::string_view value);
 // Threads the kernels on the calling thread will use now.
 int current_num_threads();
 
-// Sets the calling thread's kernel thread count for its lifetime and restores the previous
-// count after. Not copyable or movable: it lives on the stack of the run it covers.
+// Sets the calling thread's kernel thread count for its lifetime (num_threads <= 0: the
+// default) and restores the thread's OpenMP setting after, as it was, so that a caller's own
+// omp_set_num_threads (or a library's in the same process: PyTorch's) survives a run. Not
+// copyable or movable: it lives on the stack of the run it covers.
 class ThreadCountScope {
  public:
   explicit ThreadCountScope(int num_threads);
@@ -46,12 +49,24 @@ class ThreadCountScope {
   ThreadCountScope& operator=(const ThreadCountScope&) = delete;
 
  private:
-  int previous_;
+  int previous_openmp_ = 1;
+  bool previous_set_ = false;
 };
 
 // Calls body(begin, end) over disjoint ranges covering [0, count), on up to
-// current_num_threads() threads, each range at least `grain` items (so that small work is not
-// split). body must not throw and must be safe to run concurrently on disjoint ranges.
-void parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+// current_num_threads() threads and never more than ceil(count / grain) of them (so that small
+// work is not split). body must be safe to run concurrently on disjoint ranges. An exception
+// from a body stays inside: the call returns OutOfMemory (std::bad_alloc) or Internal, after
+// every range has ended. Allocates nothing itself.
+using RangeFn = void (*)(void* context, int64_t begin, int64_t end);
+Status parallel_for_ranges(int64_t count, int64_t grain, RangeFn fn, void* context);
+
+template <typename Body>
+[[nodiscard]] Status parallel_for(int64_t count, int64_t grain, Body&& body) {
+  using B = std::remove_reference_t<Body>;
+  return parallel_for_ranges(
+      count, grain, [](void* c, int64_t begin, int64_t end) { (*static_cast<B*>(c))(begin, end); },
+      const_cast<void*>(static_cast<const void*>(&body)));
+}
 
 }  // namespace planrt::kernels::cpu

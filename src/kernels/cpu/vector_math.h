@@ -2,7 +2,7 @@
 // no table lookups, branches as selects), for the CPU kernels' pointwise ops, softmax and
 // GELU. std::exp/std::erf are scalar library calls and cost ~10x more per element here.
 //
-// Accuracy against the float64 functions (tests/kernels/cpu_vector_math_test.cpp checks it
+// Accuracy against the float64 functions (tests/kernels/cpu/vector_math_test.cpp checks it
 // over dense grids): exp within 2.5 ulp on [-87, 88]; erf within 4e-7 absolute everywhere and
 // 1e-6 relative for |x| < 0.5; tanh within 4e-7 absolute. Special values as the C library:
 // NaN in gives NaN, exp(-inf) = 0, exp(+inf) = +inf, erf(+-inf) = +-1, tanh(+-inf) = +-1.

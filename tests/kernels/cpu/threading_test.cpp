@@ -10,11 +10,16 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kernel_test_util.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace planrt::kernels {
 namespace {
@@ -63,6 +68,16 @@ TEST(CpuParallelism, AScopeSetsTheCallersCountAndRestoresIt) {
   }
   EXPECT_EQ(cpu::current_num_threads(), before);
 }
+
+// A caller's own OpenMP setting (omp_set_num_threads, or a library's in the same process)
+// is what a run leaves behind, not planrt's default.
+TEST(CpuParallelism, AScopeRestoresTheCallersOwnOpenMpSetting) {
+  std::thread([] {
+    omp_set_num_threads(5);
+    { ThreadCountScope one(1); }
+    EXPECT_EQ(omp_get_max_threads(), 5);
+  }).join();
+}
 #endif
 
 TEST(CpuParallelism, ParallelForCoversEveryIndexOnceAndKeepsSmallWorkWhole) {
@@ -70,18 +85,33 @@ TEST(CpuParallelism, ParallelForCoversEveryIndexOnceAndKeepsSmallWorkWhole) {
   for (int64_t count : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{1000}}) {
     std::vector<std::atomic<int>> hits(static_cast<size_t>(count));
     std::atomic<int> ranges{0};
-    cpu::parallel_for(count, 1, [&](int64_t begin, int64_t end) {
-      ranges.fetch_add(1);
-      for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
-    });
+    ASSERT_TRUE(cpu::parallel_for(count, 1, [&](int64_t begin, int64_t end) {
+                  ranges.fetch_add(1);
+                  for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+                }).ok());
     for (int64_t i = 0; i < count; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << count << " " << i;
     EXPECT_LE(ranges.load(), 3);
   }
   std::atomic<int> ranges{0};
-  cpu::parallel_for(100, 1000, [&](int64_t, int64_t) { ranges.fetch_add(1); });
+  ASSERT_TRUE(cpu::parallel_for(100, 1000, [&](int64_t, int64_t) { ranges.fetch_add(1); }).ok());
   EXPECT_EQ(ranges.load(), 1);
-  cpu::parallel_for(0, 1, [&](int64_t, int64_t) { ranges.fetch_add(1); });
+  ASSERT_TRUE(cpu::parallel_for(0, 1, [&](int64_t, int64_t) { ranges.fetch_add(1); }).ok());
   EXPECT_EQ(ranges.load(), 1);
+}
+
+// Nothing a loop body throws leaves the loop: it becomes the loop's error, after every range
+// ran (the other ranges' work is done).
+TEST(CpuParallelism, AnExceptionInALoopBodyBecomesAnErrorNotATermination) {
+  ThreadCountScope two(2);
+  std::atomic<int> ran{0};
+  Status s = cpu::parallel_for(1000, 1, [&](int64_t begin, int64_t) {
+    ran.fetch_add(1);
+    if (begin == 0) throw std::bad_alloc();
+  });
+  EXPECT_TRUE(IsError(s, ErrorCode::OutOfMemory, {"1000 items", "out of memory"}));
+  EXPECT_GE(ran.load(), 1);
+  s = cpu::parallel_for(10, 1, [&](int64_t, int64_t) { throw 3; });
+  EXPECT_TRUE(IsError(s, ErrorCode::Internal, {"exception"}));
 }
 
 // Each op's work split over threads gives the same values as one thread: rows (norms,
