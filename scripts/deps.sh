@@ -10,7 +10,7 @@ packages=(
   libdnnl-dev libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev libonnx-testdata
-  python3 python3-numpy python3-onnx python3-torch
+  python3 python3-numpy python3-onnx python3-torch python3-torchvision
   python3-dev pybind11-dev python3-pybind11 libdlpack-dev python3-pytest
   time
 )

@@ -87,11 +87,11 @@ Result<SegmentGraph> parse_segment_graph(std::span<const uint8_t> blob,
       auto n_in = static_cast<int>(step.inputs.size());
       auto n_out = static_cast<int>(step.outputs.size());
       if (n_in < info->min_inputs || (info->max_inputs >= 0 && n_in > info->max_inputs) ||
-          n_out != info->num_outputs) {
+          n_out < info->num_outputs || n_out > info->num_outputs + info->optional_outputs) {
         return make_error(ErrorCode::InvalidProgram,
-                          "{}: {} inputs and {} outputs; op '{}' takes {}..{} inputs and {} outputs",
+                          "{}: {} inputs and {} outputs; op '{}' takes {}..{} inputs and {}..{} outputs",
                           where, n_in, n_out, step.op, info->min_inputs, info->max_inputs,
-                          info->num_outputs);
+                          info->num_outputs, info->num_outputs + info->optional_outputs);
       }
       for (uint32_t id : step.inputs) PLANRT_RETURN_IF_ERROR(check_id(id, where + " input", true));
       for (uint32_t id : step.outputs) {

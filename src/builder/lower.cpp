@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "builder/check.h"
 #include "planning/method_plan.h"
 #include "builder/partition.h"
+#include "builder/workspace.h"
 #include "format/fb_types.h"
 #include "format/program_file.h"
 
@@ -149,6 +151,12 @@ class MethodLowering {
     return it->second;
   }
 
+  Result<std::optional<ir::TensorType>> workspace_of(size_t n, Device device) const {
+    auto type = kernel_workspace_type(model_, method_, checked_, n, device);
+    if (!type.ok()) return type.status().with_context(fmt::format("method '{}': {}", method_.name, ir::node_label(method_.nodes[n], n)));
+    return type;
+  }
+
   const ir::TensorType& type_of(const std::string& name) const { return checked_.values.find(name)->second; }
 
   // The id of `name` on `device`, copying it there (through the host between two devices).
@@ -229,6 +237,10 @@ class MethodLowering {
         uint32_t id = add_planned(node.outputs[o], checked_.nodes[n].outputs[o], Device::cpu());
         placed_[node.outputs[o]][Device::cpu()] = id;
         k->outputs.push_back(id);
+      }
+      PLANRT_ASSIGN_OR_RETURN(std::optional<ir::TensorType> workspace, workspace_of(n, Device::cpu()));
+      if (workspace) {
+        k->outputs.push_back(add_planned(workspace_value_name(node.outputs.front()), *workspace, Device::cpu()));
       }
       out_->instructions.push_back(std::move(k));
     }
@@ -312,6 +324,10 @@ class MethodLowering {
           placed_[name][span.device] = outer;
           delegate->outputs.push_back(outer);
         }
+      }
+      PLANRT_ASSIGN_OR_RETURN(std::optional<ir::TensorType> workspace, workspace_of(n, span.device));
+      if (workspace) {
+        k->outputs.push_back(add_local(make_value(workspace_value_name(node.outputs.front()), intermediate, *workspace)));
       }
       graph.instructions.push_back(std::move(k));
     }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "builder/sym_shape.h"
+#include "kernels/op_plans.h"
 
 namespace planrt::builder::ir {
 namespace {
@@ -65,6 +66,19 @@ Result<std::vector<int64_t>> attr_ints(const Ctx& c, std::string_view name) {
   if (v == nullptr) return bad(fmt::format("missing attribute '{}' (a list of integers)", name));
   if (const auto* ints = std::get_if<std::vector<int64_t>>(v)) return *ints;
   return bad(fmt::format("attribute '{}' must be a list of integers", name));
+}
+
+// The `shape` attribute of reshape and expand: integers, or integers and dim names.
+Result<ShapeSpec> shape_spec_attr(const Ctx& c, std::string_view what) {
+  const AttrValue* v = find_attr(c, "shape");
+  if (v == nullptr) return bad(fmt::format("missing attribute 'shape' ({})", what));
+  if (const auto* ints = std::get_if<std::vector<int64_t>>(v)) {
+    ShapeSpec spec;
+    for (int64_t i : *ints) spec.push_back({i, ""});
+    return spec;
+  }
+  if (const auto* s = std::get_if<ShapeSpec>(v)) return *s;
+  return bad("attribute 'shape' must be a list of integers and dim names");
 }
 
 // PyTorch's negative dims count from the end; the program carries them non-negative.
@@ -253,16 +267,7 @@ Result<InferredNode> matmul(Ctx& c) {
 }
 
 Result<InferredNode> reshape(Ctx& c) {
-  const AttrValue* v = find_attr(c, "shape");
-  if (v == nullptr) return bad("missing attribute 'shape' (integers, dim names, one -1)");
-  ShapeSpec spec;
-  if (const auto* ints = std::get_if<std::vector<int64_t>>(v)) {
-    for (int64_t i : *ints) spec.push_back({i, ""});
-  } else if (const auto* s = std::get_if<ShapeSpec>(v)) {
-    spec = *s;
-  } else {
-    return bad("attribute 'shape' must be a list of integers and dim names");
-  }
+  PLANRT_ASSIGN_OR_RETURN(ShapeSpec spec, shape_spec_attr(c, "integers, dim names, one -1"));
   SymShape out(spec.size());
   std::optional<size_t> infer;
   for (size_t i = 0; i < spec.size(); ++i) {
@@ -498,6 +503,167 @@ Result<InferredNode> slice(Ctx& c) {
   return emit(c, {c.type(0).dtype, std::move(x)});
 }
 
+// ---- convolution and pooling (NCHW; spatial dims static, the batch any) -----------------
+
+// A list attribute of `count` integers each >= `min`, or `fallback` when absent.
+Result<std::vector<int64_t>> attr_ints_of(const Ctx& c, std::string_view name, size_t count, int64_t min,
+                                          std::vector<int64_t> fallback) {
+  if (find_attr(c, name) == nullptr) return fallback;
+  PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> v, attr_ints(c, name));
+  if (v.size() != count || std::any_of(v.begin(), v.end(), [&](int64_t i) { return i < min; })) {
+    return bad(fmt::format("attribute '{}' must be {} integers >= {}", name, count, min));
+  }
+  return v;
+}
+
+struct Window {
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  bool ceil_mode = false;
+};
+
+Result<Window> window_attrs(Ctx& c, std::optional<std::vector<int64_t>> kernel) {
+  Window w;
+  if (kernel) {
+    w.kernel = *kernel;
+  } else {
+    if (find_attr(c, "kernel") == nullptr) return bad("missing attribute 'kernel' ([kh, kw])");
+    PLANRT_ASSIGN_OR_RETURN(w.kernel, attr_ints_of(c, "kernel", 2, 1, {}));
+    c.out.attrs["kernel"] = w.kernel;
+  }
+  PLANRT_ASSIGN_OR_RETURN(w.strides, attr_ints_of(c, "strides", 2, 1, {1, 1}));
+  PLANRT_ASSIGN_OR_RETURN(w.pads, attr_ints_of(c, "pads", 4, 0, {0, 0, 0, 0}));
+  PLANRT_ASSIGN_OR_RETURN(w.dilations, attr_ints_of(c, "dilations", 2, 1, {1, 1}));
+  PLANRT_ASSIGN_OR_RETURN(w.ceil_mode, attr_bool(c, "ceil_mode", false));
+  c.out.attrs["strides"] = w.strides;
+  c.out.attrs["pads"] = w.pads;
+  c.out.attrs["dilations"] = w.dilations;
+  return w;
+}
+
+// x [N, C, H, W] with H and W fixed: the output's [H', W'].
+Result<std::pair<int64_t, int64_t>> window_output(const Ctx& c, const Window& w) {
+  const SymShape& x = c.shape(0);
+  if (!x[2].is_static() || !x[3].is_static()) {
+    return bad(fmt::format("{}: the spatial dims must be fixed sizes (give the image size with "
+                           "--dim)", c.describe(0)));
+  }
+  int64_t out[2];
+  for (int i = 0; i < 2; ++i) {
+    Result<int64_t> o = kernels::window_output_size(x[2 + i].value, w.kernel[i], w.strides[i], w.pads[i],
+                                                    w.pads[2 + i], w.dilations[i], w.ceil_mode);
+    if (!o.ok()) return bad(fmt::format("{}: {}", c.describe(0), o.status().message()));
+    out[i] = *o;
+  }
+  return std::pair{out[0], out[1]};
+}
+
+Result<InferredNode> conv2d(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  PLANRT_RETURN_IF_ERROR(same_dtype(c));
+  PLANRT_RETURN_IF_ERROR(rank_is(c, 0, 4));
+  PLANRT_RETURN_IF_ERROR(rank_is(c, 1, 4));
+  const SymShape& x = c.shape(0);
+  const SymShape& wt = c.shape(1);
+  for (const Dim& d : {x[1], wt[0], wt[1], wt[2], wt[3]}) {
+    if (!d.is_static()) return bad(fmt::format("{} and {}: channels and kernel sizes must be fixed", c.describe(0), c.describe(1)));
+  }
+  PLANRT_ASSIGN_OR_RETURN(int64_t groups, attr_int(c, "groups", 1));
+  if (groups < 1 || x[1].value % groups != 0 || wt[0].value % groups != 0 || wt[1].value * groups != x[1].value) {
+    return bad(fmt::format("groups = {}: {} has {} channels and {} is [K, C/groups, KH, KW] (groups must "
+                           "divide C and K)", groups, c.describe(0), x[1].value, c.describe(1)));
+  }
+  PLANRT_RETURN_IF_ERROR(is_vector_of(c, 2, wt[0], "the output channels"));
+  PLANRT_ASSIGN_OR_RETURN(Window w, window_attrs(c, std::vector<int64_t>{wt[2].value, wt[3].value}));
+  if (w.ceil_mode) return bad("attribute 'ceil_mode' applies to pooling only");
+  c.out.attrs.erase("ceil_mode");
+  if (const AttrValue* a = find_attr(c, "activation")) {
+    const auto* name = std::get_if<std::string>(a);
+    if (name == nullptr || (*name != "none" && *name != "relu")) return bad("attribute 'activation' must be \"none\" or \"relu\"");
+  }
+  c.out.attrs["groups"] = groups;
+  PLANRT_ASSIGN_OR_RETURN(auto hw, window_output(c, w));
+  return emit(c, {c.type(0).dtype, {x[0], wt[0], Dim::fixed(hw.first), Dim::fixed(hw.second)}});
+}
+
+Result<InferredNode> pool2d(Ctx& c, bool average) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  PLANRT_RETURN_IF_ERROR(rank_is(c, 0, 4));
+  PLANRT_ASSIGN_OR_RETURN(Window w, window_attrs(c, std::nullopt));
+  if (average && (w.dilations[0] != 1 || w.dilations[1] != 1)) return bad("avg_pool2d takes no dilations");
+  if (w.pads[0] >= w.kernel[0] || w.pads[2] >= w.kernel[0] || w.pads[1] >= w.kernel[1] || w.pads[3] >= w.kernel[1]) {
+    return bad("attribute 'pads': each pad must be smaller than the kernel");
+  }
+  c.out.attrs["ceil_mode"] = w.ceil_mode;
+  if (average) {
+    PLANRT_ASSIGN_OR_RETURN(bool include, attr_bool(c, "count_include_pad", false));
+    c.out.attrs["count_include_pad"] = include;
+  }
+  const SymShape& x = c.shape(0);
+  if (!x[1].is_static()) return bad(fmt::format("{}: the channels must be a fixed size", c.describe(0)));
+  PLANRT_ASSIGN_OR_RETURN(auto hw, window_output(c, w));
+  return emit(c, {c.type(0).dtype, {x[0], x[1], Dim::fixed(hw.first), Dim::fixed(hw.second)}});
+}
+Result<InferredNode> max_pool2d(Ctx& c) { return pool2d(c, false); }
+Result<InferredNode> avg_pool2d(Ctx& c) { return pool2d(c, true); }
+
+Result<InferredNode> clamp_op(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  for (std::string_view name : {"min", "max", "alpha", "beta"}) {
+    if (find_attr(c, name) != nullptr) PLANRT_RETURN_IF_ERROR(attr_float(c, name, 0.0).status());
+  }
+  return emit(c, c.type(0));
+}
+
+Result<InferredNode> pad(Ctx& c) {
+  const SymShape& x = c.shape(0);
+  PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> pads, attr_ints(c, "pads"));
+  if (pads.size() != 2 * x.size()) {
+    return bad(fmt::format("attribute 'pads' has {} entries; {} needs {} (the begins, then the ends)",
+                           pads.size(), c.describe(0), 2 * x.size()));
+  }
+  if (const AttrValue* m = find_attr(c, "mode")) {
+    const auto* mode = std::get_if<std::string>(m);
+    if (mode == nullptr || (*mode != "constant" && *mode != "reflect" && *mode != "edge")) {
+      return bad("attribute 'mode' must be \"constant\", \"reflect\" or \"edge\"");
+    }
+  }
+  PLANRT_RETURN_IF_ERROR(attr_float(c, "value", 0.0).status());
+  SymShape out = x;
+  for (size_t d = 0; d < x.size(); ++d) {
+    const int64_t grow = pads[d] + pads[d + x.size()];
+    if (grow == 0) continue;
+    if (!x[d].is_static()) {
+      return bad(fmt::format("{}: dim {} is not a fixed size and cannot be padded", c.describe(0), d));
+    }
+    if (x[d].value + grow < 1) return bad(fmt::format("attribute 'pads' crops dim {} of {} to nothing", d, c.describe(0)));
+    out[d] = Dim::fixed(x[d].value + grow);
+  }
+  return emit(c, {c.type(0).dtype, std::move(out)});
+}
+
+// expand: x broadcast (PyTorch's rules, right-aligned) to `shape`, integers and dim names.
+Result<InferredNode> expand(Ctx& c) {
+  PLANRT_ASSIGN_OR_RETURN(ShapeSpec spec, shape_spec_attr(c, "integers and dim names"));
+  SymShape out;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    if (spec[i].name.empty()) {
+      if (spec[i].value < 1) return bad(fmt::format("attribute 'shape' entry {} is {} (sizes are >= 1)", i, spec[i].value));
+      out.push_back(Dim::fixed(spec[i].value));
+      continue;
+    }
+    auto it = std::find_if(c.dims.begin(), c.dims.end(), [&](const DimDecl& d) { return d.name == spec[i].name; });
+    if (it == c.dims.end()) {
+      return bad(fmt::format("attribute 'shape' entry {} names dim '{}', which the method does not declare", i, spec[i].name));
+    }
+    out.push_back(Dim::named(static_cast<int32_t>(it - c.dims.begin())));
+  }
+  auto b = broadcast_shapes(c.shape(0), out, c.dims);
+  if (!b.ok() || *b != out) {
+    return bad(fmt::format("{} does not broadcast to {}", c.describe(0), c.shape_str(out)));
+  }
+  return emit(c, {c.type(0).dtype, std::move(out)});
+}
+
 // ---- the table --------------------------------------------------------------------------
 
 using RuleFn = Result<InferredNode> (*)(Ctx&);
@@ -536,6 +702,14 @@ const std::initializer_list<Rule>& rules() {
       {"embedding", {}, embedding},
       {"concat", {"dim"}, concat},
       {"slice", {"dim", "start", "end", "step"}, slice},
+      {"conv2d", {"strides", "pads", "dilations", "groups", "activation"}, conv2d},
+      {"max_pool2d", {"kernel", "strides", "pads", "dilations", "ceil_mode"}, max_pool2d},
+      {"avg_pool2d", {"kernel", "strides", "pads", "ceil_mode", "count_include_pad"}, avg_pool2d},
+      {"clip", {"min", "max"}, clamp_op},
+      {"hard_sigmoid", {"alpha", "beta"}, clamp_op},
+      {"hard_swish", {}, clamp_op},
+      {"pad", {"pads", "mode", "value"}, pad},
+      {"expand", {"shape"}, expand},
   };
   return table;
 }

@@ -48,7 +48,8 @@ struct OpInfo {
   std::string_view name;
   int min_inputs;   // required operands
   int max_inputs;   // with optional ones; -1: variadic (concat)
-  int num_outputs;
+  int num_outputs;       // required outputs
+  int optional_outputs = 0;  // more the program may give (conv2d's planned workspace)
 };
 
 // Every op of §9; nullptr for an unknown name.
@@ -66,6 +67,21 @@ struct OpInfo {
 //   concat: dim (int, 0)                slice: dim (int, 0), start (int, 0),
 //                                        end (int; absent: start + the output's length
 //                                        along dim), step (int, only 1)
+//   conv2d: strides (ints [sh, sw], [1, 1]), pads (ints [top, left, bottom, right], zeros),
+//     dilations (ints [dh, dw], [1, 1]), groups (int, 1), activation ("none" | "relu", "none":
+//     applied after the bias). Operands x [N, C, H, W], weight [K, C/groups, KH, KW],
+//     bias [K]?; output [N, K, OH, OW]; an optional second output is the workspace
+//     (kernels/workspace.h: conv2d_workspace_bytes), planned by the builder.
+//   max_pool2d, avg_pool2d: kernel (ints [kh, kw], required), strides (ints, [1, 1]), pads
+//     (ints [top, left, bottom, right], zeros), dilations (ints, [1, 1]; max only),
+//     ceil_mode (bool, false), count_include_pad (bool, false; avg only)
+//   clip: min, max (floats; absent: unbounded)
+//   hard_sigmoid: alpha (float, 0.2), beta (float, 0.5): max(0, min(1, alpha x + beta))
+//   hard_swish: none: x * max(0, min(1, x / 6 + 1 / 2))
+//   pad: pads (ints [begin_0 .. begin_{r-1}, end_0 .. end_{r-1}], required; negative crops),
+//     mode ("constant" | "reflect" | "edge", "constant"), value (float, 0; constant only)
+//   expand: none (x broadcasts to the output's shape, which is the caller's; `shape` is not
+//     read)
 //   scaled_dot_product_attention: causal (bool, false; top-left aligned as PyTorch's
 //     is_causal), scale (float, 1/sqrt(D)), fused (bool, true: the CUDA kernel may run in
 //     one pass without the [Sq, Sk] scores; false keeps them, see workspace.h)

@@ -2,13 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kernels/operands.h"
 
 namespace planrt::kernels {
 namespace {
+
+std::string fmt_ints(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 // Appends `d` to `shape` unless the result would pass kMaxRank.
 Status append_dim(std::string_view op, Shape& shape, int64_t d) {
@@ -408,6 +414,267 @@ Result<SlicePlan> plan_slice(const OpAttrs& attrs, std::span<const TensorView> i
   plan.in_row_bytes = size * inner_bytes;
   plan.out_row_bytes = (end - start) * inner_bytes;
   return plan;
+}
+
+Result<int64_t> window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin,
+                                   int64_t pad_end, int64_t dilation, bool ceil_mode) {
+  if (in < 1 || kernel < 1 || stride < 1 || dilation < 1 || pad_begin < 0 || pad_end < 0) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "window over {} elements: kernel {}, stride {}, dilation {} must be >= 1 and "
+                      "pads {}, {} >= 0", in, kernel, stride, dilation, pad_begin, pad_end);
+  }
+  const int64_t span = dilation * (kernel - 1) + 1;
+  const int64_t room = in + pad_begin + pad_end - span;
+  if (room < 0) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "a window of {} elements (kernel {}, dilation {}) does not fit in {} elements "
+                      "padded by {} and {}", span, kernel, dilation, in, pad_begin, pad_end);
+  }
+  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  // A last window that would start past the input and the begin padding reads only end
+  // padding: ceil mode drops it.
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
+Result<Window2d> parse_window2d(std::string_view op, const OpAttrs& attrs, const int64_t* kernel_hw) {
+  auto pair = [&](std::string_view name, int64_t fallback, int64_t* a, int64_t* b) -> Status {
+    if (!attrs.has(name)) {
+      *a = *b = fallback;
+      return {};
+    }
+    PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> v, with_op(op, attrs.get_ints(name)));
+    if (v.size() != 2 || v[0] < 1 || v[1] < 1) {
+      return make_error(ErrorCode::InvalidArgument, "{}: {} must be two integers >= 1, got {}", op,
+                        name, fmt_ints(v));
+    }
+    *a = v[0];
+    *b = v[1];
+    return {};
+  };
+  Window2d w;
+  if (kernel_hw != nullptr) {
+    w.kh = kernel_hw[0];
+    w.kw = kernel_hw[1];
+  } else {
+    if (!attrs.has("kernel")) {
+      return make_error(ErrorCode::NotFound, "{}: attribute kernel ([kh, kw]) is required", op);
+    }
+    PLANRT_RETURN_IF_ERROR(pair("kernel", 1, &w.kh, &w.kw));
+  }
+  PLANRT_RETURN_IF_ERROR(pair("strides", 1, &w.stride_h, &w.stride_w));
+  PLANRT_RETURN_IF_ERROR(pair("dilations", 1, &w.dilation_h, &w.dilation_w));
+  if (attrs.has("pads")) {
+    PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> p, with_op(op, attrs.get_ints("pads")));
+    if (p.size() != 4 || *std::min_element(p.begin(), p.end()) < 0) {
+      return make_error(ErrorCode::InvalidArgument,
+                        "{}: pads must be four integers >= 0 [top, left, bottom, right], got {}", op,
+                        fmt_ints(p));
+    }
+    w.pad_top = p[0];
+    w.pad_left = p[1];
+    w.pad_bottom = p[2];
+    w.pad_right = p[3];
+  }
+  PLANRT_ASSIGN_OR_RETURN(w.ceil_mode, with_op(op, attrs.get_bool("ceil_mode", false)));
+  return w;
+}
+
+namespace {
+
+// x [n, c, h, w] through `window`: the output's spatial size.
+Status window_outputs(std::string_view op, std::span<const TensorView> inputs, const Window2d& w,
+                      int64_t* oh, int64_t* ow) {
+  const Shape& x = inputs[0].sizes;
+  Result<int64_t> h = window_output_size(x[2], w.kh, w.stride_h, w.pad_top, w.pad_bottom, w.dilation_h, w.ceil_mode);
+  Result<int64_t> wd = window_output_size(x[3], w.kw, w.stride_w, w.pad_left, w.pad_right, w.dilation_w, w.ceil_mode);
+  for (const Result<int64_t>* r : {&h, &wd}) {
+    if (!r->ok()) {
+      return Status(ErrorCode::InvalidArgument,
+                    fmt::format("{}: {} ({})", op, r->status().message(), describe_inputs(op, inputs)));
+    }
+  }
+  *oh = *h;
+  *ow = *wd;
+  return {};
+}
+
+Status require_nchw(std::string_view op, std::span<const TensorView> inputs) {
+  const TensorView& x = inputs[0];
+  if (x.rank() != 4 || x.numel() == 0) {
+    return make_error(ErrorCode::InvalidArgument, "{}: x must be a non-empty [N, C, H, W]; got {}", op,
+                      describe_inputs(op, inputs));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<Conv2dPlan> plan_conv2d(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "conv2d";
+  PLANRT_RETURN_IF_ERROR(require_nchw(op, inputs));
+  const TensorView& x = inputs[0];
+  const TensorView& wt = inputs[1];
+  Conv2dPlan p;
+  p.n = x.sizes[0];
+  p.c = x.sizes[1];
+  p.h = x.sizes[2];
+  p.w = x.sizes[3];
+  PLANRT_ASSIGN_OR_RETURN(p.groups, with_op(op, attrs.get_int("groups", 1)));
+  if (wt.rank() != 4 || wt.numel() == 0) {
+    return make_error(ErrorCode::InvalidArgument, "{}: weight must be [K, C/groups, KH, KW]; got {}", op,
+                      describe_inputs(op, inputs));
+  }
+  p.k = wt.sizes[0];
+  if (p.groups < 1 || p.c % p.groups != 0 || p.k % p.groups != 0 || wt.sizes[1] * p.groups != p.c) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: groups = {} must divide the {} input and {} output channels, and the "
+                      "weight's dim 1 must be C / groups; got {}", op, p.groups, p.c, p.k,
+                      describe_inputs(op, inputs));
+  }
+  const int64_t kernel_hw[2] = {wt.sizes[2], wt.sizes[3]};
+  PLANRT_ASSIGN_OR_RETURN(p.window, parse_window2d(op, attrs, kernel_hw));
+  if (p.window.ceil_mode) {
+    return make_error(ErrorCode::InvalidArgument, "{}: ceil_mode applies to pooling only", op);
+  }
+  PLANRT_RETURN_IF_ERROR(window_outputs(op, inputs, p.window, &p.oh, &p.ow));
+  if (inputs.size() > 2 && !inputs[2].is_none()) {
+    if (inputs[2].rank() != 1 || inputs[2].sizes[0] != p.k) {
+      return make_error(ErrorCode::InvalidArgument, "{}: bias must be [{}] (output channels); got {}",
+                        op, p.k, describe_inputs(op, inputs));
+    }
+    p.has_bias = true;
+  }
+  PLANRT_ASSIGN_OR_RETURN(std::string act, with_op(op, attrs.get_string("activation", "none")));
+  if (act == "relu") {
+    p.activation = ConvActivation::Relu;
+  } else if (act != "none") {
+    return make_error(ErrorCode::InvalidArgument, "{}: activation '{}' is not none or relu", op, act);
+  }
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, Shape({p.n, p.k, p.oh, p.ow})));
+  if (outputs.size() > 1 && !outputs[1].is_none()) {
+    p.workspace_bytes = static_cast<uint64_t>(outputs[1].numel()) * element_size(outputs[1].dtype);
+  }
+  return p;
+}
+
+Result<Pool2dPlan> plan_pool2d(std::string_view op, const OpAttrs& attrs,
+                               std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs) {
+  PLANRT_RETURN_IF_ERROR(require_nchw(op, inputs));
+  const TensorView& x = inputs[0];
+  Pool2dPlan p;
+  p.n = x.sizes[0];
+  p.c = x.sizes[1];
+  p.h = x.sizes[2];
+  p.w = x.sizes[3];
+  PLANRT_ASSIGN_OR_RETURN(p.window, parse_window2d(op, attrs, nullptr));
+  const bool avg = op == "avg_pool2d";
+  if (avg && (p.window.dilation_h != 1 || p.window.dilation_w != 1)) {
+    return make_error(ErrorCode::NotSupported, "{}: dilations other than 1 are not supported", op);
+  }
+  // A window that lies wholly in padding would have nothing to reduce.
+  if (p.window.pad_top >= p.window.kh || p.window.pad_bottom >= p.window.kh ||
+      p.window.pad_left >= p.window.kw || p.window.pad_right >= p.window.kw) {
+    return make_error(ErrorCode::InvalidArgument, "{}: pads must be smaller than the kernel [{}, {}]",
+                      op, p.window.kh, p.window.kw);
+  }
+  PLANRT_ASSIGN_OR_RETURN(p.count_include_pad, with_op(op, attrs.get_bool("count_include_pad", false)));
+  PLANRT_RETURN_IF_ERROR(window_outputs(op, inputs, p.window, &p.oh, &p.ow));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, Shape({p.n, p.c, p.oh, p.ow})));
+  return p;
+}
+
+Result<ClampPlan> plan_clamp(std::string_view op, const OpAttrs& attrs,
+                             std::span<const TensorView> inputs,
+                             std::span<const TensorView> outputs) {
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, inputs[0].sizes));
+  ClampPlan p;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (op == "clip") {
+    PLANRT_ASSIGN_OR_RETURN(double lo, with_op(op, attrs.get_float("min", -kInf)));
+    PLANRT_ASSIGN_OR_RETURN(double hi, with_op(op, attrs.get_float("max", kInf)));
+    p.lo = static_cast<float>(lo);
+    p.hi = static_cast<float>(hi);
+  } else if (op == "hard_sigmoid") {
+    PLANRT_ASSIGN_OR_RETURN(double alpha, with_op(op, attrs.get_float("alpha", 0.2)));
+    PLANRT_ASSIGN_OR_RETURN(double beta, with_op(op, attrs.get_float("beta", 0.5)));
+    p = {static_cast<float>(alpha), static_cast<float>(beta), 0.0f, 1.0f, false};
+  } else if (op == "hard_swish") {
+    p = {1.0f / 6.0f, 0.5f, 0.0f, 1.0f, true};
+  } else {
+    return make_error(ErrorCode::InvalidArgument, "plan_clamp: '{}' is not a clamp op", op);
+  }
+  if (std::isnan(p.lo) || std::isnan(p.hi)) {
+    return make_error(ErrorCode::InvalidArgument, "{}: bounds must be numbers", op);
+  }
+  return p;
+}
+
+Result<PadPlan> plan_pad(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                         std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "pad";
+  const TensorView& x = inputs[0];
+  PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> pads, with_op(op, attrs.get_ints("pads")));
+  const int r = x.rank();
+  if (static_cast<int>(pads.size()) != 2 * r) {
+    return make_error(ErrorCode::InvalidArgument, "{}: pads has {} entries; x of rank {} needs {} "
+                      "(begins, then ends)", op, pads.size(), r, 2 * r);
+  }
+  PadPlan p;
+  PLANRT_ASSIGN_OR_RETURN(std::string mode, with_op(op, attrs.get_string("mode", "constant")));
+  if (mode == "constant") {
+    p.mode = PadMode::Constant;
+  } else if (mode == "reflect") {
+    p.mode = PadMode::Reflect;
+  } else if (mode == "edge") {
+    p.mode = PadMode::Edge;
+  } else {
+    return make_error(ErrorCode::InvalidArgument, "{}: mode '{}' is not constant, reflect or edge", op, mode);
+  }
+  PLANRT_ASSIGN_OR_RETURN(p.value, with_op(op, attrs.get_float("value", 0.0)));
+  switch (x.dtype) {
+    case DType::F32: {
+      const auto v = static_cast<float>(p.value);
+      std::memcpy(&p.fill_bits, &v, sizeof v);
+      break;
+    }
+    case DType::F16:
+    case DType::BF16: {
+      const uint16_t v = x.dtype == DType::F16 ? f32_to_f16_bits(static_cast<float>(p.value))
+                                               : f32_to_bf16_bits(static_cast<float>(p.value));
+      std::memcpy(&p.fill_bits, &v, sizeof v);
+      break;
+    }
+    case DType::I32: {
+      const auto v = static_cast<int32_t>(p.value);
+      std::memcpy(&p.fill_bits, &v, sizeof v);
+      break;
+    }
+    case DType::I64: {
+      const auto v = static_cast<int64_t>(p.value);
+      std::memcpy(&p.fill_bits, &v, sizeof v);
+      break;
+    }
+  }
+  Shape shape;
+  for (int d = 0; d < r; ++d) {
+    const int64_t size = x.sizes[d] + pads[d] + pads[d + r];
+    if (size < 0) {
+      return make_error(ErrorCode::InvalidArgument, "{}: pads {} and {} crop dim {} of {} below zero", op,
+                        pads[d], pads[d + r], d, describe_inputs(op, inputs));
+    }
+    // Reflect and edge read x along every padded dim: it must not be empty there.
+    if (p.mode != PadMode::Constant && x.sizes[d] == 0 && size > 0) {
+      return make_error(ErrorCode::InvalidArgument, "{}: {} padding of an empty dim {} ({})", op, mode, d,
+                        describe_inputs(op, inputs));
+    }
+    PLANRT_RETURN_IF_ERROR(append_dim(op, shape, size));
+    p.begin.push_back(pads[d]);
+  }
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, shape));
+  return p;
 }
 
 }  // namespace planrt::kernels

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "kernels/kernel.h"
 
@@ -143,5 +144,75 @@ struct SlicePlan {
 };
 Result<SlicePlan> plan_slice(const OpAttrs& attrs, std::span<const TensorView> inputs,
                              std::span<const TensorView> outputs);
+
+// The output length of a sliding window (convolution, pooling) over `in` elements padded by
+// `pad_begin` and `pad_end`: floor((in + pads - dilation * (kernel - 1) - 1) / stride) + 1, or
+// with ceil_mode rounded up, less a last window that would start in the end padding (as
+// PyTorch and ONNX Runtime). InvalidArgument when it is < 1 or an argument is out of range.
+Result<int64_t> window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin,
+                                   int64_t pad_end, int64_t dilation, bool ceil_mode);
+
+// The sliding-window attributes of conv2d and the pools (defaults in kernel.h), checked:
+// two kernel sizes, strides and dilations >= 1, four pads >= 0.
+struct Window2d {
+  int64_t kh = 1, kw = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  bool ceil_mode = false;
+};
+// `kernel`: the kernel sizes when the op carries them (pools); conv2d passes its weight's.
+Result<Window2d> parse_window2d(std::string_view op, const OpAttrs& attrs,
+                                const int64_t* kernel_hw);
+
+enum class ConvActivation { None, Relu };
+
+// conv2d: y [n, k, oh, ow] = x [n, c, h, w] * weight [k, c / groups, kh, kw] (+ bias [k]),
+// groups independent convolutions of c / groups input and k / groups output channels.
+struct Conv2dPlan {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  int64_t k = 0, oh = 0, ow = 0;
+  int64_t groups = 1;
+  Window2d window;
+  bool has_bias = false;
+  ConvActivation activation = ConvActivation::None;
+  uint64_t workspace_bytes = 0;  // what the workspace output holds (0: none given)
+};
+// Checks a workspace output, when given, against the plan's need on the host
+// (workspace.h: conv2d_workspace_bytes); the output's shape is computed here.
+Result<Conv2dPlan> plan_conv2d(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs);
+
+// max_pool2d, avg_pool2d: x [n, c, h, w] -> [n, c, oh, ow].
+struct Pool2dPlan {
+  int64_t n = 0, c = 0, h = 0, w = 0;
+  int64_t oh = 0, ow = 0;
+  Window2d window;
+  bool count_include_pad = false;  // avg_pool2d
+};
+Result<Pool2dPlan> plan_pool2d(std::string_view op, const OpAttrs& attrs,
+                               std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs);
+
+// clip, hard_sigmoid, hard_swish: y = (times_x ? x : 1) * clamp(scale * x + shift, lo, hi).
+struct ClampPlan {
+  float scale = 1.0f, shift = 0.0f;
+  float lo = 0.0f, hi = 0.0f;
+  bool times_x = false;
+};
+Result<ClampPlan> plan_clamp(std::string_view op, const OpAttrs& attrs,
+                             std::span<const TensorView> inputs,
+                             std::span<const TensorView> outputs);
+
+// pad: output dim d is x's plus begin[d] + end[d] (negative pads crop).
+enum class PadMode { Constant, Reflect, Edge };
+struct PadPlan {
+  std::vector<int64_t> begin;  // per dim
+  PadMode mode = PadMode::Constant;
+  double value = 0.0;
+  uint64_t fill_bits = 0;  // `value` as one element of x's dtype (its low element_size bytes)
+};
+Result<PadPlan> plan_pad(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                         std::span<const TensorView> outputs);
 
 }  // namespace planrt::kernels

@@ -34,6 +34,14 @@ constexpr OpInfo kOps[] = {
     {"embedding",                     2,  2, 1},  // ids, table[V, D]
     {"concat",                        1, -1, 1},  // xs... (variadic)
     {"slice",                         1,  1, 1},
+    {"conv2d",                        2,  3, 1, 1},  // x, weight, bias?; y, workspace?
+    {"max_pool2d",                    1,  1, 1},
+    {"avg_pool2d",                    1,  1, 1},
+    {"clip",                          1,  1, 1},
+    {"hard_sigmoid",                  1,  1, 1},
+    {"hard_swish",                    1,  1, 1},
+    {"pad",                           1,  1, 1},
+    {"expand",                        1,  1, 1},  // x broadcast to the output's shape
 };
 // clang-format on
 

@@ -11,7 +11,7 @@ std::string input_role(std::string_view op, size_t index) {
     if (index < names.size()) return std::string(names.begin()[index]);
     return fmt::format("input {}", index);
   };
-  if (op == "linear" || op == "layer_norm" || op == "rms_norm")
+  if (op == "linear" || op == "layer_norm" || op == "rms_norm" || op == "conv2d")
     return pick({"x", "weight", "bias"});
   if (op == "matmul" || op == "add" || op == "sub" || op == "mul" || op == "div") {
     return pick({"a", "b"});

@@ -41,6 +41,43 @@ bool matmul_needs_pointer_arrays(int64_t m, int64_t n, int64_t k, const Shape& a
   return !((a_uniform && b_uniform) || k == 0 || count == 0 || m == 0 || n == 0);
 }
 
+uint64_t conv2d_im2col_bytes(const Conv2dPlan& p) {
+  const Window2d& w = p.window;
+  const bool pointwise = w.kh == 1 && w.kw == 1 && w.stride_h == 1 && w.stride_w == 1 &&
+                         w.pad_top == 0 && w.pad_left == 0 && w.pad_bottom == 0 && w.pad_right == 0;
+  if (pointwise) return 0;
+  return static_cast<uint64_t>(p.c / p.groups) * static_cast<uint64_t>(w.kh * w.kw) *
+         static_cast<uint64_t>(p.oh * p.ow) * sizeof(float);
+}
+
+Result<uint64_t> conv2d_host_workspace_bytes_per_image(const Conv2dPlan& p) {
+  // Sizes come from checked shapes of at most 2^63 elements each; the products below stay
+  // far inside 64 bits for any tensor a host could hold, but a program may claim anything.
+  const auto fits = [](int64_t a, int64_t b) { return a >= 0 && b >= 0 && (b == 0 || a <= INT64_MAX / b); };
+  if (!fits(p.c, p.h * p.w) || !fits(p.k, p.oh * p.ow) || !fits(p.c / p.groups, p.window.kh * p.window.kw * p.oh * p.ow)) {
+    return make_error(ErrorCode::InvalidArgument, "conv2d: the workspace of a [{}, {}, {}] image overflows", p.c, p.h, p.w);
+  }
+  const uint64_t channels_last = static_cast<uint64_t>(p.c * p.h * p.w + p.k * p.oh * p.ow) * sizeof(float);
+  return std::max(conv2d_im2col_bytes(p), channels_last + kHostConvScratchBytes);
+}
+
+bool conv2d_pads_symmetric(const Conv2dPlan& p) {
+  return p.window.pad_top == p.window.pad_bottom && p.window.pad_left == p.window.pad_right;
+}
+
+CudaConvWorkspace conv2d_cuda_workspace_per_image(const Conv2dPlan& p, DType dtype) {
+  const Window2d& w = p.window;
+  const auto es = static_cast<uint64_t>(element_size(dtype));
+  CudaConvWorkspace ws;
+  if (!conv2d_pads_symmetric(p)) {
+    ws.padded_copy_bytes = static_cast<uint64_t>(p.c) * static_cast<uint64_t>(p.h + w.pad_top + w.pad_bottom) *
+                           static_cast<uint64_t>(p.w + w.pad_left + w.pad_right) * es;
+    ws.padded_copy_bytes = (ws.padded_copy_bytes + 255) / 256 * 256;  // the algorithm's part stays aligned
+  }
+  ws.algorithm_bytes = std::max(static_cast<uint64_t>(p.c * p.h * p.w), static_cast<uint64_t>(p.k * p.oh * p.ow)) * es;
+  return ws;
+}
+
 Result<uint64_t> cuda_workspace_bytes(std::string_view op, const OpAttrs& attrs,
                                       std::span<const TensorView> inputs,
                                       std::span<const TensorView> outputs) {

@@ -50,6 +50,29 @@ Result<uint64_t> cuda_workspace_bytes(std::string_view op, const OpAttrs& attrs,
                                       std::span<const TensorView> inputs,
                                       std::span<const TensorView> outputs);
 
+// conv2d on the host: the bytes its planned workspace output must hold for one image, so
+// that the builder can size it for a batch of any size as [N, per image] (kernels/cpu: the
+// im2col matrix of one image and group for the plain kernel; the channels-last copies of the
+// image's input and output plus kHostConvScratchBytes for oneDNN's, packed_conv.h). The
+// workspace of a call is N times this. InvalidArgument for a plan whose sizes overflow.
+inline constexpr uint64_t kHostConvScratchBytes = uint64_t{64} << 10;
+Result<uint64_t> conv2d_host_workspace_bytes_per_image(const Conv2dPlan& plan);
+// Of the above, what the plain kernel's im2col takes (0 for a 1x1 convolution of stride 1
+// and no padding, which multiplies the image in place).
+uint64_t conv2d_im2col_bytes(const Conv2dPlan& plan);
+
+// conv2d on a CUDA device, per image of the batch, in bytes of `dtype` operands: a padded
+// copy of the image when the pads are asymmetric (cuDNN pads both sides alike), then the
+// algorithm's workspace budget, the larger of the image's input and output sizes. The
+// kernel takes the fastest algorithm cuDNN's heuristics rank whose workspace fits the
+// budget, so the plan bounds what it uses (cuda/convolution.cpp).
+struct CudaConvWorkspace {
+  uint64_t padded_copy_bytes = 0;  // per image; 0 for symmetric pads
+  uint64_t algorithm_bytes = 0;    // per image
+};
+CudaConvWorkspace conv2d_cuda_workspace_per_image(const Conv2dPlan& plan, DType dtype);
+bool conv2d_pads_symmetric(const Conv2dPlan& plan);
+
 // matmul's batch layout needs per-product pointers (the mixed-broadcast path).
 bool matmul_needs_pointer_arrays(int64_t m, int64_t n, int64_t k, const Shape& a_batch,
                                  const Shape& b_batch, const Shape& batch);

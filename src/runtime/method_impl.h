@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cpu/packed_linear.h"
+#include "kernels/cpu/prepared_kernel.h"
 #include "kernels/kernel.h"
 #include "planrt/platform/device_allocator.h"
 #include "planrt/runtime/method.h"
@@ -85,8 +85,9 @@ struct Step {
   // Kernel
   kernels::KernelFn fn = nullptr;
   kernels::OpAttrs attrs;
-  // A linear over a constant weight, prepared at load (cpu.pack_weights): runs instead of fn.
-  std::shared_ptr<const kernels::cpu::PackedLinear> packed;
+  // A linear or conv2d over a constant weight, prepared at load (cpu.pack_weights): runs
+  // instead of fn.
+  std::shared_ptr<const kernels::cpu::PreparedKernel> packed;
   // Delegate: index into Method::Impl::delegates
   size_t delegate = 0;
   std::string segment_name;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <sys/mman.h>
@@ -12,7 +13,10 @@
 #include <fmt/ranges.h>
 
 #include "fb_convert.h"
+#include "kernels/cpu/packed_conv.h"
+#include "kernels/cpu/packed_linear.h"
 #include "kernels/cpu/threading.h"
+#include "kernels/op_plans.h"
 #include "method_impl.h"
 #include "method_meta_builder.h"
 #include "planning/op_attrs.h"
@@ -220,12 +224,13 @@ class Loader {
     auto n_in = static_cast<int>(step.inputs.size());
     auto n_out = static_cast<int>(step.outputs.size());
     if (n_in < info->min_inputs || (info->max_inputs >= 0 && n_in > info->max_inputs) ||
-        n_out != info->num_outputs) {
+        n_out < info->num_outputs || n_out > info->num_outputs + info->optional_outputs) {
       return error(ErrorCode::InvalidProgram,
-                   fmt::format("{}: {} inputs and {} outputs; op '{}' takes {}..{} inputs and {} "
+                   fmt::format("{}: {} inputs and {} outputs; op '{}' takes {}..{} inputs and {}..{} "
                                "outputs",
                                step_name(k, ins), n_in, n_out, step.op, info->min_inputs,
-                               info->max_inputs, info->num_outputs));
+                               info->max_inputs, info->num_outputs,
+                               info->num_outputs + info->optional_outputs));
     }
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       PLANRT_RETURN_IF_ERROR(check_operand(k, ins, step.inputs[i], false, true));
@@ -241,10 +246,62 @@ class Loader {
       }
     }
     step.fn = *fn;
-    if (impl_.pack_weights && step.op == "linear") PLANRT_RETURN_IF_ERROR(pack_linear(k, ins, step));
     Result<kernels::OpAttrs> attrs = planning::parse_op_attrs(ins);
     if (!attrs.ok()) return attrs.status().with_context(fmt::format("method '{}': {}", name_, step_name(k, ins)));
     step.attrs = std::move(attrs).value();
+    if (impl_.pack_weights && step.op == "linear") PLANRT_RETURN_IF_ERROR(pack_linear(k, ins, step));
+    if (impl_.pack_weights && step.op == "conv2d") PLANRT_RETURN_IF_ERROR(pack_conv(k, ins, step));
+    return {};
+  }
+
+  // A host conv2d whose weight is a constant and whose input has fixed channels and image
+  // size runs oneDNN's convolution on a prepared weight (kernels/cpu/packed_conv.h); anything
+  // oneDNN declines keeps the plain kernel. Only a failed allocation fails the load.
+  Status pack_conv(size_t k, const fb::Instruction& ins, Step& step) {
+    if (step.inputs.size() < 2 || step.inputs[1] == format::kNoValue) return {};
+    const ValueSlot& w = impl_.values[step.inputs[1]];
+    if (w.kind != fb::ValueKind::Constant || w.dtype != DType::F32) return {};
+    // Views at batch 1 (dim 0 may be named; every other dim must be fixed) for the plan.
+    auto view_of = [&](uint32_t id, const void* data) -> std::optional<TensorView> {
+      if (id == format::kNoValue) return TensorView::none();
+      const ValueSlot& v = impl_.values[id];
+      std::vector<int64_t> sizes;
+      for (size_t d = 0; d < v.shape.size(); ++d) {
+        if (!v.shape[d].is_static() && d != 0) return std::nullopt;
+        sizes.push_back(v.shape[d].is_static() ? v.shape[d].value : 1);
+      }
+      Result<Shape> shape = Shape::from(sizes);
+      if (!shape.ok()) return std::nullopt;
+      return TensorView::contiguous(const_cast<void*>(data), v.dtype, *shape, Device::cpu());
+    };
+    std::vector<TensorView> ins_views, out_views;
+    for (uint32_t id : step.inputs) {
+      std::optional<TensorView> v = view_of(id, id == step.inputs[1] ? w.data : nullptr);
+      if (!v) return {};
+      ins_views.push_back(*v);
+    }
+    std::optional<TensorView> y = view_of(step.outputs[0], nullptr);
+    if (!y) return {};
+    out_views.push_back(*y);
+    Result<kernels::Conv2dPlan> plan = kernels::plan_conv2d(step.attrs, ins_views, out_views);
+    if (!plan.ok()) return plan.status().with_context(fmt::format("method '{}': {}", name_, step_name(k, ins)));
+    const uint64_t bytes = ins_views[1].nbytes();
+    if (file_.constant_data(method_.values()->Get(step.inputs[1])->constant()).size() != bytes) return {};
+    return adopt_packed(k, ins, step, kernels::cpu::PackedConv::create(step.attrs, *plan, ins_views[1]), w.data, bytes);
+  }
+
+  // A prepared kernel runs instead of the plain one; NotSupported (oneDNN declined) keeps
+  // the plain kernel, any other failure fails the load.
+  template <typename Packed>
+  Status adopt_packed(size_t k, const fb::Instruction& ins, Step& step, Result<std::unique_ptr<Packed>> packed,
+                      const void* weight, uint64_t bytes) {
+    if (!packed.ok()) {
+      if (packed.status().code() == ErrorCode::NotSupported) return {};
+      return packed.status().with_context(fmt::format("method '{}': {}", name_, step_name(k, ins)));
+    }
+    impl_.packed_weight_bytes += (*packed)->packed_bytes();
+    step.packed = std::move(packed).value();
+    release_resident_pages(weight, bytes);
     return {};
   }
 
@@ -262,15 +319,7 @@ class Loader {
     if (bytes != static_cast<uint64_t>(w.shape[0].value * w.shape[1].value) * sizeof(float)) return {};
     TensorView view = TensorView::contiguous(w.data, DType::F32, Shape({w.shape[0].value, w.shape[1].value}),
                                              Device::cpu());
-    Result<std::unique_ptr<kernels::cpu::PackedLinear>> packed = kernels::cpu::PackedLinear::create(view);
-    if (!packed.ok()) {
-      if (packed.status().code() == ErrorCode::NotSupported) return {};
-      return packed.status().with_context(fmt::format("method '{}': {}", name_, step_name(k, ins)));
-    }
-    impl_.packed_weight_bytes += (*packed)->packed_bytes();
-    step.packed = std::move(packed).value();
-    release_resident_pages(w.data, bytes);
-    return {};
+    return adopt_packed(k, ins, step, kernels::cpu::PackedLinear::create(view), w.data, bytes);
   }
 
   // The packed copy replaces the stored weight, whose pages packing just made resident:

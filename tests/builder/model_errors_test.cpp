@@ -37,8 +37,8 @@ TEST(ModelErrors, DocumentMustBeAnObjectWithTheFormatTag) {
 }
 
 TEST(ModelErrors, UnknownOpNamesNodeAndOp) {
-  auto r = parse(nodes(R"({"op": "conv2d", "inputs": ["x"], "outputs": ["y"]})"));
-  EXPECT_ERROR_CONTAINS(r, "method 'forward', node 0 (op conv2d, output 'y'): unknown op 'conv2d' (known ops: linear");
+  auto r = parse(nodes(R"({"op": "conv3d", "inputs": ["x"], "outputs": ["y"]})"));
+  EXPECT_ERROR_CONTAINS(r, "method 'forward', node 0 (op conv3d, output 'y'): unknown op 'conv3d' (known ops: linear");
 }
 
 TEST(ModelErrors, WrongOperandCount) {

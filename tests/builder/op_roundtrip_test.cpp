@@ -137,7 +137,45 @@ std::vector<OpCase> cases() {
                "slice", "[1, 8]"});
   c.push_back({"slice_named_whole", with(kX, R"({"op": "slice", "inputs": ["x"], "outputs": ["y"], "attrs": {"dim": 0, "end": 1000}})"),
                "slice", "[S, 8]"});
+  const char* img = R"([{"name": "x", "dtype": "f32", "shape": ["S", 3, 9, 8]}])";
+  c.push_back({"conv2d", with(img, R"({"op": "conv2d", "inputs": ["x", "w", "b"], "outputs": ["y"],
+                                      "attrs": {"strides": [2, 1], "pads": [1, 0, 1, 2], "groups": 1, "activation": "relu"}})",
+                              R"("w": {"dtype": "f32", "shape": [4, 3, 3, 3]}, "b": {"dtype": "f32", "shape": [4]})"),
+               "conv2d", "[S, 4, 5, 8]"});
+  c.push_back({"conv2d_depthwise", with(img, R"({"op": "conv2d", "inputs": ["x", "w"], "outputs": ["y"], "attrs": {"groups": 3, "dilations": [2, 2]}})",
+                                        R"("w": {"dtype": "f32", "shape": [6, 1, 3, 3]})"),
+               "conv2d", "[S, 6, 5, 4]"});
+  c.push_back({"max_pool2d", with(img, R"({"op": "max_pool2d", "inputs": ["x"], "outputs": ["y"], "attrs": {"kernel": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}})"),
+               "max_pool2d", "[S, 3, 5, 4]"});
+  c.push_back({"avg_pool2d", with(img, R"({"op": "avg_pool2d", "inputs": ["x"], "outputs": ["y"], "attrs": {"kernel": [2, 2], "strides": [2, 2], "ceil_mode": true}})"),
+               "avg_pool2d", "[S, 3, 5, 4]"});
+  c.push_back({"clip", with(kX3, R"({"op": "clip", "inputs": ["x"], "outputs": ["y"], "attrs": {"min": 0, "max": 6.0}})"), "clip", "[1, S, 8]"});
+  c.push_back({"hard_sigmoid", with(kX3, R"({"op": "hard_sigmoid", "inputs": ["x"], "outputs": ["y"], "attrs": {"alpha": 0.25}})"),
+               "hard_sigmoid", "[1, S, 8]"});
+  c.push_back({"hard_swish", with(kX3, R"({"op": "hard_swish", "inputs": ["x"], "outputs": ["y"]})"), "hard_swish", "[1, S, 8]"});
+  c.push_back({"pad", with(img, R"({"op": "pad", "inputs": ["x"], "outputs": ["y"], "attrs": {"pads": [0, 0, 1, 2, 0, 0, 3, -1], "mode": "reflect"}})"),
+               "pad", "[S, 3, 13, 9]"});
+  c.push_back({"expand", with(R"([{"name": "x", "dtype": "f32", "shape": [1, 8]}, {"name": "z", "dtype": "f32", "shape": ["S", 1]}])",
+                              R"({"op": "expand", "inputs": ["x"], "outputs": ["y"], "attrs": {"shape": [2, "S", 8]}})"),
+               "expand", "[2, S, 8]"});
   return c;
+}
+
+// A host conv2d gets its planned workspace as a second output, [batch, per image]: sized by
+// the kernels' own rule and placed by the plan like any value, live only for its step.
+TEST(OpRoundTrip, HostConvolutionsGetAPlannedWorkspaceOutput) {
+  for (const OpCase& c : cases()) {
+    if (c.op != "conv2d") continue;
+    SCOPED_TRACE(c.name);
+    auto rt = round_trip(c.model);
+    ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+    ASSERT_EQ(rt->producer->outputs.size(), 2u);
+    const fb::ValueT* ws = rt->method->values[rt->producer->outputs[1]].get();
+    EXPECT_EQ(ws->name, "y#workspace");
+    EXPECT_EQ(ws->kind, fb::ValueKind::Planned);
+    const std::string shape = btest::shape_of(*rt->method, *ws);
+    EXPECT_EQ(shape.rfind("[S, ", 0), 0u) << shape;
+  }
 }
 
 TEST(OpRoundTrip, EveryOpBuildsAndReadsBackWithItsShape) {

@@ -118,11 +118,11 @@ TEST(ShapeInference, SdpaChecksEveryOperand) {
 }
 
 TEST(ShapeInference, OpWithoutRuleIsReportedNotGuessed) {
-  EXPECT_FALSE(has_shape_rule("conv2d"));
-  auto r = infer("conv2d", {f32({S})});
+  EXPECT_FALSE(has_shape_rule("conv3d"));
+  auto r = infer("conv3d", {f32({S})});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::NotSupported);
-  EXPECT_EQ(r.status().message(), "op 'conv2d' has no shape rule in the builder");
+  EXPECT_EQ(r.status().message(), "op 'conv3d' has no shape rule in the builder");
 }
 
 }  // namespace

@@ -15,7 +15,10 @@
 namespace planrt::importers::onnx {
 namespace {
 
-constexpr int64_t kMinOpset = 7;
+// Opsets before 7 are read too: what an op meant there that it no longer means came with
+// attributes it later lost (broadcast, consumed_inputs, is_test), which every handler's
+// attribute list refuses by name.
+constexpr int64_t kMinOpset = 1;
 constexpr int64_t kMaxOpset = 18;
 
 Status invalid(std::string message) { return Status(ErrorCode::InvalidArgument, std::move(message)); }

@@ -12,6 +12,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "importers/onnx/importer.h"
+#include "importers/onnx/ops_support.h"
 
 namespace planrt::importers::onnx {
 namespace {
@@ -854,6 +855,42 @@ Status handle_cast(OpContext& c) {
 
 // Ops that only fold: at run time their inputs would decide shapes or hold masks planrt has
 // no tensor type for.
+// Expand of a run-time value, or of a constant to a shape with dims (a class token to the
+// batch): ONNX's bidirectional broadcast, emitted as planrt's expand.
+Status handle_expand(OpContext& c) {
+  const Value& x = c.input(0);
+  PLANRT_ASSIGN_OR_RETURN(std::vector<SymInt> target, c.sym_ints(1, "shape"));
+  const size_t rank = std::max(target.size(), x.shape.size());
+  std::vector<SymInt> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const SymInt one = sym_const(1);
+    const SymInt& a = i + x.shape.size() >= rank ? x.shape[i + x.shape.size() - rank] : one;
+    const SymInt& b = i + target.size() >= rank ? target[i + target.size() - rank] : one;
+    if (a == one || a == b) {
+      out[i] = b;
+    } else if (b == one) {
+      out[i] = a;
+    } else {
+      return c.error(fmt::format("{} does not broadcast to {}", c.im.shape_str(x.shape), c.im.shape_str(target)));
+    }
+  }
+  PLANRT_ASSIGN_OR_RETURN(ir::SymShape ir_out, c.im.to_ir_shape(out));
+  ir::ShapeSpec spec;
+  for (const ir::Dim& d : ir_out) {
+    if (d.is_static()) {
+      spec.push_back({d.value, ""});
+    } else if (d.value == 1) {
+      spec.push_back({0, c.im.dims()[d.dim].name});
+    } else {
+      return not_supported(c, fmt::format("to {} (a dim that is a multiple of a named dim)", c.im.shape_str(out)));
+    }
+  }
+  PLANRT_ASSIGN_OR_RETURN(std::string in, c.im.ir_of(x));
+  PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("expand", {in}, {{"shape", spec}}, out_name(c)));
+  c.out.push_back(std::move(y));
+  return {};
+}
+
 Status build_time_only(OpContext& c) {
   return not_supported(c, "on values computed at run time (planrt evaluates it when the program "
                           "is built, from constants and shapes only)");
@@ -875,7 +912,7 @@ const OpSpec kOps[] = {
     {"Equal", 2, 2, 1, {}, build_time_only},
     {"Erf", 1, 1, 1, {}, handle_erf},
     {"Exp", 1, 1, 1, {}, handle_exp},
-    {"Expand", 2, 2, 1, {}, build_time_only},
+    {"Expand", 2, 2, 1, {}, handle_expand},
     {"Flatten", 1, 1, 1, {"axis"}, handle_flatten},
     {"Floor", 1, 1, 1, {}, build_time_only},
     {"Gather", 2, 2, 1, {"axis"}, handle_gather},
@@ -920,9 +957,15 @@ const OpSpec kOps[] = {
 
 }  // namespace
 
+Status require_float_input(const OpContext& c, size_t i) { return require_float(c, i); }
+Result<std::string> operand_of_type(OpContext& c, const Value& v, Elem elem) { return operand_as(c, v, elem); }
+void keep_folded_like(Value& out, const Value& like) { keep_folded(out, like); }
+
 const OpSpec* find_op_spec(std::string_view op) {
-  for (const OpSpec& s : kOps) {
-    if (s.op == op) return &s;
+  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops}) {
+    for (const OpSpec& s : table) {
+      if (s.op == op) return &s;
+    }
   }
   return nullptr;
 }
@@ -930,6 +973,8 @@ const OpSpec* find_op_spec(std::string_view op) {
 std::vector<std::string_view> supported_ops() {
   std::vector<std::string_view> out;
   for (const OpSpec& s : kOps) out.push_back(s.op);
+  for (const OpSpec& s : vision_ops) out.push_back(s.op);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -219,6 +220,112 @@ void fuse_linear_bias(Graph& g) {
     fused.outputs = add->outputs;
     g.kill(&lin);
     *add = std::move(fused);
+    g.refresh();
+  }
+}
+
+// ---- convolutions ----------------------------------------------------------------------------
+
+// The K per-channel values of a constant that broadcasts over [N, K, H, W] along dim 1
+// ([K, 1, 1] or [1, K, 1, 1]), as doubles; nullopt for anything else.
+std::optional<std::vector<double>> per_channel(const Graph& g, const std::string& name, int64_t k) {
+  const ir::Constant* c = g.constant(name);
+  if (c == nullptr || c->dtype != DType::F32 || c->bytes.size() != static_cast<size_t>(k) * sizeof(float)) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> shape = c->shape;
+  if (shape.size() == 4 && shape[0] == 1) shape.erase(shape.begin());
+  if (shape != std::vector<int64_t>{k, 1, 1}) return std::nullopt;
+  std::vector<double> out(static_cast<size_t>(k));
+  for (int64_t i = 0; i < k; ++i) {
+    float v;
+    std::memcpy(&v, c->bytes.data() + i * sizeof(float), sizeof v);
+    out[i] = v;
+  }
+  return out;
+}
+
+std::vector<float> f32_values(const ir::Constant& c) {
+  std::vector<float> v(c.bytes.size() / sizeof(float));
+  std::memcpy(v.data(), c.bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+// A new f32 constant owning `values`.
+std::string add_f32_constant(Graph& g, std::string name, std::vector<int64_t> shape, std::vector<float> values) {
+  auto owner = std::make_shared<std::vector<float>>(std::move(values));
+  ir::Constant c;
+  c.name = std::move(name);
+  c.dtype = DType::F32;
+  c.shape = std::move(shape);
+  c.bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(owner->data()), owner->size() * sizeof(float));
+  c.owner = owner;
+  g.model().constants.push_back(std::move(c));
+  return g.model().constants.back().name;
+}
+
+// conv2d(x, W, b) read only by mul(., s) and/or add(., t) with s and t per output channel
+// (batch normalization after a convolution, as an exporter or the BatchNormalization
+// handler writes it): conv2d(x, W * s, b * s + t), one pass instead of three. The new
+// weights are computed in double and rounded once.
+void fold_conv_affine(Graph& g) {
+  for (ir::Node& conv : g.method().nodes) {
+    if (conv.op != "conv2d") continue;
+    const ir::Constant* w = g.constant(conv.inputs[1]);
+    if (w == nullptr || w->dtype != DType::F32 || w->shape.size() != 4) continue;
+    const int64_t k = w->shape[0];
+    const ir::Constant* b = conv.inputs.size() > 2 && !conv.inputs[2].empty() ? g.constant(conv.inputs[2]) : nullptr;
+    if (conv.inputs.size() > 2 && !conv.inputs[2].empty() && (b == nullptr || b->dtype != DType::F32)) continue;
+    std::vector<double> scale(static_cast<size_t>(k), 1.0), shift(static_cast<size_t>(k), 0.0);
+    ir::Node* last = nullptr;
+    std::string value = conv.outputs[0];
+    if (ir::Node* mul = g.only_reader(value, "mul")) {
+      std::optional<std::string> s = Graph::other_operand(*mul, value);
+      if (auto v = s ? per_channel(g, *s, k) : std::nullopt) {
+        scale = *v;
+        last = mul;
+        value = mul->outputs[0];
+      }
+    }
+    if (ir::Node* add = g.only_reader(value, "add")) {
+      std::optional<std::string> t = Graph::other_operand(*add, value);
+      if (auto v = t ? per_channel(g, *t, k) : std::nullopt) {
+        shift = *v;
+        last = add;
+      }
+    }
+    if (last == nullptr) continue;
+    std::vector<float> weights = f32_values(*w);
+    const size_t per_channel_count = weights.size() / static_cast<size_t>(k);
+    for (size_t i = 0; i < weights.size(); ++i) {
+      weights[i] = static_cast<float>(weights[i] * scale[i / per_channel_count]);
+    }
+    std::vector<float> bias(static_cast<size_t>(k), 0.0f);
+    const std::vector<float> old_bias = b != nullptr ? f32_values(*b) : std::vector<float>(static_cast<size_t>(k), 0.0f);
+    for (int64_t i = 0; i < k; ++i) bias[i] = static_cast<float>(old_bias[i] * scale[i] + shift[i]);
+    ir::Node fused = conv;
+    fused.inputs.resize(3);
+    fused.inputs[1] = add_f32_constant(g, conv.inputs[1] + ".folded", w->shape, std::move(weights));
+    fused.inputs[2] = add_f32_constant(g, last->outputs[0] + ".bias", {k}, std::move(bias));
+    fused.outputs = last->outputs;
+    g.kill(&conv);
+    *last = std::move(fused);
+    g.refresh();
+  }
+}
+
+// conv2d read only by relu: the convolution applies it (oneDNN fuses it as a post-op; the
+// plain kernel in its bias pass).
+void fuse_conv_relu(Graph& g) {
+  for (ir::Node& conv : g.method().nodes) {
+    if (conv.op != "conv2d" || conv.attrs.contains("activation")) continue;
+    ir::Node* relu = g.only_reader(conv.outputs[0], "relu");
+    if (relu == nullptr) continue;
+    ir::Node fused = conv;
+    fused.attrs["activation"] = std::string("relu");
+    fused.outputs = relu->outputs;
+    g.kill(&conv);
+    *relu = std::move(fused);
     g.refresh();
   }
 }
@@ -681,6 +788,10 @@ Result<std::map<std::string, ir::TensorType>> infer_types(const ir::Model& model
 Status fuse_patterns(ir::Model& model, ir::Method& method, std::vector<std::string>& blocks,
                      bool fused_attention, const std::set<std::string>& causal_softmax) {
   Graph g(model, method, blocks);
+  fold_conv_affine(g);
+  g.compact();
+  fuse_conv_relu(g);
+  g.compact();
   PLANRT_ASSIGN_OR_RETURN(auto types, infer_types(model, method));
   fuse_layer_norm(g, types);
   fuse_gelu(g);

@@ -47,9 +47,14 @@ Status check_operands(std::string_view op, std::span<const TensorView> inputs,
     return make_error(ErrorCode::InvalidArgument, "{}: got {} inputs, expected {} to {}", op, n_in,
                       info->min_inputs, info->max_inputs);
   }
-  if (static_cast<int64_t>(outputs.size()) != info->num_outputs) {
-    return make_error(ErrorCode::InvalidArgument, "{}: got {} outputs, expected {}", op,
-                      outputs.size(), info->num_outputs);
+  const auto n_out = static_cast<int64_t>(outputs.size());
+  if (n_out < info->num_outputs || n_out > info->num_outputs + info->optional_outputs) {
+    if (info->optional_outputs == 0) {
+      return make_error(ErrorCode::InvalidArgument, "{}: got {} outputs, expected {}", op, n_out,
+                        info->num_outputs);
+    }
+    return make_error(ErrorCode::InvalidArgument, "{}: got {} outputs, expected {} to {}", op, n_out,
+                      info->num_outputs, info->num_outputs + info->optional_outputs);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].is_none()) {

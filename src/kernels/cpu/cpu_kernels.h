@@ -1,7 +1,8 @@
 // The CPU kernels, one function per op of the table; find_cpu_kernel (registry.cpp) is the
 // only way in from outside the layer. Each follows the KernelFn contract of kernel.h.
 //
-// Aliasing: elementwise ops (add, sub, mul, div, pow, and the unary ones) and reshape may write
+// Aliasing: elementwise ops (add, sub, mul, div, pow, and the unary ones, clip, hard_sigmoid,
+// hard_swish) and reshape may write
 // their output over an input of the same shape (exact alias); every other kernel needs its
 // output disjoint from its inputs.
 #pragma once
@@ -29,6 +30,14 @@ PLANRT_CPU_KERNEL(unary_sigmoid);
 PLANRT_CPU_KERNEL(relu);
 PLANRT_CPU_KERNEL(silu);
 PLANRT_CPU_KERNEL(gelu);
+PLANRT_CPU_KERNEL(clip);
+PLANRT_CPU_KERNEL(hard_sigmoid);
+PLANRT_CPU_KERNEL(hard_swish);
+// convolution.cpp
+PLANRT_CPU_KERNEL(conv2d);
+// pooling.cpp
+PLANRT_CPU_KERNEL(max_pool2d);
+PLANRT_CPU_KERNEL(avg_pool2d);
 // linear_algebra.cpp
 PLANRT_CPU_KERNEL(linear);
 PLANRT_CPU_KERNEL(matmul);
@@ -47,6 +56,8 @@ PLANRT_CPU_KERNEL(permute);
 PLANRT_CPU_KERNEL(transpose);
 PLANRT_CPU_KERNEL(concat);
 PLANRT_CPU_KERNEL(slice);
+PLANRT_CPU_KERNEL(pad);
+PLANRT_CPU_KERNEL(expand);
 
 #undef PLANRT_CPU_KERNEL
 

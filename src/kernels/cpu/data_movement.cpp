@@ -1,6 +1,7 @@
-// reshape, permute, transpose, concat, slice: pure data movement, so every dtype works and
+// reshape, permute, transpose, concat, slice, pad: pure data movement, so every dtype works and
 // elements are moved by their size, never interpreted.
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/checks.h"
@@ -131,6 +132,114 @@ Status slice(const OpAttrs& attrs, std::span<const TensorView> inputs,
   auto* dst = static_cast<Byte*>(outputs[0].data);
   for (int64_t o = 0; o < plan.outer; ++o) {
     std::memcpy(dst + static_cast<size_t>(o) * chunk, src + static_cast<size_t>(o) * pitch, chunk);
+  }
+  return {};
+}
+
+namespace {
+
+// Where output index o of a dim of `n` input elements padded by `begin` in front reads: an
+// input index, or -1 for the constant.
+int64_t pad_source(int64_t o, int64_t begin, int64_t n, PadMode mode) {
+  const int64_t i = o - begin;
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case PadMode::Constant:
+      return -1;
+    case PadMode::Edge:
+      return i < 0 ? 0 : n - 1;
+    case PadMode::Reflect: {
+      if (n == 1) return 0;
+      // Reflection about the end elements repeats with period 2 (n - 1), as numpy.pad's.
+      const int64_t period = 2 * (n - 1);
+      const int64_t m = ((i % period) + period) % period;
+      return m < n ? m : period - m;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+Status expand(const OpAttrs&, std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "expand";
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  const TensorView& x = inputs[0];
+  const TensorView& y = outputs[0];
+  PLANRT_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(op, x.sizes, y.sizes));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, y, x.dtype, shape));
+  if (y.numel() == 0) return {};
+  const size_t es = element_size(x.dtype);
+  const auto* src = static_cast<const Byte*>(x.data);
+  auto* dst = static_cast<Byte*>(y.data);
+  if (shape.rank() == 0) {
+    std::memcpy(dst, src, es);
+    return {};
+  }
+  // Row by row of the last dim: a copy where x has it, one element repeated where x
+  // broadcasts along it.
+  const Shape strides = broadcast_strides(x.sizes, shape);
+  const int last = shape.rank() - 1;
+  const int64_t row = shape[last];
+  int64_t out = 0;
+  for_each_index<1>(drop_last(shape, 1), {drop_last(strides, 1)}, [&](const std::array<int64_t, 1>& off) {
+    const Byte* from = src + static_cast<size_t>(off[0]) * es;
+    Byte* to = dst + static_cast<size_t>(out) * es;
+    if (strides[last] != 0) {
+      std::memcpy(to, from, static_cast<size_t>(row) * es);
+    } else {
+      for (int64_t i = 0; i < row; ++i) std::memcpy(to + static_cast<size_t>(i) * es, from, es);
+    }
+    out += row;
+  });
+  return {};
+}
+
+Status pad(const OpAttrs& attrs, std::span<const TensorView> inputs,
+           std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "pad";
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_ASSIGN_OR_RETURN(PadPlan plan, plan_pad(attrs, inputs, outputs));
+  const TensorView& x = inputs[0];
+  const TensorView& y = outputs[0];
+  if (y.numel() == 0) return {};
+  const int rank = x.rank();
+  const size_t es = element_size(x.dtype);
+  Byte fill[8] = {};
+  std::memcpy(fill, &plan.fill_bits, sizeof fill);  // little-endian: the element's bytes first
+  if (rank == 0) {
+    std::memcpy(y.data, x.data, es);
+    return {};
+  }
+  // Per dim, the input index each output index reads (-1: the constant), then every output
+  // element gathered through them.
+  std::vector<std::vector<int64_t>> source(rank);
+  for (int d = 0; d < rank; ++d) {
+    source[d].resize(static_cast<size_t>(y.sizes[d]));
+    for (int64_t o = 0; o < y.sizes[d]; ++o) source[d][o] = pad_source(o, plan.begin[d], x.sizes[d], plan.mode);
+  }
+  const Shape in_strides = contiguous_strides(x.sizes);
+  const auto* src = static_cast<const Byte*>(x.data);
+  auto* dst = static_cast<Byte*>(y.data);
+  const int64_t row = y.sizes[rank - 1];
+  std::vector<int64_t> index(rank, 0);
+  for (int64_t out_row = 0; out_row < y.numel() / row; ++out_row) {
+    int64_t offset = 0;
+    bool constant_row = false;
+    for (int d = 0; d + 1 < rank; ++d) {
+      const int64_t s = source[d][index[d]];
+      if (s < 0) constant_row = true;
+      offset += s * in_strides[d];
+    }
+    Byte* out = dst + static_cast<size_t>(out_row * row) * es;
+    for (int64_t o = 0; o < row; ++o) {
+      const int64_t s = constant_row ? -1 : source[rank - 1][o];
+      std::memcpy(out + static_cast<size_t>(o) * es, s < 0 ? fill : src + static_cast<size_t>(offset + s) * es, es);
+    }
+    for (int d = rank - 2; d >= 0; --d) {  // the next row's index
+      if (++index[d] < y.sizes[d]) break;
+      index[d] = 0;
+    }
   }
   return {};
 }

@@ -1,4 +1,5 @@
 // Broadcasting binary arithmetic (add, sub, mul, div, pow) and the pointwise functions, f32.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/broadcast.h"
@@ -132,7 +133,44 @@ Status unary(std::string_view op, Pointwise fn, std::span<const TensorView> inpu
                [&](int64_t begin, int64_t end) { map_pointwise(fn, x + begin, y + begin, end - begin); });
 }
 
+// clip, hard_sigmoid, hard_swish: y = (times_x ? x : 1) * clamp(scale x + shift, lo, hi).
+PLANRT_SIMD_CLONES
+void map_clamp(const ClampPlan& p, const float* x, float* y, int64_t n) {
+  if (p.times_x) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * std::min(std::max(p.scale * x[i] + p.shift, p.lo), p.hi);
+  } else {
+    // NaN stays NaN, as torch.clamp gives (std::max(NaN, lo) would not).
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = p.scale * x[i] + p.shift;
+      y[i] = v < p.lo ? p.lo : (v > p.hi ? p.hi : v);
+    }
+  }
+}
+
+Status clamp(std::string_view op, const OpAttrs& attrs, std::span<const TensorView> inputs,
+             std::span<const TensorView> outputs) {
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(ClampPlan plan, plan_clamp(op, attrs, inputs, outputs));
+  const float* x = inputs[0].data_as<const float>();
+  float* y = outputs[0].data_as<float>();
+  return parallel_for(inputs[0].numel(), kPointwiseGrain,
+                      [&](int64_t begin, int64_t end) { map_clamp(plan, x + begin, y + begin, end - begin); });
+}
+
 }  // namespace
+
+Status clip(const OpAttrs& attrs, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return clamp("clip", attrs, in, out);
+}
+Status hard_sigmoid(const OpAttrs& attrs, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return clamp("hard_sigmoid", attrs, in, out);
+}
+Status hard_swish(const OpAttrs& attrs, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return clamp("hard_swish", attrs, in, out);
+}
 
 Status add(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
   return binary(

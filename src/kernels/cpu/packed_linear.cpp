@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/checks.h"
+#include "kernels/cpu/onednn_engine.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/op_plans.h"
 
@@ -21,14 +22,8 @@ constexpr size_t kMaxShapes = 64;
 // The row count the blocked layout is chosen for (the kernels then serve any count).
 constexpr int64_t kLayoutRows = 128;
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-ErrorCode code_of(dnnl_status_t s) {
-  return s == dnnl_out_of_memory ? ErrorCode::OutOfMemory : ErrorCode::NotSupported;
-}
+dnnl::engine& cpu_engine() { return onednn_cpu_engine(); }
+ErrorCode code_of(dnnl_status_t s) { return onednn_error_code(s); }
 
 }  // namespace
 

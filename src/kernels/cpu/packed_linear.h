@@ -19,12 +19,13 @@
 #include <mutex>
 #include <span>
 
+#include "kernels/cpu/prepared_kernel.h"
 #include "planrt/core/result.h"
 #include "planrt/core/tensor_view.h"
 
 namespace planrt::kernels::cpu {
 
-class PackedLinear {
+class PackedLinear final : public PreparedKernel {
  public:
   // weight: f32 [N, K], contiguous, read only during the call. NotSupported when the weight
   // is not such a matrix or oneDNN has no blocked kernel for it (callers then keep the plain
@@ -37,9 +38,9 @@ class PackedLinear {
   // The linear op's contract (inputs x [.., K], weight, optional bias [N]; output [.., N]),
   // with the weight input ignored in favour of the packed copy; its shape must still be the
   // packed one.
-  Status run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const;
+  Status run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const override;
 
-  uint64_t packed_bytes() const;
+  uint64_t packed_bytes() const override;
   int64_t out_features() const { return n_; }
   int64_t in_features() const { return k_; }
 

@@ -38,6 +38,14 @@ constexpr Entry kCpuKernels[] = {
     {"embedding", cpu::embedding},
     {"concat", cpu::concat},
     {"slice", cpu::slice},
+    {"conv2d", cpu::conv2d},
+    {"max_pool2d", cpu::max_pool2d},
+    {"avg_pool2d", cpu::avg_pool2d},
+    {"clip", cpu::clip},
+    {"hard_sigmoid", cpu::hard_sigmoid},
+    {"hard_swish", cpu::hard_swish},
+    {"pad", cpu::pad},
+    {"expand", cpu::expand},
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include <limits>
 #include <optional>
 
@@ -308,6 +310,72 @@ TEST(Slice, BadAttributesAreRejected) {
   mistyped.set("start", 1.0);
   EXPECT_TRUE(IsError(run_op("slice", mistyped, {x.view()}, {y.view()}), ErrorCode::InvalidArgument,
                       {"slice", "'start'", "a float"}));
+}
+
+// numpy.pad's rules, written directly: constant, edge (clamp) and reflect (about the ends).
+int64_t pad_index(int64_t o, int64_t begin, int64_t n, const std::string& mode) {
+  int64_t i = o - begin;
+  if (i >= 0 && i < n) return i;
+  if (mode == "constant") return -1;
+  if (mode == "edge") return i < 0 ? 0 : n - 1;
+  while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+  return i;
+}
+
+TEST(Pad, ConstantEdgeAndReflectMatchNumpysRules) {
+  HostTensor x = HostTensor::random({2, 3, 4}, 9);
+  const std::vector<int64_t> pads = {1, 0, 5, 0, 2, 2};  // begins, then ends; reflect wraps twice on dim 2
+  for (std::string mode : {"constant", "edge", "reflect"}) {
+    OpAttrs a;
+    a.set("pads", pads);
+    a.set("mode", mode);
+    a.set("value", 1.5);
+    HostTensor y(DType::F32, {3, 5, 11});
+    Status s = run_op("pad", a, {x.view()}, {y.view()});
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const std::vector<int64_t> idx = unravel(i, y.shape());
+      const int64_t a0 = pad_index(idx[0], 1, 2, mode), a1 = pad_index(idx[1], 0, 3, mode),
+                    a2 = pad_index(idx[2], 5, 4, mode);
+      const double want = (a0 < 0 || a1 < 0 || a2 < 0) ? 1.5 : x.at((a0 * 3 + a1) * 4 + a2);
+      ASSERT_EQ(y.at(i), want) << mode << " at " << i;
+    }
+  }
+}
+
+TEST(Pad, NegativePadsCropAndBadPadsAreRefused) {
+  HostTensor x = HostTensor::f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  OpAttrs a;
+  a.set("pads", std::vector<int64_t>{0, -1, 0, 1});
+  HostTensor y(DType::F32, {2, 3});
+  ASSERT_TRUE(run_op("pad", a, {x.view()}, {y.view()}).ok());
+  const float want[] = {2, 3, 0, 5, 6, 0};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y.at(i), want[i]);
+  OpAttrs short_pads;
+  short_pads.set("pads", std::vector<int64_t>{1, 1});
+  EXPECT_TRUE(IsError(run_op("pad", short_pads, {x.view()}, {y.view()}), ErrorCode::InvalidArgument, {"pads"}));
+  OpAttrs wrap;
+  wrap.set("pads", std::vector<int64_t>{0, 0, 0, 0});
+  wrap.set("mode", std::string("wrap"));
+  EXPECT_TRUE(IsError(run_op("pad", wrap, {x.view()}, {y.view()}), ErrorCode::InvalidArgument, {"wrap"}));
+  OpAttrs crop;
+  crop.set("pads", std::vector<int64_t>{-2, 0, -1, 0});
+  EXPECT_TRUE(IsError(run_op("pad", crop, {x.view()}, {y.view()}), ErrorCode::InvalidArgument, {"below zero"}));
+  HostTensor wrong(DType::F32, {2, 4});
+  EXPECT_TRUE(IsError(run_op("pad", a, {x.view()}, {wrong.view()}), ErrorCode::InvalidArgument, {"output"}));
+}
+
+TEST(Expand, BroadcastsToTheOutputsShapeForEveryDtype) {
+  HostTensor x = HostTensor::f32({1, 3, 1}, {1, 2, 3});
+  HostTensor y(DType::F32, {2, 2, 3, 4});
+  ASSERT_TRUE(run_op("expand", {}, {x.view()}, {y.view()}).ok());
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y.at(i), 1 + unravel(i, y.shape())[2]);
+  HostTensor ids = HostTensor::i64({2}, {7, 9});
+  HostTensor out(DType::I64, {3, 2});
+  ASSERT_TRUE(run_op("expand", {}, {ids.view()}, {out.view()}).ok());
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(out.as<int64_t>()[i], i % 2 == 0 ? 7 : 9);
+  HostTensor bad(DType::F32, {2, 2});
+  EXPECT_TRUE(IsError(run_op("expand", {}, {x.view()}, {bad.view()}), ErrorCode::InvalidArgument));
 }
 
 }  // namespace

@@ -256,5 +256,34 @@ TEST(Activations, OutputShapeMustMatchInput) {
                       {"silu", "output is f32 [6]", "expected f32 [2, 3]"}));
 }
 
+TEST(Clamp, ClipHardSigmoidAndHardSwishAgainstTheirFormulas) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  HostTensor x = HostTensor::f32({9}, {-5.0f, -3.0f, -1.0f, -0.25f, 0.0f, 0.5f, 2.9f, 6.5f, nan});
+  auto check = [&](std::string_view op, const OpAttrs& a, auto formula) {
+    HostTensor y(DType::F32, {9});
+    Status s = run_op(op, a, {x.view()}, {y.view()});
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    for (int64_t i = 0; i < 8; ++i) EXPECT_NEAR(y.at(i), formula(x.at(i)), 1e-6) << op << " at " << x.at(i);
+    EXPECT_TRUE(std::isnan(y.at(8))) << op << " keeps NaN";
+  };
+  OpAttrs relu6;
+  relu6.set("min", 0.0);
+  relu6.set("max", 6.0);
+  check("clip", relu6, [](double v) { return std::min(std::max(v, 0.0), 6.0); });
+  OpAttrs lower;
+  lower.set("min", -1.0);
+  check("clip", lower, [](double v) { return std::max(v, -1.0); });
+  OpAttrs hs;
+  hs.set("alpha", 1.0 / 6);
+  hs.set("beta", 0.5);
+  check("hard_sigmoid", hs, [](double v) { return std::min(std::max(v / 6 + 0.5, 0.0), 1.0); });
+  check("hard_sigmoid", OpAttrs{}, [](double v) { return std::min(std::max(0.2 * v + 0.5, 0.0), 1.0); });
+  check("hard_swish", OpAttrs{}, [](double v) { return v * std::min(std::max(v / 6 + 0.5, 0.0), 1.0); });
+  OpAttrs bad;
+  bad.set("min", std::string("zero"));
+  HostTensor y(DType::F32, {9});
+  EXPECT_TRUE(IsError(run_op("clip", bad, {x.view()}, {y.view()}), ErrorCode::InvalidArgument, {"min"}));
+}
+
 }  // namespace
 }  // namespace planrt::kernels

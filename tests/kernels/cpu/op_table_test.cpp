@@ -29,7 +29,11 @@ TEST(OpTable, ListsEveryOpOfTheModelFormatWithItsArity) {
       {"neg", 1, 1},        {"exp", 1, 1},
       {"erf", 1, 1},        {"tanh", 1, 1},
       {"sigmoid", 1, 1},    {"pow", 2, 2},
-      {"reduce_mean", 1, 1},
+      {"reduce_mean", 1, 1},  {"conv2d", 2, 3},
+      {"max_pool2d", 1, 1}, {"avg_pool2d", 1, 1},
+      {"clip", 1, 1},       {"hard_sigmoid", 1, 1},
+      {"hard_swish", 1, 1}, {"pad", 1, 1},
+      {"expand", 1, 1},
   };
   EXPECT_EQ(all_ops().size(), std::size(expected));
   for (const Expected& e : expected) {
@@ -39,6 +43,8 @@ TEST(OpTable, ListsEveryOpOfTheModelFormatWithItsArity) {
     EXPECT_EQ(op->min_inputs, e.min_inputs) << e.name;
     EXPECT_EQ(op->max_inputs, e.max_inputs) << e.name;
     EXPECT_EQ(op->num_outputs, 1) << e.name;
+    // Only conv2d takes a second, optional output: its planned workspace.
+    EXPECT_EQ(op->optional_outputs, std::string_view(e.name) == "conv2d" ? 1 : 0) << e.name;
   }
 }
 
@@ -48,7 +54,7 @@ TEST(OpTable, OpNamesAreUnique) {
 }
 
 TEST(OpTable, UnknownOpIsNull) {
-  EXPECT_EQ(find_op("conv2d"), nullptr);
+  EXPECT_EQ(find_op("conv3d"), nullptr);
   EXPECT_EQ(find_op(""), nullptr);
   EXPECT_EQ(find_op("Linear"), nullptr);
 }
@@ -62,8 +68,8 @@ TEST(OpTable, EveryOpHasACpuKernel) {
 }
 
 TEST(OpTable, UnknownOpHasNoCpuKernel) {
-  Result<KernelFn> fn = find_cpu_kernel("conv2d");
-  EXPECT_TRUE(IsError(fn.status(), ErrorCode::NotFound, {"conv2d"}));
+  Result<KernelFn> fn = find_cpu_kernel("conv3d");
+  EXPECT_TRUE(IsError(fn.status(), ErrorCode::NotFound, {"conv3d"}));
 }
 
 }  // namespace

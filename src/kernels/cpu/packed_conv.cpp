@@ -1,0 +1,173 @@
+#include "kernels/cpu/packed_conv.h"
+
+#include <dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "kernels/cpu/checks.h"
+#include "kernels/cpu/onednn_engine.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/workspace.h"
+
+namespace planrt::kernels::cpu {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using Type = memory::data_type;
+
+constexpr size_t kMaxShapes = 64;
+
+dnnl::engine& cpu_engine() { return onednn_cpu_engine(); }
+ErrorCode code_of(dnnl_status_t s) { return onednn_error_code(s); }
+
+memory::dims weight_dims(const Conv2dPlan& p) {
+  if (p.groups == 1) return {p.k, p.c, p.window.kh, p.window.kw};
+  return {p.groups, p.k / p.groups, p.c / p.groups, p.window.kh, p.window.kw};
+}
+
+}  // namespace
+
+struct PackedConv::State {
+  memory::desc weights_desc;
+  memory weights;  // owns the blocked copy
+  struct Prepared {
+    dnnl::convolution_forward conv;
+    dnnl::reorder to_channels_last, from_channels_last;
+    memory::desc scratchpad;
+  };
+  static Prepared prepare(const Conv2dPlan& p, int64_t n, const dnnl::convolution_forward::primitive_desc& pd) {
+    dnnl::engine& e = cpu_engine();
+    const memory::desc x({n, p.c, p.h, p.w}, Type::f32, Tag::nchw), x_last({n, p.c, p.h, p.w}, Type::f32, Tag::nhwc);
+    const memory::desc y({n, p.k, p.oh, p.ow}, Type::f32, Tag::nchw), y_last({n, p.k, p.oh, p.ow}, Type::f32, Tag::nhwc);
+    return {dnnl::convolution_forward(pd), dnnl::reorder(dnnl::reorder::primitive_desc(e, x, e, x_last)),
+            dnnl::reorder(dnnl::reorder::primitive_desc(e, y_last, e, y)), pd.scratchpad_desc()};
+  }
+  std::mutex mu;
+  std::map<int64_t, Prepared> primitives;  // batch -> convolution
+
+  // The convolution for batch n, channels-last in and out; `weights` as given (any: oneDNN's
+  // choice, when preparing).
+  static dnnl::convolution_forward::primitive_desc describe(const Conv2dPlan& p, int64_t n,
+                                                             const memory::desc& weights) {
+    const Window2d& w = p.window;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (p.activation == ConvActivation::Relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
+    memory::desc src({n, p.c, p.h, p.w}, Type::f32, Tag::nhwc);
+    memory::desc dst({n, p.k, p.oh, p.ow}, Type::f32, Tag::nhwc);
+    // oneDNN counts dilation from 0 (no gap), ONNX and PyTorch from 1.
+    const memory::dims strides{w.stride_h, w.stride_w}, dilation{w.dilation_h - 1, w.dilation_w - 1};
+    const memory::dims pad_l{w.pad_top, w.pad_left}, pad_r{w.pad_bottom, w.pad_right};
+    if (p.has_bias) {
+      return {dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                              src, weights, memory::desc({p.k}, Type::f32, Tag::x), dst, strides,
+                                              dilation, pad_l, pad_r),
+              attr, cpu_engine()};
+    }
+    return {dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                            src, weights, dst, strides, dilation, pad_l, pad_r),
+            attr, cpu_engine()};
+  }
+};
+
+PackedConv::PackedConv(const OpAttrs& attrs, const Conv2dPlan& plan, std::unique_ptr<State> state)
+    : attrs_(attrs), plan_(plan), state_(std::move(state)) {}
+PackedConv::~PackedConv() = default;
+
+uint64_t PackedConv::packed_bytes() const { return state_->weights_desc.get_size(); }
+
+Result<std::unique_ptr<PackedConv>> PackedConv::create(const OpAttrs& attrs, const Conv2dPlan& plan,
+                                                       const TensorView& weight) {
+  if (weight.dtype != DType::F32 || !weight.is_contiguous() ||
+      weight.sizes != Shape({plan.k, plan.c / plan.groups, plan.window.kh, plan.window.kw})) {
+    return make_error(ErrorCode::NotSupported, "packed conv2d: the weight ({} {}) is not the plan's f32 [{}, {}, {}, {}]",
+                      dtype_name(weight.dtype), weight.sizes.to_string(), plan.k, plan.c / plan.groups, plan.window.kh,
+                      plan.window.kw);
+  }
+  try {
+    auto state = std::make_unique<State>();
+    const memory::dims dims = weight_dims(plan);
+    const auto pd = State::describe(plan, 1, memory::desc(dims, Type::f32, Tag::any));
+    state->weights_desc = pd.weights_desc();
+    state->weights = memory(state->weights_desc, cpu_engine());
+    memory source(memory::desc(dims, Type::f32, plan.groups == 1 ? Tag::oihw : Tag::goihw), cpu_engine(), weight.data);
+    dnnl::stream stream(cpu_engine());
+    dnnl::reorder(source, state->weights).execute(stream, source, state->weights);
+    stream.wait();
+    state->primitives.emplace(int64_t{1}, State::prepare(plan, 1, pd));
+    return std::unique_ptr<PackedConv>(new PackedConv(attrs, plan, std::move(state)));
+  } catch (const dnnl::error& e) {
+    return make_error(code_of(e.status), "packed conv2d: oneDNN could not prepare the [{}, {}, {}, {}] weight: {}",
+                      plan.k, plan.c / plan.groups, plan.window.kh, plan.window.kw, e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::OutOfMemory, "packed conv2d: cannot allocate the copy of the [{}, {}, {}, {}] weight",
+                      plan.k, plan.c / plan.groups, plan.window.kh, plan.window.kw);
+  }
+}
+
+Status PackedConv::run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {
+  constexpr std::string_view op = "conv2d";
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  // The attributes were read when preparing; the call's shapes are checked against them.
+  const Conv2dPlan& p = plan_;
+  const int64_t n = inputs[0].rank() == 4 ? inputs[0].sizes[0] : -1;
+  if (n < 1 || inputs[0].sizes != Shape({n, p.c, p.h, p.w}) || outputs[0].sizes != Shape({n, p.k, p.oh, p.ow}) ||
+      outputs[0].dtype != DType::F32 || inputs[1].sizes != Shape({p.k, p.c / p.groups, p.window.kh, p.window.kw}) ||
+      (inputs.size() > 2 && !inputs[2].is_none()) != p.has_bias ||
+      (p.has_bias && inputs[2].sizes != Shape({p.k}))) {
+    return make_error(ErrorCode::InvalidArgument, "{}: operands {} and output {} do not match the prepared convolution "
+                      "of [N, {}, {}, {}] into [N, {}, {}, {}]", op, describe_inputs(op, inputs),
+                      outputs[0].sizes.to_string(), p.c, p.h, p.w, p.k, p.oh, p.ow);
+  }
+  const uint64_t workspace = outputs.size() > 1 && !outputs[1].is_none() ? outputs[1].nbytes() : 0;
+  const uint64_t x_bytes = inputs[0].nbytes(), y_bytes = outputs[0].nbytes();
+  try {
+    State::Prepared prepared;
+    {
+      std::lock_guard lock(state_->mu);
+      auto it = state_->primitives.find(n);
+      if (it != state_->primitives.end()) {
+        prepared = it->second;
+      } else {
+        prepared = State::prepare(p, n, State::describe(p, n, state_->weights_desc));
+        if (state_->primitives.size() < kMaxShapes) state_->primitives.emplace(n, prepared);
+      }
+    }
+    const uint64_t scratch = prepared.scratchpad.get_size();
+    if (workspace < x_bytes + y_bytes + scratch) return conv2d(attrs_, inputs, outputs);
+    auto* base = static_cast<uint8_t*>(outputs[1].data);
+    dnnl::engine& engine = cpu_engine();
+    memory x(memory::desc({n, p.c, p.h, p.w}, Type::f32, Tag::nchw), engine, inputs[0].data);
+    memory x_last(memory::desc({n, p.c, p.h, p.w}, Type::f32, Tag::nhwc), engine, base);
+    memory y_last(memory::desc({n, p.k, p.oh, p.ow}, Type::f32, Tag::nhwc), engine, base + x_bytes);
+    memory y(memory::desc({n, p.k, p.oh, p.ow}, Type::f32, Tag::nchw), engine, outputs[0].data);
+    memory pad(prepared.scratchpad, engine, base + x_bytes + y_bytes);
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, x_last},
+                                            {DNNL_ARG_WEIGHTS, state_->weights},
+                                            {DNNL_ARG_DST, y_last},
+                                            {DNNL_ARG_SCRATCHPAD, pad}};
+    if (p.has_bias) args.emplace(DNNL_ARG_BIAS, memory(memory::desc({p.k}, Type::f32, Tag::x), engine, inputs[2].data));
+    dnnl::stream stream(engine);
+    prepared.to_channels_last.execute(stream, x, x_last);
+    prepared.conv.execute(stream, args);
+    prepared.from_channels_last.execute(stream, y_last, y);
+    stream.wait();
+    return {};
+  } catch (const dnnl::error& e) {
+    return make_error(code_of(e.status), "{}: oneDNN convolution of [{}, {}, {}, {}] failed: {}", op, n, p.c, p.h, p.w,
+                      e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorCode::OutOfMemory, "{}: out of memory preparing the oneDNN convolution of [{}, {}, {}, {}]",
+                      op, n, p.c, p.h, p.w);
+  }
+}
+
+}  // namespace planrt::kernels::cpu

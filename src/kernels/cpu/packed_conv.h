@@ -1,0 +1,52 @@
+// A CPU conv2d whose weight is a constant, prepared once at load with oneDNN's convolution.
+//
+// Why: oneDNN runs NCHW convolutions as im2col + GEMM (~50–100 GFLOP/s on one AVX-512 core of
+// the development machine) but channels-last ones with its brgemm kernels (~150–200), and
+// depthwise ones 10x faster (docs/performance.md). So each call reorders x into
+// channels-last, convolves with the bias and the activation fused, and reorders the result
+// back to the program's NCHW, both copies in the planned workspace output
+// (kernels/workspace.h: conv2d_host_workspace_bytes_per_image); the model's boundary and the
+// plan stay NCHW. oneDNN's own scratchpad comes from the same workspace; a convolution whose
+// scratchpad does not fit there runs the plain kernel instead (convolution.cpp).
+//
+// Memory: the weight reordered into oneDNN's blocked layout, packed_bytes(), owned here. Per
+// batch size the convolution is created on first use and kept (at most kMaxShapes).
+// Thread safety: run() may be called from several threads at once.
+#pragma once
+
+#include <memory>
+
+#include "kernels/cpu/prepared_kernel.h"
+#include "kernels/op_plans.h"
+#include "planrt/core/result.h"
+
+namespace planrt::kernels::cpu {
+
+class PackedConv final : public PreparedKernel {
+ public:
+  // `plan`: the call's plan at any batch size (plan_conv2d); `weight`: f32
+  // [K, C/groups, KH, KW], contiguous, read only during the call. NotSupported when oneDNN
+  // has no such convolution (callers keep the plain kernel); OutOfMemory when the copy
+  // cannot be allocated.
+  // `attrs`: the instruction's, kept for the plain kernel's fallback.
+  static Result<std::unique_ptr<PackedConv>> create(const OpAttrs& attrs, const Conv2dPlan& plan,
+                                                    const TensorView& weight);
+  ~PackedConv() override;
+  PackedConv(const PackedConv&) = delete;
+  PackedConv& operator=(const PackedConv&) = delete;
+
+  // conv2d's contract, weight operand ignored; x's channels and image size, the kernel and
+  // its attributes must be the prepared ones (the batch may differ).
+  Status run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const override;
+  uint64_t packed_bytes() const override;
+
+  struct State;
+
+ private:
+  PackedConv(const OpAttrs& attrs, const Conv2dPlan& plan, std::unique_ptr<State> state);
+  OpAttrs attrs_;
+  Conv2dPlan plan_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace planrt::kernels::cpu

@@ -1,0 +1,78 @@
+// max_pool2d and avg_pool2d on the host, NCHW, f32: one (image, channel) plane per task.
+#include <algorithm>
+#include <limits>
+
+#include "kernels/cpu/checks.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/threading.h"
+#include "kernels/op_plans.h"
+
+namespace planrt::kernels::cpu {
+namespace {
+
+enum class PoolKind { Max, Average };
+
+void pool_plane(const Pool2dPlan& p, PoolKind kind, const float* x, float* y) {
+  const Window2d& w = p.window;
+  for (int64_t oy = 0; oy < p.oh; ++oy) {
+    const int64_t y0 = oy * w.stride_h - w.pad_top;
+    for (int64_t ox = 0; ox < p.ow; ++ox) {
+      const int64_t x0 = ox * w.stride_w - w.pad_left;
+      if (kind == PoolKind::Max) {
+        // NaN wins, as torch's max pooling gives.
+        float best = -std::numeric_limits<float>::infinity();
+        for (int64_t r = 0; r < w.kh; ++r) {
+          const int64_t iy = y0 + r * w.dilation_h;
+          if (iy < 0 || iy >= p.h) continue;
+          for (int64_t s = 0; s < w.kw; ++s) {
+            const int64_t ix = x0 + s * w.dilation_w;
+            if (ix < 0 || ix >= p.w) continue;
+            const float v = x[iy * p.w + ix];
+            best = (v > best || v != v) ? v : best;
+          }
+        }
+        y[oy * p.ow + ox] = best;
+        continue;
+      }
+      // The window within the padded input (its divisor with count_include_pad), then within
+      // the input itself.
+      const int64_t ys = y0, ye = std::min(y0 + w.kh, p.h + w.pad_bottom);
+      const int64_t xs = x0, xe = std::min(x0 + w.kw, p.w + w.pad_right);
+      const int64_t padded = (ye - ys) * (xe - xs);
+      const int64_t iy0 = std::max<int64_t>(ys, 0), iy1 = std::min(ye, p.h);
+      const int64_t ix0 = std::max<int64_t>(xs, 0), ix1 = std::min(xe, p.w);
+      double sum = 0.0;
+      for (int64_t iy = iy0; iy < iy1; ++iy) {
+        for (int64_t ix = ix0; ix < ix1; ++ix) sum += x[iy * p.w + ix];
+      }
+      const int64_t count = p.count_include_pad ? padded : (iy1 - iy0) * (ix1 - ix0);
+      y[oy * p.ow + ox] = static_cast<float>(sum / static_cast<double>(count));
+    }
+  }
+}
+
+Status pool(std::string_view op, PoolKind kind, const OpAttrs& attrs, std::span<const TensorView> inputs,
+            std::span<const TensorView> outputs) {
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(Pool2dPlan p, plan_pool2d(op, attrs, inputs, outputs));
+  const float* x = inputs[0].data_as<const float>();
+  float* y = outputs[0].data_as<float>();
+  return parallel_for(p.n * p.c, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      pool_plane(p, kind, x + plane * p.h * p.w, y + plane * p.oh * p.ow);
+    }
+  });
+}
+
+}  // namespace
+
+Status max_pool2d(const OpAttrs& attrs, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return pool("max_pool2d", PoolKind::Max, attrs, in, out);
+}
+
+Status avg_pool2d(const OpAttrs& attrs, std::span<const TensorView> in, std::span<const TensorView> out) {
+  return pool("avg_pool2d", PoolKind::Average, attrs, in, out);
+}
+
+}  // namespace planrt::kernels::cpu

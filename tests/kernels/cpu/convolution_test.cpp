@@ -1,0 +1,328 @@
+// conv2d, the pools and the window arithmetic on the host, against direct references in
+// double: the plain kernel (im2col + product in the planned workspace) and oneDNN's prepared
+// convolution (kernels/cpu/packed_conv.h), over strides, asymmetric pads, dilations, groups
+// (depthwise included), bias and ReLU; and every refusal.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/packed_conv.h"
+#include "kernels/op_plans.h"
+#include "kernels/workspace.h"
+
+namespace planrt::kernels {
+namespace {
+
+using testing::HostTensor;
+using testing::IsError;
+using testing::run_op;
+
+struct ConvCase {
+  int64_t n, c, h, w, k, kh, kw;
+  int64_t stride_h, stride_w;
+  std::vector<int64_t> pads;  // top, left, bottom, right
+  int64_t dil_h, dil_w, groups;
+  bool bias, relu;
+};
+
+OpAttrs conv_attrs(const ConvCase& t) {
+  OpAttrs a;
+  a.set("strides", std::vector<int64_t>{t.stride_h, t.stride_w});
+  a.set("pads", t.pads);
+  a.set("dilations", std::vector<int64_t>{t.dil_h, t.dil_w});
+  a.set("groups", t.groups);
+  if (t.relu) a.set("activation", std::string("relu"));
+  return a;
+}
+
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, int64_t d) {
+  return (in + pb + pe - d * (k - 1) - 1) / s + 1;
+}
+
+std::vector<double> conv_reference(const ConvCase& t, const HostTensor& x, const HostTensor& w, const HostTensor* b) {
+  const int64_t oh = out_size(t.h, t.kh, t.stride_h, t.pads[0], t.pads[2], t.dil_h);
+  const int64_t ow = out_size(t.w, t.kw, t.stride_w, t.pads[1], t.pads[3], t.dil_w);
+  const int64_t cg = t.c / t.groups, kg = t.k / t.groups;
+  std::vector<double> y(static_cast<size_t>(t.n * t.k * oh * ow));
+  for (int64_t n = 0; n < t.n; ++n) {
+    for (int64_t k = 0; k < t.k; ++k) {
+      const int64_t g = k / kg;
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          double sum = b != nullptr ? b->at(k) : 0.0;
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            for (int64_t r = 0; r < t.kh; ++r) {
+              for (int64_t s = 0; s < t.kw; ++s) {
+                const int64_t iy = oy * t.stride_h - t.pads[0] + r * t.dil_h;
+                const int64_t ix = ox * t.stride_w - t.pads[1] + s * t.dil_w;
+                if (iy < 0 || iy >= t.h || ix < 0 || ix >= t.w) continue;
+                sum += x.at(((n * t.c + g * cg + ci) * t.h + iy) * t.w + ix) *
+                       w.at(((k * cg + ci) * t.kh + r) * t.kw + s);
+              }
+            }
+          }
+          if (t.relu && sum < 0) sum = 0;
+          y[static_cast<size_t>(((n * t.k + k) * oh + oy) * ow + ox)] = sum;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {1, 3, 16, 16, 8, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, false},
+      {2, 8, 15, 13, 16, 3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, 1, true, true},
+      {3, 16, 8, 8, 32, 1, 1, 1, 1, {0, 0, 0, 0}, 1, 1, 1, false, true},   // pointwise: no im2col
+      {1, 16, 9, 9, 8, 1, 1, 2, 2, {0, 0, 0, 0}, 1, 1, 1, true, false},   // strided 1x1
+      {2, 12, 11, 10, 12, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 12, true, true},  // depthwise
+      {1, 12, 11, 10, 24, 3, 3, 2, 1, {1, 0, 2, 1}, 1, 1, 3, true, false},  // groups, asymmetric
+      {1, 4, 12, 12, 6, 3, 2, 1, 2, {2, 1, 2, 0}, 2, 3, 1, false, false},   // dilations
+      {2, 3, 20, 20, 8, 7, 7, 2, 2, {3, 3, 3, 3}, 1, 1, 1, true, true},     // a stem
+  };
+  return cases;
+}
+
+struct ConvOperands {
+  HostTensor x, w, b, y, workspace;
+};
+
+ConvOperands make_operands(const ConvCase& t, uint32_t seed) {
+  const int64_t oh = out_size(t.h, t.kh, t.stride_h, t.pads[0], t.pads[2], t.dil_h);
+  const int64_t ow = out_size(t.w, t.kw, t.stride_w, t.pads[1], t.pads[3], t.dil_w);
+  Conv2dPlan plan;
+  plan.c = t.c;
+  plan.h = t.h;
+  plan.w = t.w;
+  plan.k = t.k;
+  plan.oh = oh;
+  plan.ow = ow;
+  plan.groups = t.groups;
+  plan.window = {t.kh, t.kw, t.stride_h, t.stride_w, t.pads[0], t.pads[1], t.pads[2], t.pads[3], t.dil_h, t.dil_w, false};
+  const uint64_t per_image = *conv2d_host_workspace_bytes_per_image(plan);
+  return {HostTensor::random({t.n, t.c, t.h, t.w}, seed), HostTensor::random({t.k, t.c / t.groups, t.kh, t.kw}, seed + 1),
+          HostTensor::random({t.k}, seed + 2), HostTensor(DType::F32, {t.n, t.k, oh, ow}),
+          HostTensor(DType::F32, {t.n, static_cast<int64_t>((per_image + 3) / 4)})};
+}
+
+std::vector<TensorView> conv_inputs(const ConvCase& t, const ConvOperands& o) {
+  std::vector<TensorView> in = {o.x.view(), o.w.view()};
+  if (t.bias) in.push_back(o.b.view());
+  return in;
+}
+
+TEST(Conv2d, ThePlainKernelMatchesADirectConvolution) {
+  uint32_t seed = 10;
+  for (const ConvCase& t : conv_cases()) {
+    ConvOperands o = make_operands(t, seed += 3);
+    Status s = run_op("conv2d", conv_attrs(t), conv_inputs(t, o), {o.y.view(), o.workspace.view()});
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_LT(testing::relative_error(o.y, conv_reference(t, o.x, o.w, t.bias ? &o.b : nullptr)), 1e-6)
+        << "case c " << t.c << " k " << t.k << " groups " << t.groups;
+  }
+}
+
+TEST(Conv2d, ThePreparedConvolutionMatchesAtEveryBatchAndFallsBackWithoutRoom) {
+  uint32_t seed = 50;
+  for (const ConvCase& t : conv_cases()) {
+    ConvOperands o = make_operands(t, seed += 3);
+    std::vector<TensorView> in = conv_inputs(t, o);
+    const TensorView outs1[] = {o.y.view()};
+    Result<Conv2dPlan> plan = plan_conv2d(conv_attrs(t), in, outs1);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    Result<std::unique_ptr<cpu::PackedConv>> packed = cpu::PackedConv::create(conv_attrs(t), *plan, o.w.view());
+    ASSERT_TRUE(packed.ok()) << packed.status().to_string();
+    EXPECT_GE((*packed)->packed_bytes(), static_cast<uint64_t>(o.w.numel()) * sizeof(float));
+    const std::vector<double> want = conv_reference(t, o.x, o.w, t.bias ? &o.b : nullptr);
+    const TensorView outs[] = {o.y.view(), o.workspace.view()};
+    Status s = (*packed)->run(in, outs);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_LT(testing::relative_error(o.y, want), 1e-6) << "c " << t.c << " k " << t.k << " groups " << t.groups;
+    // Another batch size than the one prepared, then a workspace too small for oneDNN's
+    // copies: the plain kernel runs (the same numbers).
+    ConvCase other = t;
+    other.n = t.n + 2;
+    ConvOperands o2 = make_operands(other, seed + 100);
+    std::vector<TensorView> in2 = conv_inputs(other, o2);
+    in2[1] = o.w.view();
+    if (t.bias) in2[2] = o.b.view();
+    const std::vector<double> want2 = conv_reference(other, o2.x, o.w, t.bias ? &o.b : nullptr);
+    const TensorView outs2[] = {o2.y.view(), o2.workspace.view()};
+    ASSERT_TRUE((*packed)->run(in2, outs2).ok());
+    EXPECT_LT(testing::relative_error(o2.y, want2), 1e-6);
+    const uint64_t im2col = conv2d_im2col_bytes(*plan);
+    HostTensor small(DType::F32, {std::max<int64_t>(1, static_cast<int64_t>(im2col / 4))});
+    HostTensor y3(DType::F32, o2.y.shape());
+    const TensorView outs3[] = {y3.view(), small.view()};
+    s = (*packed)->run(in2, outs3);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_LT(testing::relative_error(y3, want2), 1e-6);
+  }
+}
+
+TEST(Conv2d, ThePreparedConvolutionRefusesOperandsItWasNotPreparedFor) {
+  const ConvCase t = conv_cases()[1];
+  ConvOperands o = make_operands(t, 7);
+  std::vector<TensorView> in = conv_inputs(t, o);
+  const TensorView outs1[] = {o.y.view()};
+  Result<Conv2dPlan> plan = plan_conv2d(conv_attrs(t), in, outs1);
+  ASSERT_TRUE(plan.ok());
+  auto packed = cpu::PackedConv::create(conv_attrs(t), *plan, o.w.view());
+  ASSERT_TRUE(packed.ok());
+  const TensorView outs[] = {o.y.view(), o.workspace.view()};
+  std::vector<TensorView> no_bias = {in[0], in[1]};
+  EXPECT_TRUE(IsError((*packed)->run(no_bias, outs), ErrorCode::InvalidArgument, {"prepared convolution"}));
+  HostTensor other_x = HostTensor::random({t.n, t.c, t.h + 1, t.w}, 3);
+  std::vector<TensorView> wrong = {other_x.view(), in[1], in[2]};
+  EXPECT_TRUE(IsError((*packed)->run(wrong, outs), ErrorCode::InvalidArgument, {"prepared convolution"}));
+  HostTensor bad_weight = HostTensor::random({t.k, t.c, 5, 5}, 4);
+  EXPECT_TRUE(IsError(cpu::PackedConv::create(conv_attrs(t), *plan, bad_weight.view()).status(), ErrorCode::NotSupported));
+}
+
+TEST(Conv2d, RefusesBadOperandsAndAttributesNamingThem) {
+  const ConvCase t = conv_cases()[0];
+  ConvOperands o = make_operands(t, 3);
+  auto run = [&](const OpAttrs& a, std::vector<TensorView> in, std::vector<TensorView> out) {
+    return run_op("conv2d", a, std::move(in), std::move(out));
+  };
+  const std::vector<TensorView> in = conv_inputs(t, o);
+  // The workspace the plain kernel needs is missing or short.
+  EXPECT_TRUE(IsError(run(conv_attrs(t), in, {o.y.view()}), ErrorCode::InvalidArgument, {"workspace"}));
+  HostTensor tiny(DType::F32, {4});
+  EXPECT_TRUE(IsError(run(conv_attrs(t), in, {o.y.view(), tiny.view()}), ErrorCode::InvalidArgument, {"workspace"}));
+  // groups that do not divide the channels; a weight of the wrong rank; a bias of the wrong size.
+  OpAttrs g = conv_attrs(t);
+  g.set("groups", int64_t{2});
+  EXPECT_TRUE(IsError(run(g, in, {o.y.view(), o.workspace.view()}), ErrorCode::InvalidArgument, {"groups"}));
+  HostTensor w3 = HostTensor::random({8, 3, 3}, 1);
+  EXPECT_TRUE(IsError(run(conv_attrs(t), {in[0], w3.view()}, {o.y.view(), o.workspace.view()}),
+                      ErrorCode::InvalidArgument, {"weight"}));
+  HostTensor b5 = HostTensor::random({5}, 1);
+  EXPECT_TRUE(IsError(run(conv_attrs(t), {in[0], in[1], b5.view()}, {o.y.view(), o.workspace.view()}),
+                      ErrorCode::InvalidArgument, {"bias"}));
+  // Attributes: pads of the wrong length, a zero stride, an unknown activation, a wrong output.
+  OpAttrs p = conv_attrs(t);
+  p.set("pads", std::vector<int64_t>{1, 1});
+  EXPECT_TRUE(IsError(run(p, in, {o.y.view(), o.workspace.view()}), ErrorCode::InvalidArgument, {"pads"}));
+  OpAttrs s = conv_attrs(t);
+  s.set("strides", std::vector<int64_t>{0, 1});
+  EXPECT_TRUE(IsError(run(s, in, {o.y.view(), o.workspace.view()}), ErrorCode::InvalidArgument, {"strides"}));
+  OpAttrs act = conv_attrs(t);
+  act.set("activation", std::string("tanh"));
+  EXPECT_TRUE(IsError(run(act, in, {o.y.view(), o.workspace.view()}), ErrorCode::InvalidArgument, {"activation"}));
+  HostTensor wrong_y(DType::F32, {1, 8, 15, 16});
+  EXPECT_TRUE(IsError(run(conv_attrs(t), in, {wrong_y.view(), o.workspace.view()}), ErrorCode::InvalidArgument, {"output"}));
+  HostTensor x3 = HostTensor::random({3, 16, 16}, 2);
+  EXPECT_TRUE(IsError(run(conv_attrs(t), {x3.view(), in[1]}, {o.y.view(), o.workspace.view()}), ErrorCode::InvalidArgument));
+  // A kernel larger than the padded image.
+  HostTensor big_w = HostTensor::random({8, 3, 19, 3}, 5);
+  EXPECT_TRUE(IsError(run(conv_attrs(t), {in[0], big_w.view()}, {o.y.view(), o.workspace.view()}),
+                      ErrorCode::InvalidArgument, {"does not fit"}));
+}
+
+TEST(WindowOutputSize, FloorCeilAndTheLastWindowInThePadding) {
+  EXPECT_EQ(*window_output_size(224, 7, 2, 3, 3, 1, false), 112);
+  EXPECT_EQ(*window_output_size(112, 3, 2, 1, 1, 1, false), 56);
+  EXPECT_EQ(*window_output_size(5, 2, 2, 0, 0, 1, false), 2);
+  EXPECT_EQ(*window_output_size(5, 2, 2, 0, 0, 1, true), 3);
+  // ceil mode keeps a window only when it starts inside the input or the begin padding.
+  EXPECT_EQ(*window_output_size(4, 2, 2, 0, 1, 1, true), 2);
+  EXPECT_EQ(*window_output_size(8, 3, 1, 0, 0, 2, false), 4);
+  EXPECT_TRUE(IsError(window_output_size(2, 5, 1, 0, 0, 1, false).status(), ErrorCode::InvalidArgument, {"does not fit"}));
+  EXPECT_TRUE(IsError(window_output_size(8, 3, 0, 0, 0, 1, false).status(), ErrorCode::InvalidArgument));
+  EXPECT_TRUE(IsError(window_output_size(8, 3, 1, -1, 0, 1, false).status(), ErrorCode::InvalidArgument));
+}
+
+struct PoolCase {
+  int64_t kh, kw, sh, sw;
+  std::vector<int64_t> pads;
+  int64_t dh, dw;
+  bool ceil, include_pad;
+};
+
+std::vector<double> pool_reference(const PoolCase& t, bool max, const HostTensor& x, int64_t oh, int64_t ow) {
+  const Shape& s = x.shape();
+  const int64_t h = s[2], w = s[3];
+  std::vector<double> y;
+  for (int64_t plane = 0; plane < s[0] * s[1]; ++plane) {
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        double best = -std::numeric_limits<double>::infinity(), sum = 0;
+        int64_t count = 0, padded = 0;
+        for (int64_t r = 0; r < t.kh; ++r) {
+          for (int64_t q = 0; q < t.kw; ++q) {
+            const int64_t iy = oy * t.sh - t.pads[0] + r * t.dh, ix = ox * t.sw - t.pads[1] + q * t.dw;
+            if (iy < h + t.pads[2] && ix < w + t.pads[3]) ++padded;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+            const double v = x.at((plane * h + iy) * w + ix);
+            best = std::max(best, v);
+            sum += v;
+            ++count;
+          }
+        }
+        y.push_back(max ? best : sum / static_cast<double>(t.include_pad ? padded : count));
+      }
+    }
+  }
+  return y;
+}
+
+TEST(Pool2d, MaxAndAverageMatchDirectReferences) {
+  const std::vector<PoolCase> cases = {
+      {3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, false, false},
+      {2, 2, 2, 2, {0, 0, 0, 0}, 1, 1, true, false},
+      {3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, true, true},
+      {3, 2, 1, 2, {0, 1, 2, 0}, 1, 1, false, true},
+      {2, 2, 1, 1, {0, 0, 0, 0}, 2, 2, false, false},  // dilated (max only)
+  };
+  HostTensor x = HostTensor::random({2, 3, 9, 10}, 11);
+  for (const PoolCase& t : cases) {
+    for (bool max : {true, false}) {
+      if (!max && (t.dh != 1 || t.dw != 1)) continue;
+      OpAttrs a;
+      a.set("kernel", std::vector<int64_t>{t.kh, t.kw});
+      a.set("strides", std::vector<int64_t>{t.sh, t.sw});
+      a.set("pads", t.pads);
+      a.set("ceil_mode", t.ceil);
+      if (max) a.set("dilations", std::vector<int64_t>{t.dh, t.dw});
+      if (!max) a.set("count_include_pad", t.include_pad);
+      const int64_t oh = *window_output_size(9, t.kh, t.sh, t.pads[0], t.pads[2], t.dh, t.ceil);
+      const int64_t ow = *window_output_size(10, t.kw, t.sw, t.pads[1], t.pads[3], t.dw, t.ceil);
+      HostTensor y(DType::F32, {2, 3, oh, ow});
+      Status s = run_op(max ? "max_pool2d" : "avg_pool2d", a, {x.view()}, {y.view()});
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_LT(testing::relative_error(y, pool_reference(t, max, x, oh, ow)), 1e-6)
+          << (max ? "max" : "avg") << " kernel " << t.kh << "x" << t.kw << " ceil " << t.ceil;
+    }
+  }
+}
+
+TEST(Pool2d, RefusesBadAttributes) {
+  HostTensor x = HostTensor::random({1, 2, 6, 6}, 1);
+  HostTensor y(DType::F32, {1, 2, 3, 3});
+  OpAttrs none;
+  EXPECT_TRUE(IsError(run_op("max_pool2d", none, {x.view()}, {y.view()}), ErrorCode::NotFound, {"kernel"}));
+  OpAttrs pads;
+  pads.set("kernel", std::vector<int64_t>{2, 2});
+  pads.set("strides", std::vector<int64_t>{2, 2});
+  pads.set("pads", std::vector<int64_t>{2, 0, 0, 0});
+  EXPECT_TRUE(IsError(run_op("avg_pool2d", pads, {x.view()}, {y.view()}), ErrorCode::InvalidArgument, {"smaller than the kernel"}));
+  OpAttrs dil;
+  dil.set("kernel", std::vector<int64_t>{2, 2});
+  dil.set("dilations", std::vector<int64_t>{2, 2});
+  EXPECT_TRUE(IsError(run_op("avg_pool2d", dil, {x.view()}, {y.view()}), ErrorCode::NotSupported, {"dilations"}));
+  OpAttrs ok;
+  ok.set("kernel", std::vector<int64_t>{2, 2});
+  ok.set("strides", std::vector<int64_t>{2, 2});
+  HostTensor wrong(DType::F32, {1, 2, 2, 3});
+  EXPECT_TRUE(IsError(run_op("max_pool2d", ok, {x.view()}, {wrong.view()}), ErrorCode::InvalidArgument, {"output"}));
+  HostTensor flat = HostTensor::random({2, 6}, 1);
+  EXPECT_TRUE(IsError(run_op("max_pool2d", ok, {flat.view()}, {y.view()}), ErrorCode::InvalidArgument, {"[N, C, H, W]"}));
+}
+
+}  // namespace
+}  // namespace planrt::kernels
