@@ -27,14 +27,13 @@ import argparse
 import inspect
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
+
+from torch_peers import planrt_out as planrt_json, run_planrt as run_planrt_json, time_torch
 
 D, HEADS, FFN = 512, 8, 2048
 
@@ -50,35 +49,6 @@ def export(module, path, seq, dtype):
     x = torch.randn(1, seq, D, dtype=dtype)
     torch.onnx.export(module.to(dtype), (x,), path, input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {1: "S"}, "y": {1: "S"}}, opset_version=14, **kwargs)
-
-
-def planrt_json(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
-    return r.stdout
-
-
-def run_planrt(planrt, prog, x_path, out_dir, iterations, warmup):
-    j = json.loads(planrt_json([planrt, "run", prog, "--input", f"x={x_path}", "--output-dir", out_dir,
-                                "--iterations", str(iterations), "--warmup", str(warmup), "--json"]))
-    cuda = next(d for d in j["memory"]["devices"] if d["device"] == "cuda:0")
-    above = (cuda.get("device_used_after_run_bytes", 0) - cuda.get("device_used_before_load_bytes", 0)
-             - cuda["weights_bytes"])
-    y = np.load(os.path.join(out_dir, "y.npy"))
-    return j["latency_ms"]["median"], above, cuda["weights_bytes"], y
-
-
-def time_torch(fn, x_host, iterations, warmup):
-    times = []
-    out = None
-    for i in range(warmup + iterations):
-        t0 = time.perf_counter()
-        out = fn(x_host.to("cuda", non_blocking=False)).to("cpu")
-        torch.cuda.synchronize()
-        if i >= warmup:
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), out
 
 
 def main():
@@ -150,8 +120,9 @@ def main():
                 del module, compiled
                 torch.cuda.empty_cache()
                 for kind, prog in progs.items():
-                    ms, above, w, y = run_planrt(args.planrt, prog, x_path, os.path.join(work, kind),
-                                                 args.iterations, args.warmup)
+                    ms, above, cuda, y = run_planrt_json(args.planrt, prog, x_path, os.path.join(work, kind),
+                                                         args.iterations, args.warmup)
+                    w = cuda["weights_bytes"]
                     line[f"planrt_{kind}_host_to_host_ms"] = ms
                     line[f"planrt_{kind}_device_used_above_weights_bytes"] = above
                     line[f"planrt_{kind}_weights_bytes"] = w

@@ -3,7 +3,8 @@
 # GPU test that would skip fails instead), then every GPU benchmark in its smoke mode: the
 # C++ ones through ctest (label bench-smoke), bench/compare.sh --smoke (planrt beside
 # PyTorch, report included), bench/kernel_profile.sh --smoke (Nsight Compute) and
-# bench/onnx_encoder.py --smoke (an exported encoder against the template and PyTorch). A
+# bench/onnx_encoder.py --smoke (an exported encoder against the template and PyTorch),
+# bench/vision_models.py --smoke (an exported resnet18 against PyTorch on CUDA). A
 # benchmark that errors or fails its own checks fails the lane. Run it on a machine with an
 # NVIDIA GPU, torch and ncu.
 #
@@ -81,6 +82,7 @@ planrt_cli=$PWD/$build_dir/tools/planrt
 step compare-smoke env PLANRT="$planrt_cli" bench/compare.sh --smoke
 step kernel-profile-smoke env PLANRT="$planrt_cli" bench/kernel_profile.sh --smoke
 step onnx-encoder-smoke "$py" bench/onnx_encoder.py --planrt "$planrt_cli" --smoke
+step vision-models-smoke "$py" bench/vision_models.py --planrt "$planrt_cli" --smoke
 
 summary() {  # ctest's own summary line: "100% tests passed out of N" or "..., K tests failed out of N"
   grep -Eo '[0-9]+% tests passed(, [0-9]+ tests failed)? out of [0-9]+' "$out/$1.log" | tail -1

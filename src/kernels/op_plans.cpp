@@ -379,6 +379,14 @@ Result<ConcatPlan> plan_concat(const OpAttrs& attrs, std::span<const TensorView>
 
 // slice(x; dim = 0, start = 0, end = size): Python slicing with step 1. Negative bounds
 // count from the end, then both clamp to [0, size] and an end before start is empty.
+Result<PermutePlan> plan_expand(std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "expand";
+  const TensorView& x = inputs[0];
+  PLANRT_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(op, x.sizes, outputs[0].sizes));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, shape));
+  return PermutePlan{shape, broadcast_strides(x.sizes, shape)};
+}
+
 Result<SlicePlan> plan_slice(const OpAttrs& attrs, std::span<const TensorView> inputs,
                              std::span<const TensorView> outputs) {
   constexpr std::string_view op = "slice";

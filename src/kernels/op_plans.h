@@ -124,6 +124,10 @@ Result<PermutePlan> plan_permute(const OpAttrs& attrs, std::span<const TensorVie
 Result<PermutePlan> plan_transpose(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                    std::span<const TensorView> outputs);
 
+// expand: x broadcast to the output's shape; output dim i reads x along src_strides[i]
+// (0 where x broadcasts).
+Result<PermutePlan> plan_expand(std::span<const TensorView> inputs, std::span<const TensorView> outputs);
+
 // concat: for each of `outer` rows, every input contributes sizes[dim] * inner_bytes bytes,
 // in order, to an output row of out_row_bytes.
 struct ConcatPlan {

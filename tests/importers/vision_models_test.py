@@ -10,9 +10,14 @@ that size: the strides leave at least a 2 x 2 map; vit_b_16 is made for 64 x 64,
 and the batch runs at 1 and 3 within the bounds 1..4. Parameters torchvision initialises to
 zero (vit's head) are drawn at random, so that the output is not zero on both sides.
 
-  vision_models_test.py PLANRT MODEL [--partition P]   exit 0 on success
-  vision_models_test.py --list                         the model names
+  vision_models_test.py PLANRT MODEL [--gpu]   exit 0 on success. --gpu: the cuda and
+                                               engine-per-block partitions on cuda:0
+                                               against PyTorch on CUDA (TF32 off on both
+                                               sides); exit 77 without a GPU (1 with
+                                               PLANRT_REQUIRE_GPU=1)
+  vision_models_test.py --list                  the model names
 """
+import inspect
 import os
 import subprocess
 import sys
@@ -28,6 +33,8 @@ BATCHES = (1, 3)
 MODELS = ("resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "convnext_tiny",
           "vit_b_16")
 PARTITIONS = (["--partition", "cpu"], ["--partition", "engine", "--device", "cpu"])
+GPU_PARTITIONS = (["--partition", "cuda", "--device", "cuda:0"],
+                  ["--partition", "engine-per-block", "--device", "cuda:0"])
 
 
 def make(name):
@@ -41,13 +48,20 @@ def make(name):
     return model
 
 
-def check(planrt, name, partitions):
+def export(model, example, path):
+    # The TorchScript exporter (Debian's torch 1.13 has only it; torch 2.x keeps it with
+    # dynamo=False).
+    kwargs = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    torch.onnx.export(model, example, path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=17, **kwargs)
+
+
+def check(planrt, name, partitions, device="cpu"):
     model = make(name)
     with tempfile.TemporaryDirectory() as work:
         onnx_path = os.path.join(work, f"{name}.onnx")
-        example = torch.randn(2, 3, SIZE, SIZE)
-        torch.onnx.export(model, example, onnx_path, input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=17)
+        export(model, torch.randn(2, 3, SIZE, SIZE), onnx_path)
+        model = model.to(device)
         worst = 0.0
         for partition in partitions:
             prog = os.path.join(work, "m.prog")
@@ -58,7 +72,7 @@ def check(planrt, name, partitions):
             for batch in BATCHES:
                 x = torch.randn(batch, 3, SIZE, SIZE)
                 with torch.no_grad():
-                    ref = model(x).double().numpy()
+                    ref = model(x.to(device)).double().cpu().numpy()
                 x_path = os.path.join(work, "x.npy")
                 np.save(x_path, x.numpy())
                 out_dir = os.path.join(work, "out")
@@ -84,11 +98,17 @@ def main():
     if len(sys.argv) < 3 or sys.argv[2] not in MODELS:
         print(__doc__, file=sys.stderr)
         return 2
-    partitions = PARTITIONS
-    if "--partition" in sys.argv[3:]:
-        partitions = [sys.argv[3:]]
+    torch.set_num_threads(1)
+    partitions, device = PARTITIONS, "cpu"
+    if "--gpu" in sys.argv[3:]:
+        if not torch.cuda.is_available():
+            print("no CUDA device visible to PyTorch")
+            return 1 if os.environ.get("PLANRT_REQUIRE_GPU") == "1" else 77
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        partitions, device = GPU_PARTITIONS, "cuda"
     try:
-        check(sys.argv[1], sys.argv[2], partitions)
+        check(sys.argv[1], sys.argv[2], partitions, device)
     except RuntimeError as e:
         print(e, file=sys.stderr)
         return 1

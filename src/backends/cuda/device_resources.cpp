@@ -20,9 +20,16 @@ Result<std::shared_ptr<SharedCublas>> shared_cublas(int device, bool allow_tf32)
                           kernels::cuda::CublasHandle::create(kernels::cuda::CublasOptions{allow_tf32}));
   auto shared = std::make_shared<SharedCublas>();
   shared->handle = std::move(handle);
+  shared->allow_tf32 = allow_tf32;
   slot = shared;
   return shared;
 }
 
+Status ensure_cudnn(SharedCublas& shared) {
+  std::lock_guard lock(shared.mu);
+  if (shared.cudnn.get() != nullptr) return {};
+  PLANRT_ASSIGN_OR_RETURN(shared.cudnn, kernels::cuda::CudnnHandle::create(shared.allow_tf32));
+  return {};
+}
 
 }  // namespace planrt::backends

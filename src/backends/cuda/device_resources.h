@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "kernels/cuda/cuda_kernel.h"
+#include "kernels/cuda/cudnn_library.h"
 #include "planrt/backends/cuda.h"
 #include "planrt/core/result.h"
 #include "platform/cuda/cuda_allocator.h"
@@ -98,12 +99,21 @@ class WeightCache {
 
 WeightCache& weight_cache();
 
+// The device's math-library handles: cuBLAS, and cuDNN once a segment with a convolution
+// asks (ensure_cudnn), both used under `mu`.
 struct SharedCublas {
   std::mutex mu;
   kernels::cuda::CublasHandle handle;
+  bool allow_tf32 = false;
+  kernels::cuda::CudnnHandle cudnn;  // empty until ensure_cudnn
 };
 
 // The current device must be `device` (the handle binds to it).
 Result<std::shared_ptr<SharedCublas>> shared_cublas(int device, bool allow_tf32);
+
+// Opens cuDNN (the first time in the process) and makes the device's handle, unless made;
+// the current device must be the handles' device. NotSupported naming libcudnn when it is
+// absent: only methods with a CUDA convolution need it.
+Status ensure_cudnn(SharedCublas& shared);
 
 }  // namespace planrt::backends

@@ -2,6 +2,8 @@
 // Temporaries' lifetimes, and the device resources of one segment.
 #include "backends/cuda/segment.h"
 
+#include <algorithm>
+
 #include "backends/option_values.h"
 #include "format/program_file.h"
 #include "planrt/core/log.h"
@@ -164,6 +166,10 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
   Result<std::shared_ptr<backends::SharedCublas>> cublas = backends::shared_cublas(seg.device, allow_tf32);
   if (!cublas.ok()) return cublas.status().with_context(where);
   seg.cublas = std::move(cublas).value();
+  if (std::any_of(seg.steps.begin(), seg.steps.end(), [](const GraphStep& st) { return st.op == "conv2d"; })) {
+    Status opened = backends::ensure_cudnn(*seg.cublas);
+    if (!opened.ok()) return opened.with_context(where);
+  }
   PLANRT_ASSIGN_OR_RETURN(seg.stream, cuda::Stream::create(seg.device));
   PLANRT_ASSIGN_OR_RETURN(seg.legacy_done, cuda::Event::create(seg.device));
   PLANRT_ASSIGN_OR_RETURN(seg.errors, backends::DeviceErrorRecord::create(seg.device, where));

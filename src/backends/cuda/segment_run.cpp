@@ -119,6 +119,7 @@ Status run(Segment& seg, std::span<const TensorView> inputs, std::span<const Ten
   kernels::cuda::CudaKernelContext ctx;
   ctx.stream = stream;
   ctx.cublas = seg.cublas->handle.get();
+  ctx.cudnn = &seg.cublas->cudnn;
   ctx.temp = seg.temp.get();
   ctx.device_errors = seg.errors.device();
   for (size_t k = 0; k < seg.steps.size(); ++k) {

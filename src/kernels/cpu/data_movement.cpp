@@ -166,8 +166,8 @@ Status expand(const OpAttrs&, std::span<const TensorView> inputs, std::span<cons
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   const TensorView& x = inputs[0];
   const TensorView& y = outputs[0];
-  PLANRT_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(op, x.sizes, y.sizes));
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, y, x.dtype, shape));
+  PLANRT_ASSIGN_OR_RETURN(PermutePlan plan, plan_expand(inputs, outputs));
+  const Shape& shape = plan.shape;
   if (y.numel() == 0) return {};
   const size_t es = element_size(x.dtype);
   const auto* src = static_cast<const Byte*>(x.data);
@@ -178,7 +178,7 @@ Status expand(const OpAttrs&, std::span<const TensorView> inputs, std::span<cons
   }
   // Row by row of the last dim: a copy where x has it, one element repeated where x
   // broadcasts along it.
-  const Shape strides = broadcast_strides(x.sizes, shape);
+  const Shape& strides = plan.src_strides;
   const int last = shape.rank() - 1;
   const int64_t row = shape[last];
   int64_t out = 0;

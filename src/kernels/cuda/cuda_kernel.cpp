@@ -46,6 +46,14 @@ constexpr Entry kCudaKernels[] = {
     {"embedding", embedding},
     {"concat", concat},
     {"slice", slice},
+    {"conv2d", conv2d},
+    {"max_pool2d", max_pool2d},
+    {"avg_pool2d", avg_pool2d},
+    {"clip", clip},
+    {"hard_sigmoid", hard_sigmoid},
+    {"hard_swish", hard_swish},
+    {"pad", pad},
+    {"expand", expand},
 };
 
 }  // namespace

@@ -95,9 +95,12 @@ class CublasHandle {
   cublasHandle_t handle_ = nullptr;
 };
 
+class CudnnHandle;  // cudnn_library.h
+
 struct CudaKernelContext {
   cudaStream_t stream = nullptr;          // every enqueue of the call goes here
   cublasHandle_t cublas = nullptr;        // needed by linear, matmul, attention
+  const CudnnHandle* cudnn = nullptr;     // needed by conv2d (cuDNN, opened on first use)
   CudaTempMemory* temp = nullptr;         // needed by attention and broadcast matmul
   CudaDeviceError* device_errors = nullptr;  // optional, device memory (see above)
 };

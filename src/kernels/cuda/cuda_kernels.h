@@ -26,6 +26,15 @@ PLANRT_CUDA_KERNEL(unary_sigmoid);
 PLANRT_CUDA_KERNEL(relu);
 PLANRT_CUDA_KERNEL(silu);
 PLANRT_CUDA_KERNEL(gelu);
+// vision.cpp
+PLANRT_CUDA_KERNEL(conv2d);
+PLANRT_CUDA_KERNEL(max_pool2d);
+PLANRT_CUDA_KERNEL(avg_pool2d);
+PLANRT_CUDA_KERNEL(clip);
+PLANRT_CUDA_KERNEL(hard_sigmoid);
+PLANRT_CUDA_KERNEL(hard_swish);
+PLANRT_CUDA_KERNEL(pad);
+PLANRT_CUDA_KERNEL(expand);
 // linear_algebra.cpp
 PLANRT_CUDA_KERNEL(linear);
 PLANRT_CUDA_KERNEL(matmul);

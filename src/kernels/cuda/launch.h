@@ -98,4 +98,43 @@ cudaError_t embedding_gather(const void* ids, bool ids_i64, int64_t n, const voi
                              int64_t table_rows, int64_t row_bytes, void* out,
                              cudaStream_t stream);
 
+// ---- the convolutional networks' ops (vision_kernels.cu), float and bf16 ----------------
+
+// A 2-D sliding window over [planes, h, w] images (convolution padding, pooling).
+struct Window {
+  int64_t h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
+  int64_t pad_bottom = 0, pad_right = 0, dilation_h = 1, dilation_w = 1;
+};
+
+#define PLANRT_VISION_LAUNCHER_DECLS(T)                                                       \
+  /* y = (times_x ? x : 1) * clamp(scale * x + shift, lo, hi); NaN stays NaN. */              \
+  cudaError_t clamp(const T* x, T* y, int64_t n, float scale, float shift, float lo, float hi, \
+                    bool times_x, cudaStream_t stream);                                       \
+  /* Max (NaN wins) or average (divisor: the window within the input, or within the padded   \
+     input with count_include_pad) of each window of each of `planes` images. */              \
+  cudaError_t pool2d(bool max, bool count_include_pad, const T* x, T* y, int64_t planes,       \
+                     const Window& window, cudaStream_t stream);                              \
+  /* y[plane, i] = act(y[plane, i] + bias[plane % channels]) over planes of hw; bias may be  \
+     null; relu: max(0, .) with NaN kept. */                                                  \
+  cudaError_t bias_activation(T* y, const T* bias, int64_t planes, int64_t channels,          \
+                              int64_t hw, bool relu, cudaStream_t stream);
+
+PLANRT_VISION_LAUNCHER_DECLS(float)
+PLANRT_VISION_LAUNCHER_DECLS(__nv_bfloat16)
+#undef PLANRT_VISION_LAUNCHER_DECLS
+
+enum class PadMode : int { Constant, Reflect, Edge };
+// pad over a rank <= kMaxDims tensor of elements of elem_size bytes (1, 2, 4 or 8): output
+// dim d has out_size[d] entries, reading input index o - begin[d] (in_size[d] long) inside
+// it, else the constant (fill, elem_size bytes) or the reflected or clamped index.
+struct PadMap {
+  int rank = 0;
+  int64_t out_size[kMaxDims] = {};
+  int64_t in_size[kMaxDims] = {};
+  int64_t begin[kMaxDims] = {};
+};
+cudaError_t pad(const void* x, void* y, size_t elem_size, int64_t n, const PadMap& map, PadMode mode,
+                uint64_t fill, cudaStream_t stream);
+
 }  // namespace planrt::kernels::cuda::launch

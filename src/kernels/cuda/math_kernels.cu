@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/index_map.cuh"
+#include "kernels/cuda/bf16_convert.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace planrt::kernels::cuda::launch {
@@ -28,17 +29,6 @@ int grid_for_rows(int64_t rows) {
   return static_cast<int>(rows < kMaxBlocks ? rows : kMaxBlocks);
 }
 
-using bf16 = __nv_bfloat16;
-__device__ __forceinline__ float widen(float x) { return x; }
-__device__ __forceinline__ float widen(bf16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T narrow(float x) {
-  if constexpr (sizeof(T) == sizeof(float)) {
-    return x;
-  } else {
-    return __float2bfloat16_rn(x);
-  }
-}
 
 // 16 bytes of T: what one vectorized load or store moves (4 floats, 8 bf16s).
 template <typename T>

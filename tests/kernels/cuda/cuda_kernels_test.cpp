@@ -34,7 +34,7 @@ TEST(CudaKernels, EveryOpHasACudaKernel) {
   for (const OpInfo& op : all_ops()) {
     EXPECT_TRUE(find_cuda_kernel(op.name).ok()) << op.name;
   }
-  EXPECT_TRUE(IsError(find_cuda_kernel("conv2d").status(), ErrorCode::NotFound, {"conv2d"}));
+  EXPECT_TRUE(IsError(find_cuda_kernel("conv3d").status(), ErrorCode::NotFound, {"conv3d"}));
 }
 
 TEST(CudaKernels, DeviceErrorStatusNamesTheBadId) {

@@ -97,6 +97,17 @@ CudaRunner::CudaRunner(CublasOptions options) {
   ctx_.device_errors = static_cast<CudaDeviceError*>(buffers_.back().get());
 }
 
+bool CudaRunner::enable_cudnn() {
+  if (cudnn_.get() == nullptr) {
+    Result<CudnnHandle> h = CudnnHandle::create(false);
+    EXPECT_TRUE(h.ok()) << h.status().to_string();
+    if (!h.ok()) return false;
+    cudnn_ = std::move(*h);
+  }
+  ctx_.cudnn = &cudnn_;
+  return true;
+}
+
 CudaRunner::~CudaRunner() {
   if (stream_ != nullptr) {
     cudaStreamSynchronize(stream_);

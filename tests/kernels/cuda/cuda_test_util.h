@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_kernel.h"
+#include "kernels/cuda/cudnn_library.h"
 #include "kernels/kernel.h"
 #include "support/status_matchers.h"
 
@@ -91,6 +92,8 @@ class CudaRunner {
 
   const CudaKernelContext& ctx() const { return ctx_; }
   CublasHandle& cublas() { return cublas_; }
+  // Opens cuDNN and gives the context a handle (conv2d needs one); false when it cannot.
+  bool enable_cudnn();
   cudaStream_t stream() const { return stream_; }
 
   // A device copy of `t` (none stays none); the memory lives as long as the runner.
@@ -112,6 +115,7 @@ class CudaRunner {
  private:
   cudaStream_t stream_ = nullptr;
   CublasHandle cublas_;
+  CudnnHandle cudnn_;
   StreamOrderedTempMemory temp_;
   std::vector<DeviceMemory> buffers_;
   CudaKernelContext ctx_;

@@ -91,6 +91,10 @@ class CudaRunner final : public EngineRunner {
         backends::shared_cublas(device, options.allow_tf32);
     if (!cublas.ok()) return cublas.status().with_context(where);
     r->cublas_ = std::move(cublas).value();
+    if (std::any_of(g.steps.begin(), g.steps.end(), [](const SegmentStep& st) { return st.op == "conv2d"; })) {
+      Status opened = backends::ensure_cudnn(*r->cublas_);
+      if (!opened.ok()) return opened.with_context(where);
+    }
     PLANRT_ASSIGN_OR_RETURN(r->stream_, cuda::Stream::create(device));
     PLANRT_ASSIGN_OR_RETURN(r->legacy_done_, cuda::Event::create(device));
     PLANRT_ASSIGN_OR_RETURN(r->errors_, backends::DeviceErrorRecord::create(device, where));
@@ -126,6 +130,7 @@ class CudaRunner final : public EngineRunner {
     kernels::cuda::CudaKernelContext ctx;
     ctx.stream = s;
     ctx.cublas = cublas_->handle.get();
+    ctx.cudnn = &cublas_->cudnn;
     ctx.temp = &workspace_;
     ctx.device_errors = errors_.device();
     {

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""torchvision's classification models on a GPU (issue 16's benchmark): each model (random
+weights, eval mode) exported with torch.onnx.export (batch dynamic), built with `planrt
+build model.onnx` for the `cuda` partition at the batch measured, against the same module
+in PyTorch eager and under torch.compile. One process, one GPU; every figure of a row from
+the same run, same weights and input.
+
+Figures (medians over --iterations after --warmup):
+  host-to-host latency: the batch on the host -> logits on the host (copy in, forward, sync,
+    copy out), what `planrt run` times;
+  device memory above the weights: planrt, cudaMemGetInfo after the runs minus before the
+    load, less the weights (`planrt run --json`); PyTorch, torch.cuda.max_memory_allocated()
+    minus the weights (the caching allocator's peak);
+  relative error: max |planrt - torch| / max |torch|, TF32 off on both sides.
+
+  python3 bench/vision_models.py --planrt build/gpu/tools/planrt [--models resnet50 ...]
+      [--batch 1 32] [--dtype f32 bf16] [--size 224] [--iterations 30] [--warmup 5]
+      [--out FILE.jsonl] [--smoke]   # resnet18, batch 2, 64 x 64, 3 iterations
+
+Exit 1 when an output disagrees (relative error above 1e-4 in f32, 3e-2 in bf16) or a step
+fails; 77 without a GPU (1 with PLANRT_REQUIRE_GPU=1).
+"""
+import argparse
+import inspect
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torchvision
+
+from torch_peers import planrt_out, run_planrt, time_torch
+
+
+def make(name, size):
+    torch.manual_seed(0)
+    kwargs = {"image_size": size} if name.startswith("vit") else {}
+    model = getattr(torchvision.models, name)(weights=None, **kwargs).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.abs().max() == 0:  # vit's zero-initialised head: logits of zero say nothing
+                p.normal_(0.0, 0.02)
+    return model
+
+
+def export(model, path, size, dtype):
+    kwargs = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    x = torch.randn(2, 3, size, size, dtype=dtype)
+    torch.onnx.export(model.to(dtype), (x,), path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=17, **kwargs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--planrt", required=True)
+    ap.add_argument("--models", nargs="+", default=["resnet50", "mobilenet_v2", "convnext_tiny", "vit_b_16"])
+    ap.add_argument("--batch", type=int, nargs="+", default=[1, 32])
+    ap.add_argument("--dtype", nargs="+", default=["f32"])
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--iterations", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--out")
+    ap.add_argument("--smoke", action="store_true")
+    args = ap.parse_args()
+    if args.smoke:
+        args.models, args.batch, args.size, args.iterations, args.warmup = ["resnet18"], [2], 64, 3, 1
+        args.no_compile = True
+    if not torch.cuda.is_available():
+        print("no CUDA device visible to PyTorch", file=sys.stderr)
+        return 1 if os.environ.get("PLANRT_REQUIRE_GPU") == "1" else 77
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    commit = os.environ.get("PLANRT_COMMIT", "unknown")
+    failed, lines = False, []
+    for dtype_name in args.dtype:
+        dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
+        for name in args.models:
+            for batch in args.batch:
+                model = make(name, args.size)
+                line = {"bench": "vision_models", "commit": commit, "gpu": torch.cuda.get_device_name(),
+                        "model": name, "batch": batch, "size": args.size, "dtype": dtype_name,
+                        "iterations": args.iterations, "smoke": args.smoke}
+                with tempfile.TemporaryDirectory() as work:
+                    onnx_path = os.path.join(work, "model.onnx")
+                    prog = os.path.join(work, "model.prog")
+                    try:
+                        export(model, onnx_path, args.size, dtype)
+                        planrt_out([args.planrt, "build", onnx_path, "--dim", f"batch={batch}", "--partition", "cuda",
+                                    "--device", "cuda:0", "-o", prog])
+                    except RuntimeError as e:
+                        print(f"{name} batch {batch} {dtype_name}: {e}", file=sys.stderr)
+                        failed = True
+                        continue
+                    x = torch.randn(batch, 3, args.size, args.size)
+                    x_path = os.path.join(work, "x.npy")
+                    np.save(x_path, x.numpy())  # f32; planrt rounds a bf16 input as torch does
+                    x_host = x.to(dtype)
+                    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+                    model = model.to("cuda", dtype)
+                    with torch.no_grad():
+                        torch.cuda.reset_peak_memory_stats()
+                        eager_ms, ref = time_torch(model, x_host, args.iterations, args.warmup)
+                        line["torch_eager_host_to_host_ms"] = eager_ms
+                        line["torch_eager_max_allocated_above_weights_bytes"] = torch.cuda.max_memory_allocated() - weights
+                        if not args.no_compile:
+                            compiled = torch.compile(model)
+                            torch.cuda.reset_peak_memory_stats()
+                            compile_ms, _ = time_torch(compiled, x_host, args.iterations, args.warmup)
+                            line["torch_compile_host_to_host_ms"] = compile_ms
+                            line["torch_compile_max_allocated_above_weights_bytes"] = (
+                                torch.cuda.max_memory_allocated() - weights)
+                            del compiled
+                    ref = ref.float().numpy()
+                    del model
+                    torch.cuda.empty_cache()
+                    try:
+                        ms, above, cuda, y = run_planrt(args.planrt, prog, x_path, os.path.join(work, "out"),
+                                                        args.iterations, args.warmup)
+                        planned = cuda.get("planned_bytes", 0)
+                    except RuntimeError as e:
+                        print(f"{name} batch {batch} {dtype_name}: {e}", file=sys.stderr)
+                        failed = True
+                        continue
+                    rel = float(np.max(np.abs(y.astype(np.float64) - ref)) / np.max(np.abs(ref)))
+                    line.update({"planrt_host_to_host_ms": ms, "planrt_device_used_above_weights_bytes": above,
+                                 "planrt_planned_bytes": planned, "torch_weights_bytes": weights,
+                                 "relative_error_vs_torch": rel,
+                                 "planrt_over_torch_eager_latency": ms / eager_ms})
+                    if "torch_compile_host_to_host_ms" in line:
+                        line["planrt_over_torch_compile_latency"] = ms / line["torch_compile_host_to_host_ms"]
+                    if rel > (1e-4 if dtype_name == "f32" else 3e-2):
+                        print(f"{name} batch {batch} {dtype_name}: relative error {rel:.3g}", file=sys.stderr)
+                        failed = True
+                    print(json.dumps(line), flush=True)
+                    lines.append(line)
+    if args.out and lines:
+        with open(args.out, "a") as f:
+            for line in lines:
+                f.write(json.dumps(line) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

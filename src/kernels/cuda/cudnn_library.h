@@ -1,0 +1,69 @@
+// cuDNN, opened on first use (dlopen) like cuBLAS (cublas_library.h, whose search order and
+// errors it shares): only a method with a CUDA convolution opens it, so a machine without
+// cuDNN runs every other model, and loading a convolution there fails with NotSupported
+// naming libcudnn.so.<major>, the paths tried and the loader's message. The failure is not
+// remembered: a later call tries again.
+// Thread safety: any thread; the table, once published, never changes or goes away.
+#pragma once
+
+#include <cudnn.h>
+
+#include "planrt/core/result.h"
+
+namespace planrt::kernels::cuda {
+
+// Every cuDNN function planrt calls (the legacy convolution API, present in cuDNN 9).
+#define PLANRT_CUDNN_FUNCTIONS(X)             \
+  X(cudnnCreate)                              \
+  X(cudnnDestroy)                             \
+  X(cudnnSetStream)                           \
+  X(cudnnGetErrorString)                      \
+  X(cudnnCreateTensorDescriptor)              \
+  X(cudnnSetTensor4dDescriptor)               \
+  X(cudnnDestroyTensorDescriptor)             \
+  X(cudnnCreateFilterDescriptor)              \
+  X(cudnnSetFilter4dDescriptor)               \
+  X(cudnnDestroyFilterDescriptor)             \
+  X(cudnnCreateConvolutionDescriptor)         \
+  X(cudnnSetConvolution2dDescriptor)          \
+  X(cudnnSetConvolutionGroupCount)            \
+  X(cudnnSetConvolutionMathType)              \
+  X(cudnnDestroyConvolutionDescriptor)        \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)   \
+  X(cudnnGetConvolutionForwardWorkspaceSize)  \
+  X(cudnnConvolutionForward)
+
+struct CudnnLibrary {
+#define PLANRT_CUDNN_MEMBER(name) decltype(&::name) name = nullptr;
+  PLANRT_CUDNN_FUNCTIONS(PLANRT_CUDNN_MEMBER)
+#undef PLANRT_CUDNN_MEMBER
+};
+
+// The library's functions, opening it on the first call.
+Result<const CudnnLibrary*> cudnn_library();
+// The file name this build opens (libcudnn.so.<major>).
+const char* cudnn_soname();
+
+// One cuDNN handle, bound to the device current when it was made. Move-only; destroyed with
+// its owner. Not for two threads at once (the backends hold their math-handle mutex).
+class CudnnHandle {
+ public:
+  // Opens the library when needed. allow_tf32: whether f32 convolutions may use TF32
+  // tensor cores (cuDNN's default math) or must stay in f32 FMA.
+  static Result<CudnnHandle> create(bool allow_tf32);
+  CudnnHandle() = default;
+  CudnnHandle(CudnnHandle&& other) noexcept;
+  CudnnHandle& operator=(CudnnHandle&& other) noexcept;
+  CudnnHandle(const CudnnHandle&) = delete;
+  CudnnHandle& operator=(const CudnnHandle&) = delete;
+  ~CudnnHandle();
+
+  cudnnHandle_t get() const { return handle_; }
+  bool allow_tf32() const { return allow_tf32_; }
+
+ private:
+  cudnnHandle_t handle_ = nullptr;
+  bool allow_tf32_ = false;
+};
+
+}  // namespace planrt::kernels::cuda

@@ -1,0 +1,171 @@
+// The convolutional networks' CUDA kernels against the CPU kernels, in f32 and bf16
+// (dtype_agreement.h): conv2d through cuDNN over strides, asymmetric pads (the padded copy
+// in the workspace), dilations, groups and depthwise, bias and ReLU; the pools; clip and the
+// hard activations; pad and expand (bit-exact data movement); and conv2d's refusals.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/dtype_agreement.h"
+#include "kernels/op_plans.h"
+#include "kernels/workspace.h"
+#include "support/gpu.h"
+
+namespace planrt::kernels::cuda {
+namespace {
+
+using testing::attrs_of;
+using testing::CudaRunner;
+using testing::ExpectAgreeIn;
+using testing::HostTensor;
+using testing::IsError;
+using testing::rnd;
+
+struct ConvCase {
+  Shape x;
+  Shape w;
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t groups;
+  bool bias, relu;
+};
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {{2, 3, 17, 15}, {8, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true, false},
+      {{1, 16, 14, 14}, {32, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, false, true},
+      {{3, 8, 12, 11}, {16, 8, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true, true},
+      {{2, 12, 10, 10}, {12, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 12, true, true},  // depthwise
+      {{1, 12, 9, 13}, {24, 4, 3, 3}, {2, 1}, {1, 0, 2, 1}, {1, 1}, 3, true, false},  // asymmetric
+      {{1, 4, 12, 12}, {6, 4, 3, 2}, {1, 2}, {2, 1, 2, 1}, {2, 3}, 1, false, false},  // dilations
+      {{2, 3, 32, 32}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, true, true},   // a stem
+  };
+  return cases;
+}
+
+OpAttrs conv_attrs(const ConvCase& c) {
+  OpAttrs a = attrs_of({{"strides", c.strides}, {"pads", c.pads}, {"dilations", c.dilations}, {"groups", c.groups}});
+  if (c.relu) a.set("activation", std::string("relu"));
+  return a;
+}
+
+class CudaVisionKernels : public ::testing::TestWithParam<DType> {
+ protected:
+  DType dtype() const { return GetParam(); }
+};
+
+TEST_P(CudaVisionKernels, ConvolutionMatchesTheCpuInEveryCase) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  ASSERT_TRUE(r.enable_cudnn());
+  uint32_t seed = 3;
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(fmt::format("x {} w {} groups {}", c.x.to_string(), c.w.to_string(), c.groups));
+    // The f32 values each side computes on (bf16: rounded once).
+    HostTensor x = testing::rounded_to(rnd(c.x, seed++), dtype());
+    HostTensor w = testing::rounded_to(rnd(c.w, seed++), dtype());
+    HostTensor b = testing::rounded_to(rnd({c.w[0]}, seed++), dtype());
+    const OpAttrs attrs = conv_attrs(c);
+    std::vector<TensorView> host_in = {x.view(), w.view()};
+    if (c.bias) host_in.push_back(b.view());
+    Conv2dPlan plan;
+    {
+      // The output shape from the plan of a call without outputs checked: run it on a
+      // probe output of the right rank and read the sizes it wanted.
+      const int64_t oh = *window_output_size(c.x[2], c.w[2], c.strides[0], c.pads[0], c.pads[2], c.dilations[0], false);
+      const int64_t ow = *window_output_size(c.x[3], c.w[3], c.strides[1], c.pads[1], c.pads[3], c.dilations[1], false);
+      HostTensor probe(DType::F32, {c.x[0], c.w[0], oh, ow});
+      const TensorView outs[] = {probe.view()};
+      Result<Conv2dPlan> p = plan_conv2d(attrs, host_in, outs);
+      ASSERT_TRUE(p.ok()) << p.status().to_string();
+      plan = *p;
+    }
+    const Shape out{plan.n, plan.k, plan.oh, plan.ow};
+    Conv2dPlan one = plan;
+    one.n = 1;
+    HostTensor cpu_y(DType::F32, out);
+    HostTensor cpu_ws(DType::F32, {plan.n, static_cast<int64_t>((*conv2d_host_workspace_bytes_per_image(one) + 3) / 4)});
+    Result<KernelFn> cpu = find_cpu_kernel("conv2d");
+    ASSERT_TRUE(cpu.ok());
+    ASSERT_TRUE((*cpu)(attrs, host_in, std::vector<TensorView>{cpu_y.view(), cpu_ws.view()}).ok());
+    const CudaConvWorkspace per_image = conv2d_cuda_workspace_per_image(one, dtype());
+    std::vector<TensorView> dev_in;
+    for (const TensorView& v : host_in) {
+      HostTensor t(DType::F32, v.sizes);
+      std::memcpy(t.f(), v.data, v.nbytes());
+      dev_in.push_back(r.upload(testing::in_dtype(t, dtype())));
+    }
+    const int64_t ws_floats = static_cast<int64_t>((per_image.padded_copy_bytes + per_image.algorithm_bytes) / 4) * plan.n;
+    const TensorView dev_out[] = {r.device_output(dtype(), out), r.device_output(DType::F32, {ws_floats})};
+    Status s = conv2d(r.ctx(), attrs, dev_in, dev_out);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    ASSERT_TRUE(r.synchronize().ok());
+    HostTensor got = testing::widened(r.download(dev_out[0]));
+    EXPECT_LT(testing::relative_error(got, cpu_y), testing::tolerance_of(dtype()));
+  }
+}
+
+TEST_P(CudaVisionKernels, PoolsClampsAndHardActivationsMatchTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor x = rnd({2, 3, 11, 10}, 21, -4.0f, 4.0f);
+  const OpAttrs max3 = attrs_of({{"kernel", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+                                 {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ExpectAgreeIn(dtype(), r, "max_pool2d", max3, {x}, {2, 3, 6, 5});
+  const OpAttrs dil = attrs_of({{"kernel", std::vector<int64_t>{2, 2}}, {"dilations", std::vector<int64_t>{2, 3}}});
+  ExpectAgreeIn(dtype(), r, "max_pool2d", dil, {x}, {2, 3, 9, 7});
+  for (bool include : {false, true}) {
+    const OpAttrs avg = attrs_of({{"kernel", std::vector<int64_t>{3, 2}}, {"strides", std::vector<int64_t>{2, 2}},
+                                  {"pads", std::vector<int64_t>{1, 0, 1, 1}}, {"ceil_mode", true},
+                                  {"count_include_pad", include}});
+    ExpectAgreeIn(dtype(), r, "avg_pool2d", avg, {x}, {2, 3, 7, 6});
+  }
+  ExpectAgreeIn(dtype(), r, "clip", attrs_of({{"min", 0.0}, {"max", 6.0}}), {x}, x.shape());
+  ExpectAgreeIn(dtype(), r, "clip", attrs_of({{"max", 1.5}}), {x}, x.shape());
+  ExpectAgreeIn(dtype(), r, "hard_sigmoid", attrs_of({{"alpha", 1.0 / 6}, {"beta", 0.5}}), {x}, x.shape());
+  ExpectAgreeIn(dtype(), r, "hard_swish", {}, {x}, x.shape());
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaVisionKernels, ::testing::Values(DType::F32, DType::BF16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
+
+TEST(CudaDataMovement, PadAndExpandAreBitExact) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor x = rnd({2, 3, 4}, 5);
+  for (std::string mode : {"constant", "edge", "reflect"}) {
+    SCOPED_TRACE(mode);
+    const OpAttrs a = attrs_of({{"pads", std::vector<int64_t>{1, 0, 5, 0, 2, -1}}, {"mode", mode}, {"value", 2.5}});
+    testing::Comparison c = r.compare("pad", a, {x}, DType::F32, {3, 5, 8});
+    ASSERT_TRUE(c.cpu.ok()) << c.cpu.to_string();
+    ASSERT_TRUE(c.cuda.ok()) << c.cuda.to_string();
+    EXPECT_EQ(c.error, 0.0);
+  }
+  HostTensor row = rnd({1, 3, 1}, 6);
+  testing::Comparison c = r.compare("expand", {}, {row}, DType::F32, {2, 2, 3, 5});
+  ASSERT_TRUE(c.cuda.ok()) << c.cuda.to_string();
+  EXPECT_EQ(c.error, 0.0);
+}
+
+TEST(CudaConvolution, RefusesAMissingHandleAndAShortWorkspace) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  const ConvCase& c = conv_cases()[4];  // asymmetric pads: the padded copy needs room
+  HostTensor x = rnd(c.x, 1), w = rnd(c.w, 2);
+  std::vector<TensorView> in = {r.upload(x), r.upload(w)};
+  const TensorView out1[] = {r.device_output(DType::F32, {1, 24, 5, 13})};
+  OpAttrs a = conv_attrs(c);
+  a = attrs_of({{"strides", c.strides}, {"pads", c.pads}, {"groups", c.groups}});
+  EXPECT_TRUE(IsError(conv2d(r.ctx(), a, in, out1), ErrorCode::InvalidArgument, {"cuDNN handle"}));
+  ASSERT_TRUE(r.enable_cudnn());
+  EXPECT_TRUE(IsError(conv2d(r.ctx(), a, in, out1), ErrorCode::InvalidArgument, {"padded copy"}));
+}
+
+}  // namespace
+}  // namespace planrt::kernels::cuda
