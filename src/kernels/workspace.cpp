@@ -74,7 +74,8 @@ CudaConvWorkspace conv2d_cuda_workspace_per_image(const Conv2dPlan& p, DType dty
                            static_cast<uint64_t>(p.w + w.pad_left + w.pad_right) * es;
     ws.padded_copy_bytes = (ws.padded_copy_bytes + 255) / 256 * 256;  // the algorithm's part stays aligned
   }
-  ws.algorithm_bytes = std::max(static_cast<uint64_t>(p.c * p.h * p.w), static_cast<uint64_t>(p.k * p.oh * p.ow)) * es;
+  ws.algorithm_bytes = std::max(std::max(static_cast<uint64_t>(p.c * p.h * p.w), static_cast<uint64_t>(p.k * p.oh * p.ow)) * es,
+                                kCudaConvMinWorkspaceBytes);
   return ws;
 }
 

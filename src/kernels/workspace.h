@@ -63,9 +63,11 @@ uint64_t conv2d_im2col_bytes(const Conv2dPlan& plan);
 
 // conv2d on a CUDA device, per image of the batch, in bytes of `dtype` operands: a padded
 // copy of the image when the pads are asymmetric (cuDNN pads both sides alike), then the
-// algorithm's workspace budget, the larger of the image's input and output sizes. The
+// algorithm's workspace budget, the larger of the image's input and output sizes and
+// kCudaConvMinWorkspaceBytes (small images: cuDNN's fast kernels want a few KiB). The
 // kernel takes the fastest algorithm cuDNN's heuristics rank whose workspace fits the
 // budget, so the plan bounds what it uses (cuda/convolution.cpp).
+inline constexpr uint64_t kCudaConvMinWorkspaceBytes = uint64_t{64} << 10;
 struct CudaConvWorkspace {
   uint64_t padded_copy_bytes = 0;  // per image; 0 for symmetric pads
   uint64_t algorithm_bytes = 0;    // per image

@@ -122,7 +122,7 @@ TEST_P(CudaVisionKernels, PoolsClampsAndHardActivationsMatchTheCpu) {
     const OpAttrs avg = attrs_of({{"kernel", std::vector<int64_t>{3, 2}}, {"strides", std::vector<int64_t>{2, 2}},
                                   {"pads", std::vector<int64_t>{1, 0, 1, 1}}, {"ceil_mode", true},
                                   {"count_include_pad", include}});
-    ExpectAgreeIn(dtype(), r, "avg_pool2d", avg, {x}, {2, 3, 7, 6});
+    ExpectAgreeIn(dtype(), r, "avg_pool2d", avg, {x}, {2, 3, 6, 5});
   }
   ExpectAgreeIn(dtype(), r, "clip", attrs_of({{"min", 0.0}, {"max", 6.0}}), {x}, x.shape());
   ExpectAgreeIn(dtype(), r, "clip", attrs_of({{"max", 1.5}}), {x}, x.shape());
@@ -159,7 +159,7 @@ TEST(CudaConvolution, RefusesAMissingHandleAndAShortWorkspace) {
   const ConvCase& c = conv_cases()[4];  // asymmetric pads: the padded copy needs room
   HostTensor x = rnd(c.x, 1), w = rnd(c.w, 2);
   std::vector<TensorView> in = {r.upload(x), r.upload(w)};
-  const TensorView out1[] = {r.device_output(DType::F32, {1, 24, 5, 13})};
+  const TensorView out1[] = {r.device_output(DType::F32, {1, 24, 5, 12})};
   OpAttrs a = conv_attrs(c);
   a = attrs_of({{"strides", c.strides}, {"pads", c.pads}, {"groups", c.groups}});
   EXPECT_TRUE(IsError(conv2d(r.ctx(), a, in, out1), ErrorCode::InvalidArgument, {"cuDNN handle"}));
