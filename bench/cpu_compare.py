@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """planrt on the CPU against ONNX Runtime's CPU provider and PyTorch (issue 23's benchmark).
 
-For each model and sequence length: the model is built in PyTorch from a seed (bench/cpu/
-models.py), exported once with torch.onnx.export (dynamic S), built with `planrt build
-model.onnx`, and run by each runtime in a process of its own, at each thread count, in
+For each model and size (sequence length S of an encoder, batch N of a torchvision
+classifier at 224x224): the model is built in PyTorch from a seed (bench/cpu/models.py),
+exported once with torch.onnx.export (S or N dynamic), built with `planrt build model.onnx`, and run by each runtime in a process of its own, at each thread count, in
 rounds that alternate the runtimes' order, so that all figures of a row come from one run:
 
   planrt       `planrt run --backend-option cpu.num_threads=T` (host to host, as it times)
@@ -17,7 +17,8 @@ module in float64 (max |y - y64| / max |y64|). planrt's ratio to ONNX Runtime is
 measure (issue 23: at most 0.9).
 
   /usr/bin/python3 bench/cpu_compare.py --planrt build/cpu/tools/planrt \\
-      [--models encoder bert6] [--seq 1 16 128 512] [--threads 1 2] [--iterations 30]
+      [--models encoder bert6 resnet18 mobilenet_v3_small] [--seq 1 16 128 512]
+      [--batch 1 8] [--threads 1 2] [--iterations 30]
       [--warmup 3] [--rounds 2] [--ort-dir ~/.cache/planrt/onnxruntime-node] [--out FILE.jsonl]
       [--smoke]   # one tiny block at S 16, 1 thread, 3 iterations: checks the path and the
                   # outputs (relative error <= 1e-4), judges no speed; ONNX Runtime only when
@@ -75,11 +76,12 @@ def ensure_ort(ort_dir, install):
     return os.path.isdir(mod)
 
 
-def export(name, path, max_seq):
+def export(name, path, max_size):
     module = models.build(name)
-    x = torch.randn(1, min(8, max_seq), models.width(name))
+    x = torch.randn(*models.input_shape(name, min(2 if models.is_vision(name) else 8, max_size)))
+    axis, dim = models.dynamic_dim(name)  # the output's dynamic axis is the input's
     torch.onnx.export(module, (x,), path, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {1: "S"}, "y": {1: "S"}}, opset_version=14)
+                      dynamic_axes={"x": {axis: dim}, "y": {axis: dim}}, opset_version=14)
 
 
 def rel_error(y, ref):
@@ -95,8 +97,9 @@ def summarize(times):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--planrt", required=True)
-    ap.add_argument("--models", nargs="+", default=["encoder", "bert6"])
-    ap.add_argument("--seq", nargs="+", type=int, default=None)
+    ap.add_argument("--models", nargs="+", default=["encoder", "bert6", "resnet18", "mobilenet_v3_small"])
+    ap.add_argument("--seq", nargs="+", type=int, default=None, help="encoders' sequence lengths")
+    ap.add_argument("--batch", nargs="+", type=int, default=[1, 8], help="classifiers' batch sizes")
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--iterations", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
@@ -109,7 +112,8 @@ def main():
         args.models, args.threads, args.iterations, args.warmup, args.rounds = ["tiny"], [1], 3, 1, 1
         seqs = {"tiny": [16]}
     else:
-        seqs = {m: args.seq or ([1, 16, 128, 512] if m == "encoder" else [128]) for m in args.models}
+        seqs = {m: args.batch if models.is_vision(m) else args.seq or ([1, 16, 128, 512] if m == "encoder" else [128])
+                for m in args.models}
     have_ort = ensure_ort(args.ort_dir, install=not args.smoke)
     if not have_ort:
         print("onnxruntime-node not available: ONNX Runtime skipped", file=sys.stderr)
@@ -124,12 +128,13 @@ def main():
             prog = os.path.join(tmp, f"{name}.prog")
             max_seq = max(seqs[name])
             export(name, onnx_path, max_seq)
-            subprocess.run([args.planrt, "build", onnx_path, "-o", prog, "--dim", f"S=1..{max(max_seq, 2)}"],
+            dim = models.dynamic_dim(name)[1]
+            subprocess.run([args.planrt, "build", onnx_path, "-o", prog, "--dim", f"{dim}=1..{max(max_seq, 2)}"],
                            check=True, capture_output=True)
             module64 = models.build(name).double()
             for seq in seqs[name]:
                 gen = torch.Generator().manual_seed(seq)
-                x = torch.randn(1, seq, models.width(name), generator=gen)
+                x = torch.randn(*models.input_shape(name, seq), generator=gen)
                 x_npy = os.path.join(tmp, f"x_{name}_{seq}.npy")
                 x_raw = os.path.join(tmp, f"x_{name}_{seq}.f32")
                 np.save(x_npy, x.numpy())
@@ -170,7 +175,8 @@ def main():
                                 y = np.load(y_npy)
                             rss[r] = max(rss[r], peak)
                             err[r] = max(err.get(r, 0.0), rel_error(y, ref))
-                    row = {"bench": "cpu_compare", "commit": commit, "model": name, "seq": seq,
+                    row = {"bench": "cpu_compare", "commit": commit, "model": name,
+                           ("batch" if models.is_vision(name) else "seq"): seq,
                            "threads": threads, "iterations": args.iterations * args.rounds,
                            "smoke": args.smoke, "cpu": cpu_name(), "runtimes": {}}
                     for r in runtimes:
@@ -179,7 +185,7 @@ def main():
                                               "peak_rss_mib": round(rss[r], 1),
                                               "rel_error_vs_f64": err[r]}
                         if err[r] > TOLERANCE:
-                            failures.append(f"{name} S={seq} T={threads}: {r} relative error {err[r]:.2e}")
+                            failures.append(f"{name} size {seq} T={threads}: {r} relative error {err[r]:.2e}")
                     if have_ort:
                         row["planrt_over_onnxruntime"] = round(
                             row["runtimes"]["planrt"]["median_ms"] / row["runtimes"]["onnxruntime"]["median_ms"], 3)
@@ -209,7 +215,8 @@ def cpu_name():
 
 
 def format_row(row):
-    parts = [f"{row['model']:8s} S={row['seq']:<4d} T={row['threads']}"]
+    size = f"N={row['batch']:<4d}" if "batch" in row else f"S={row['seq']:<4d}"
+    parts = [f"{row['model']:8s} {size} T={row['threads']}"]
     for r, v in row["runtimes"].items():
         parts.append(f"{r} {v['median_ms']:.3f} ms (p90 {v['p90_ms']:.3f}, {v['peak_rss_mib']:.0f} MiB, "
                      f"err {v['rel_error_vs_f64']:.1e})")

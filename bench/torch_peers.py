@@ -19,11 +19,13 @@ def planrt_out(cmd):
     return r.stdout
 
 
-def run_planrt(planrt, prog, x_path, out_dir, iterations, warmup):
-    """Runs `prog` on input x; (median ms, device bytes used above the weights, the cuda:0
-    memory report, output y) as `planrt run --json` reports them."""
+def run_planrt(planrt, prog, x_path, out_dir, iterations, warmup, extra_args=()):
+    """Runs `prog` on input x (with `planrt run` flags extra_args); (median ms, device bytes
+    used above the weights, the cuda:0 memory report, output y) as `planrt run --json` reports
+    them."""
     j = json.loads(planrt_out([planrt, "run", prog, "--input", f"x={x_path}", "--output-dir", out_dir,
-                               "--iterations", str(iterations), "--warmup", str(warmup), "--json"]))
+                               "--iterations", str(iterations), "--warmup", str(warmup), "--json",
+                               *extra_args]))
     cuda = next(d for d in j["memory"]["devices"] if d["device"] == "cuda:0")
     above = (cuda.get("device_used_after_run_bytes", 0) - cuda.get("device_used_before_load_bytes", 0)
              - cuda["weights_bytes"])

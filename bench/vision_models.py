@@ -5,12 +5,21 @@ build model.onnx` for the `cuda` partition at the batch measured, against the sa
 in PyTorch eager and under torch.compile. One process, one GPU; every figure of a row from
 the same run, same weights and input.
 
+planrt runs three ways: the `cuda` partition (intermediates from the warm pool per call),
+the same with CUDA graphs (`--backend-option cuda.use_cuda_graphs=true`), and the `engine`
+partition (one engine; its intermediates and the convolutions' workspaces planned into its
+scratch, whose plan ratio is the row's `planrt_engine_plan_ratio`).
+
 Figures (medians over --iterations after --warmup):
   host-to-host latency: the batch on the host -> logits on the host (copy in, forward, sync,
     copy out), what `planrt run` times;
   device memory above the weights: planrt, cudaMemGetInfo after the runs minus before the
-    load, less the weights (`planrt run --json`); PyTorch, torch.cuda.max_memory_allocated()
-    minus the weights (the caching allocator's peak);
+    load, less the weights (`planrt run --json`; it includes the cuDNN/cuBLAS handles and the
+    kernel images they load, which PyTorch's figure does not); PyTorch,
+    torch.cuda.max_memory_allocated() and max_memory_reserved() minus the weights (the
+    caching allocator's peak in use and held);
+  plan ratio: planned bytes over the plan's lower bound (largest live set), per planned
+    (method, device) and per engine scratch plan (`planrt inspect --json`);
   relative error: max |planrt - torch| / max |torch|, TF32 off on both sides.
 
   python3 bench/vision_models.py --planrt build/gpu/tools/planrt [--models resnet50 ...]
@@ -52,6 +61,19 @@ def export(model, path, size, dtype):
                       dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=17, **kwargs)
 
 
+def plan_ratios(planrt, prog):
+    """The plan ratios `planrt inspect --json` reports for prog's method: the largest over its
+    planned (method, device) plans, and over its engines' scratch plans."""
+    method = json.loads(planrt_out([planrt, "inspect", prog, "--json"]))["methods"][0]
+    out = {"planrt_method_plan_ratio": max([p["ratio"] for p in method["plan"]], default=1.0)}
+    engines = method.get("engines", [])
+    if engines:
+        out["planrt_engine_plan_ratio"] = max(e["scratch_ratio"] for e in engines)
+        out["planrt_engine_scratch_bytes"] = sum(e["scratch_bytes"] for e in engines)
+        out["planrt_engine_scratch_lower_bound_bytes"] = sum(e["scratch_lower_bound_bytes"] for e in engines)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--planrt", required=True)
@@ -85,11 +107,13 @@ def main():
                         "iterations": args.iterations, "smoke": args.smoke}
                 with tempfile.TemporaryDirectory() as work:
                     onnx_path = os.path.join(work, "model.onnx")
-                    prog = os.path.join(work, "model.prog")
+                    progs = {"cuda": os.path.join(work, "cuda.prog"), "engine": os.path.join(work, "engine.prog")}
                     try:
                         export(model, onnx_path, args.size, dtype)
-                        planrt_out([args.planrt, "build", onnx_path, "--dim", f"batch={batch}", "--partition", "cuda",
-                                    "--device", "cuda:0", "-o", prog])
+                        for partition, prog in progs.items():
+                            planrt_out([args.planrt, "build", onnx_path, "--dim", f"batch={batch}",
+                                        "--partition", partition, "--device", "cuda:0", "-o", prog])
+                        line.update(plan_ratios(args.planrt, progs["engine"]))
                     except RuntimeError as e:
                         print(f"{name} batch {batch} {dtype_name}: {e}", file=sys.stderr)
                         failed = True
@@ -99,12 +123,14 @@ def main():
                     np.save(x_path, x.numpy())  # f32; planrt rounds a bf16 input as torch does
                     x_host = x.to(dtype)
                     weights = sum(p.numel() * p.element_size() for p in model.parameters())
+                    line["torch_weights_bytes"] = weights
                     model = model.to("cuda", dtype)
                     with torch.no_grad():
                         torch.cuda.reset_peak_memory_stats()
                         eager_ms, ref = time_torch(model, x_host, args.iterations, args.warmup)
                         line["torch_eager_host_to_host_ms"] = eager_ms
                         line["torch_eager_max_allocated_above_weights_bytes"] = torch.cuda.max_memory_allocated() - weights
+                        line["torch_eager_max_reserved_above_weights_bytes"] = torch.cuda.max_memory_reserved() - weights
                         if not args.no_compile:
                             compiled = torch.compile(model)
                             torch.cuda.reset_peak_memory_stats()
@@ -116,24 +142,30 @@ def main():
                     ref = ref.float().numpy()
                     del model
                     torch.cuda.empty_cache()
-                    try:
-                        ms, above, cuda, y = run_planrt(args.planrt, prog, x_path, os.path.join(work, "out"),
-                                                        args.iterations, args.warmup)
-                        planned = cuda.get("planned_bytes", 0)
-                    except RuntimeError as e:
-                        print(f"{name} batch {batch} {dtype_name}: {e}", file=sys.stderr)
-                        failed = True
-                        continue
-                    rel = float(np.max(np.abs(y.astype(np.float64) - ref)) / np.max(np.abs(ref)))
-                    line.update({"planrt_host_to_host_ms": ms, "planrt_device_used_above_weights_bytes": above,
-                                 "planrt_planned_bytes": planned, "torch_weights_bytes": weights,
-                                 "relative_error_vs_torch": rel,
-                                 "planrt_over_torch_eager_latency": ms / eager_ms})
-                    if "torch_compile_host_to_host_ms" in line:
-                        line["planrt_over_torch_compile_latency"] = ms / line["torch_compile_host_to_host_ms"]
-                    if rel > (1e-4 if dtype_name == "f32" else 3e-2):
-                        print(f"{name} batch {batch} {dtype_name}: relative error {rel:.3g}", file=sys.stderr)
-                        failed = True
+                    runs = [("cuda", progs["cuda"], []),
+                            ("cuda_graphs", progs["cuda"], ["--backend-option", "cuda.use_cuda_graphs=true"]),
+                            ("engine", progs["engine"], [])]
+                    for label, prog, extra in runs:
+                        try:
+                            ms, above, cuda, y = run_planrt(args.planrt, prog, x_path, os.path.join(work, label),
+                                                            args.iterations, args.warmup, extra)
+                        except RuntimeError as e:
+                            print(f"{name} batch {batch} {dtype_name} {label}: {e}", file=sys.stderr)
+                            failed = True
+                            continue
+                        rel = float(np.max(np.abs(y.astype(np.float64) - ref)) / np.max(np.abs(ref)))
+                        line.update({f"planrt_{label}_host_to_host_ms": ms,
+                                     f"planrt_{label}_device_used_above_weights_bytes": above,
+                                     f"planrt_{label}_planned_bytes": cuda.get("planned_bytes", 0),
+                                     f"planrt_{label}_pool_reserved_bytes": cuda.get("pool", {}).get("reserved_bytes", 0),
+                                     f"planrt_{label}_scratch_private_bytes": cuda.get("scratch_private_bytes", 0),
+                                     f"planrt_{label}_relative_error_vs_torch": rel,
+                                     f"planrt_{label}_over_torch_eager_latency": ms / eager_ms})
+                        if "torch_compile_host_to_host_ms" in line:
+                            line[f"planrt_{label}_over_torch_compile_latency"] = ms / line["torch_compile_host_to_host_ms"]
+                        if rel > (1e-4 if dtype_name == "f32" else 3e-2):
+                            print(f"{name} batch {batch} {dtype_name} {label}: relative error {rel:.3g}", file=sys.stderr)
+                            failed = True
                     print(json.dumps(line), flush=True)
                     lines.append(line)
     if args.out and lines:

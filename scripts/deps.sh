@@ -3,11 +3,13 @@
 # Runs apt-get as root, or through sudo when not root.
 set -euo pipefail
 
+# ocl-icd-opencl-dev: only a Recommends of libdnnl-dev, but its CMake config (dnnl-config.cmake)
+# calls find_package(OpenCL) and fails without the headers and the loader's link.
 packages=(
   build-essential cmake ninja-build pkg-config git
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libflatbuffers-dev flatbuffers-compiler
-  libdnnl-dev libopenblas-dev
+  libdnnl-dev ocl-icd-opencl-dev libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-torch python3-torchvision

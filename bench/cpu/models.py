@@ -1,5 +1,9 @@
 """The models of the CPU peer comparison (bench/cpu_compare.py), built the same way by the
-driver and by each runtime's runner, from a seed, so every runtime gets the same weights."""
+driver and by each runtime's runner, from a seed, so every runtime gets the same weights.
+
+Two kinds: transformer encoders, whose input is [1, S, d] with the sequence length S as the
+dynamic dim, and torchvision's classifiers (random weights, eval mode), whose input is
+[N, 3, 224, 224] with the batch N as the dynamic dim. `size` below is S or N."""
 import torch
 
 MODELS = {
@@ -12,15 +16,34 @@ MODELS = {
     "tiny": dict(d=64, heads=4, ffn=128, layers=1, norm_first=True),
 }
 
+# torchvision classifiers (issue 23's CNN rows), at this image size.
+VISION = {"resnet18", "mobilenet_v3_small"}
+IMAGE_SIZE = 224
+
+
+def is_vision(name):
+    return name in VISION
+
 
 def build(name, seed=0):
-    cfg = MODELS[name]
     torch.manual_seed(seed)
+    if is_vision(name):
+        import torchvision
+        return getattr(torchvision.models, name)(weights=None).eval()
+    cfg = MODELS[name]
     layer = torch.nn.TransformerEncoderLayer(cfg["d"], cfg["heads"], cfg["ffn"], dropout=0.0,
                                              activation="gelu", batch_first=True,
                                              norm_first=cfg["norm_first"])
     return torch.nn.TransformerEncoder(layer, cfg["layers"], enable_nested_tensor=False).eval()
 
 
-def width(name):
-    return MODELS[name]["d"]
+def input_shape(name, size):
+    """The input's shape at dynamic size `size` (S for encoders, N for classifiers)."""
+    if is_vision(name):
+        return (size, 3, IMAGE_SIZE, IMAGE_SIZE)
+    return (1, size, MODELS[name]["d"])
+
+
+def dynamic_dim(name):
+    """(axis, name) of the input's dynamic dim, as exported and as `planrt build --dim` names it."""
+    return (0, "N") if is_vision(name) else (1, "S")

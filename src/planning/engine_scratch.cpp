@@ -161,6 +161,7 @@ Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
     else out.workspace_offsets[o - n_values] = offsets[i];
   }
   out.scratch_bytes = arena;
+  out.lower_bound_bytes = plan.lower_bound_bytes;
   return out;
 }
 

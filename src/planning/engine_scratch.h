@@ -36,6 +36,7 @@ struct EngineScratchPlan {
   std::vector<uint64_t> workspace_offsets;  // per step
   std::vector<uint64_t> workspace_bytes;    // per step (0: none)
   uint64_t scratch_bytes = 0;               // 0 when nothing needs scratch at these dims
+  uint64_t lower_bound_bytes = 0;           // the largest live set at these dims (aligned)
 };
 
 // `dim_values[d]` is the value of method dim d (size = the method's dim count); dims the

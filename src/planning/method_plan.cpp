@@ -174,6 +174,7 @@ Status plan_engine_graph(fb::GraphT& graph, const DimSpecs& dims, Device device)
     graph.values[v]->offset = plan.value_offsets[v];
   }
   graph.scratch_bytes = plan.scratch_bytes;
+  graph.scratch_lower_bound_bytes = plan.lower_bound_bytes;
   return {};
 }
 

@@ -91,10 +91,11 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
   if (method.segments() != nullptr) {
     for (const fb::Segment* s : *method.segments()) {
       SegmentInfo info{std::string(str(s->name())), std::string(str(s->backend())),
-                       to_device(s->device()), s->num_nodes(), size_of(s->blob()), 0, false};
+                       to_device(s->device()), s->num_nodes(), size_of(s->blob()), 0, 0, false};
       const fb::Graph* graph = size_of(s->blob()) != 0 ? s->blob_nested_root() : nullptr;
       if (graph != nullptr) {
         info.scratch_bytes = graph->scratch_bytes();
+        info.scratch_lower_bound_bytes = graph->scratch_lower_bound_bytes();
         if (graph->values() != nullptr) {
           for (const fb::Value* v : *graph->values()) {
             if (v->kind() == fb::ValueKind::Constant) constants_on[info.device].insert(v->constant());

@@ -72,7 +72,16 @@ TEST(EngineMeta, PrivateEnginesCostTheSumAndPooledOnesTheLargest) {
     // Differing FFN widths: three different requirements.
     EXPECT_LT(each[0], each[1]);
     EXPECT_LT(each[1], each[2]);
-    for (const SegmentInfo& s : priv->segments) EXPECT_FALSE(s.shared_scratch) << s.name;
+    for (const SegmentInfo& s : priv->segments) {
+      EXPECT_FALSE(s.shared_scratch) << s.name;
+      if (s.backend != "engine") continue;
+      // Each engine's plan records its lower bound: positive, at most the plan, and close to it
+      // (a transformer block's lifetimes are a chain the greedy packs within a few percent).
+      EXPECT_GT(s.scratch_lower_bound_bytes, 0u) << s.name;
+      EXPECT_LE(s.scratch_lower_bound_bytes, s.scratch_bytes) << s.name;
+      EXPECT_LE(static_cast<double>(s.scratch_bytes), 1.1 * static_cast<double>(s.scratch_lower_bound_bytes))
+          << s.name;
+    }
     const MemoryEstimate* e = estimate_on(*priv, d);
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->engine_scratch_bytes, std::accumulate(each.begin(), each.end(), uint64_t{0}));

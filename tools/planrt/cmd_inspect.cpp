@@ -83,6 +83,12 @@ nlohmann::json tensors_json(const MethodMeta& m, const std::vector<TensorSpec>& 
   return out;
 }
 
+// An engine's scratch plan over its lower bound (1 when it records none).
+double scratch_ratio(const SegmentInfo& s) {
+  return s.scratch_lower_bound_bytes == 0 ? 1.0
+                                          : static_cast<double>(s.scratch_bytes) / s.scratch_lower_bound_bytes;
+}
+
 nlohmann::json method_json(const MethodMeta& m, const std::vector<EngineReport>& engine_reports) {
   nlohmann::json buffers = nlohmann::json::array();
   for (size_t i = 0; i < m.planned_buffers.size(); ++i) {
@@ -125,6 +131,8 @@ nlohmann::json method_json(const MethodMeta& m, const std::vector<EngineReport>&
                        {"index", e.segment},
                        {"device", to_string(e.info->device)},
                        {"scratch_bytes", e.info->scratch_bytes},
+                       {"scratch_lower_bound_bytes", e.info->scratch_lower_bound_bytes},
+                       {"scratch_ratio", scratch_ratio(*e.info)},
                        {"shared_scratch", e.info->shared_scratch},
                        {"profile", profile}});
   }
@@ -174,9 +182,10 @@ void print_method(const MethodMeta& m, const std::vector<EngineReport>& engines)
   if (!engines.empty()) {
     fmt::print("  engines\n");
     for (const EngineReport& e : engines) {
-      fmt::print("    #{:<3} {:<12} on {:<7} scratch_bytes() {:>12} ({} B, {})  profile {}\n", e.segment,
-                 e.info->name, to_string(e.info->device), format_bytes(e.info->scratch_bytes),
-                 e.info->scratch_bytes, e.info->shared_scratch ? "shared pool" : "private", profile_string(e));
+      fmt::print("    #{:<3} {:<12} on {:<7} scratch_bytes() {:>12} ({} B, {})  lower bound {}  ratio {:.3f}  profile {}\n",
+                 e.segment, e.info->name, to_string(e.info->device), format_bytes(e.info->scratch_bytes),
+                 e.info->scratch_bytes, e.info->shared_scratch ? "shared pool" : "private",
+                 format_bytes(e.info->scratch_lower_bound_bytes), scratch_ratio(*e.info), profile_string(e));
     }
   }
   fmt::print("  memory estimate\n");

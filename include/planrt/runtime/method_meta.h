@@ -26,6 +26,8 @@ struct SegmentInfo {
   uint32_t num_nodes = 0;
   uint64_t blob_bytes = 0;
   uint64_t scratch_bytes = 0;  // the segment graph's planned scratch (0 for cpu segments)
+  // Engines: the lower bound of that plan (its largest live set); 0 if the program predates it.
+  uint64_t scratch_lower_bound_bytes = 0;
   // Engine segments: the compile specs (the program's, then the segment's; the later
   // wins) turn use_shared_activation_scratch on, so the engine draws from its device's
   // shared pool (docs/design.md §6). A load-time or process-wide option is not visible here.
