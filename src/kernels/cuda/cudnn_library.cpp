@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/cuda/cudnn_conv_plan.h"
 #include "kernels/cuda/library_loader.h"
 
 namespace planrt::kernels::cuda {
@@ -56,22 +57,25 @@ Result<CudnnHandle> CudnnHandle::create(bool allow_tf32) {
                       "cudnnCreate failed: {}", lib->cudnnGetErrorString(s));
   }
   h.allow_tf32_ = allow_tf32;
+  h.plans_ = std::make_unique<ConvPlanCache>();
   return h;
 }
 
 CudnnHandle::CudnnHandle(CudnnHandle&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)), allow_tf32_(other.allow_tf32_) {}
+    : handle_(std::exchange(other.handle_, nullptr)), allow_tf32_(other.allow_tf32_), plans_(std::move(other.plans_)) {}
 
 CudnnHandle& CudnnHandle::operator=(CudnnHandle&& other) noexcept {
   if (this != &other) {
     CudnnHandle gone(std::move(*this));
     handle_ = std::exchange(other.handle_, nullptr);
     allow_tf32_ = other.allow_tf32_;
+    plans_ = std::move(other.plans_);
   }
   return *this;
 }
 
 CudnnHandle::~CudnnHandle() {
+  plans_.reset();  // the plans are bound to the handle: gone first
   if (handle_ == nullptr) return;
   // The handle exists only when the table was opened; a failed destroy is not actionable.
   if (const CudnnLibrary* lib = g_library.load(std::memory_order_acquire)) (void)lib->cudnnDestroy(handle_);

@@ -8,30 +8,26 @@
 
 #include <cudnn.h>
 
+#include <memory>
+
+#include "kernels/cuda/cudnn_conv_plan.h"
 #include "planrt/core/result.h"
 
 namespace planrt::kernels::cuda {
 
-// Every cuDNN function planrt calls (the legacy convolution API, present in cuDNN 9).
-#define PLANRT_CUDNN_FUNCTIONS(X)             \
-  X(cudnnCreate)                              \
-  X(cudnnDestroy)                             \
-  X(cudnnSetStream)                           \
-  X(cudnnGetErrorString)                      \
-  X(cudnnCreateTensorDescriptor)              \
-  X(cudnnSetTensor4dDescriptor)               \
-  X(cudnnDestroyTensorDescriptor)             \
-  X(cudnnCreateFilterDescriptor)              \
-  X(cudnnSetFilter4dDescriptor)               \
-  X(cudnnDestroyFilterDescriptor)             \
-  X(cudnnCreateConvolutionDescriptor)         \
-  X(cudnnSetConvolution2dDescriptor)          \
-  X(cudnnSetConvolutionGroupCount)            \
-  X(cudnnSetConvolutionMathType)              \
-  X(cudnnDestroyConvolutionDescriptor)        \
-  X(cudnnGetConvolutionForwardAlgorithm_v7)   \
-  X(cudnnGetConvolutionForwardWorkspaceSize)  \
-  X(cudnnConvolutionForward)
+// Every cuDNN function planrt calls: the handle and the backend (graph) API, through which
+// convolutions become cached execution plans (cudnn_conv_plan.h says why not the legacy API).
+#define PLANRT_CUDNN_FUNCTIONS(X)       \
+  X(cudnnCreate)                        \
+  X(cudnnDestroy)                       \
+  X(cudnnSetStream)                     \
+  X(cudnnGetErrorString)                \
+  X(cudnnBackendCreateDescriptor)       \
+  X(cudnnBackendDestroyDescriptor)      \
+  X(cudnnBackendSetAttribute)           \
+  X(cudnnBackendGetAttribute)           \
+  X(cudnnBackendFinalize)               \
+  X(cudnnBackendExecute)
 
 struct CudnnLibrary {
 #define PLANRT_CUDNN_MEMBER(name) decltype(&::name) name = nullptr;
@@ -44,8 +40,9 @@ Result<const CudnnLibrary*> cudnn_library();
 // The file name this build opens (libcudnn.so.<major>).
 const char* cudnn_soname();
 
-// One cuDNN handle, bound to the device current when it was made. Move-only; destroyed with
-// its owner. Not for two threads at once (the backends hold their math-handle mutex).
+// One cuDNN handle, bound to the device current when it was made, with the convolution plans
+// made on it (destroyed before it). Move-only; destroyed with its owner. Not for two threads
+// at once (the backends hold their math-handle mutex).
 class CudnnHandle {
  public:
   // Opens the library when needed. allow_tf32: whether f32 convolutions may use TF32
@@ -60,10 +57,13 @@ class CudnnHandle {
 
   cudnnHandle_t get() const { return handle_; }
   bool allow_tf32() const { return allow_tf32_; }
+  // The execution plans of the convolutions run on this handle (non-null while get() is).
+  ConvPlanCache& conv_plans() const { return *plans_; }
 
  private:
   cudnnHandle_t handle_ = nullptr;
   bool allow_tf32_ = false;
+  std::unique_ptr<ConvPlanCache> plans_;
 };
 
 }  // namespace planrt::kernels::cuda

@@ -2,23 +2,18 @@
 // of cuDNN 9, opened on first use), the pools, clip and the hard activations, pad and
 // expand. f32 and bf16.
 //
-// conv2d: NCHW in and out. The algorithm is the fastest of cuDNN's heuristic ranking
-// (cudnnGetConvolutionForwardAlgorithm_v7, no trial runs, so it is safe inside a CUDA graph
-// capture) whose workspace fits the planned workspace output (kernels/workspace.h:
-// conv2d_cuda_workspace_per_image); the choice is cached per shape and device, process-wide.
-// Asymmetric pads (cuDNN pads both sides alike) first copy the image into the workspace,
+// conv2d: NCHW in and out, through an execution plan of cuDNN's backend API made once per
+// shape on the handle (cudnn_conv_plan.h: the first of cuDNN's heuristic ranking, no trial
+// runs, whose workspace fits the planned workspace output, kernels/workspace.h:
+// conv2d_cuda_workspace_per_image). Asymmetric pads first copy the image into the workspace,
 // padded. Bias and ReLU follow in one elementwise pass.
-#include <cudnn.h>
-
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include <fmt/format.h>
 
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cudnn_conv_plan.h"
 #include "kernels/cuda/cudnn_library.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
@@ -81,107 +76,6 @@ Status pool_op(std::string_view op, const CudaKernelContext& ctx, const OpAttrs&
                                            p.n * p.c, w, ctx.stream));
 }
 
-// ---- cuDNN ----------------------------------------------------------------------------
-
-Status cudnn_status(std::string_view op, std::string_view what, const CudnnLibrary& lib, cudnnStatus_t s) {
-  if (s == CUDNN_STATUS_SUCCESS) return {};
-  ErrorCode code = ErrorCode::Internal;
-  if (s == CUDNN_STATUS_ALLOC_FAILED) code = ErrorCode::OutOfMemory;
-  if (s == CUDNN_STATUS_NOT_SUPPORTED || s == CUDNN_STATUS_BAD_PARAM) code = ErrorCode::NotSupported;
-  return make_error(code, "{}: {} failed: {}", op, what, lib.cudnnGetErrorString(s));
-}
-
-// The descriptors of one call, destroyed on every path.
-struct ConvDescriptors {
-  const CudnnLibrary* lib = nullptr;
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  ~ConvDescriptors() {
-    if (x != nullptr) lib->cudnnDestroyTensorDescriptor(x);
-    if (y != nullptr) lib->cudnnDestroyTensorDescriptor(y);
-    if (w != nullptr) lib->cudnnDestroyFilterDescriptor(w);
-    if (conv != nullptr) lib->cudnnDestroyConvolutionDescriptor(conv);
-  }
-};
-
-// What decides the algorithm: shapes, attributes, dtype, math mode, the workspace budget.
-using ConvKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, int, bool, uint64_t>;
-
-std::mutex g_algo_mu;
-std::map<ConvKey, cudnnConvolutionFwdAlgo_t>& algorithm_cache() {
-  static std::map<ConvKey, cudnnConvolutionFwdAlgo_t> cache;
-  return cache;
-}
-
-Status describe(std::string_view op, const Conv2dPlan& p, int64_t h, int64_t w, int64_t pad_h, int64_t pad_w,
-                DType dtype, bool allow_tf32, ConvDescriptors& d) {
-  const CudnnLibrary& lib = *d.lib;
-  const cudnnDataType_t type = dtype == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-  auto narrow = [](int64_t v) { return static_cast<int>(v); };
-  PLANRT_RETURN_IF_ERROR(cudnn_status(op, "cudnnCreateTensorDescriptor", lib, lib.cudnnCreateTensorDescriptor(&d.x)));
-  PLANRT_RETURN_IF_ERROR(cudnn_status(op, "cudnnCreateTensorDescriptor", lib, lib.cudnnCreateTensorDescriptor(&d.y)));
-  PLANRT_RETURN_IF_ERROR(cudnn_status(op, "cudnnCreateFilterDescriptor", lib, lib.cudnnCreateFilterDescriptor(&d.w)));
-  PLANRT_RETURN_IF_ERROR(
-      cudnn_status(op, "cudnnCreateConvolutionDescriptor", lib, lib.cudnnCreateConvolutionDescriptor(&d.conv)));
-  PLANRT_RETURN_IF_ERROR(cudnn_status(op, "cudnnSetTensor4dDescriptor", lib,
-                                      lib.cudnnSetTensor4dDescriptor(d.x, CUDNN_TENSOR_NCHW, type, narrow(p.n),
-                                                                     narrow(p.c), narrow(h), narrow(w))));
-  PLANRT_RETURN_IF_ERROR(cudnn_status(op, "cudnnSetTensor4dDescriptor", lib,
-                                      lib.cudnnSetTensor4dDescriptor(d.y, CUDNN_TENSOR_NCHW, type, narrow(p.n),
-                                                                     narrow(p.k), narrow(p.oh), narrow(p.ow))));
-  PLANRT_RETURN_IF_ERROR(cudnn_status(
-      op, "cudnnSetFilter4dDescriptor", lib,
-      lib.cudnnSetFilter4dDescriptor(d.w, type, CUDNN_TENSOR_NCHW, narrow(p.k), narrow(p.c / p.groups),
-                                     narrow(p.window.kh), narrow(p.window.kw))));
-  PLANRT_RETURN_IF_ERROR(cudnn_status(
-      op, "cudnnSetConvolution2dDescriptor", lib,
-      lib.cudnnSetConvolution2dDescriptor(d.conv, narrow(pad_h), narrow(pad_w), narrow(p.window.stride_h),
-                                          narrow(p.window.stride_w), narrow(p.window.dilation_h),
-                                          narrow(p.window.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT)));
-  PLANRT_RETURN_IF_ERROR(cudnn_status(op, "cudnnSetConvolutionGroupCount", lib,
-                                      lib.cudnnSetConvolutionGroupCount(d.conv, narrow(p.groups))));
-  // TF32 off (the project's f32 comparisons): FMA math; bf16 takes the tensor cores.
-  const cudnnMathType_t math =
-      dtype == DType::BF16 ? CUDNN_TENSOR_OP_MATH : (allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
-  return cudnn_status(op, "cudnnSetConvolutionMathType", lib, lib.cudnnSetConvolutionMathType(d.conv, math));
-}
-
-// The fastest ranked algorithm whose workspace fits `budget`.
-Result<cudnnConvolutionFwdAlgo_t> choose_algorithm(std::string_view op, const CudaKernelContext& ctx,
-                                                   const ConvDescriptors& d, const ConvKey& key, uint64_t budget) {
-  {
-    std::lock_guard lock(g_algo_mu);
-    auto it = algorithm_cache().find(key);
-    if (it != algorithm_cache().end()) return it->second;
-  }
-  const CudnnLibrary& lib = *d.lib;
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int returned = 0;
-  PLANRT_RETURN_IF_ERROR(cudnn_status(op, "cudnnGetConvolutionForwardAlgorithm_v7", lib,
-                                      lib.cudnnGetConvolutionForwardAlgorithm_v7(
-                                          ctx.cudnn->get(), d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                          &returned, perf)));
-  for (int i = 0; i < returned; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    // The ranking's memory figure is an estimate (for bf16 it was measured below the real
-    // need); what the algorithm will ask is what cudnnGetConvolutionForwardWorkspaceSize says.
-    size_t needed = 0;
-    if (lib.cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn->get(), d.x, d.w, d.conv, d.y, perf[i].algo, &needed) !=
-            CUDNN_STATUS_SUCCESS ||
-        needed > budget) {
-      continue;
-    }
-    std::lock_guard lock(g_algo_mu);
-    algorithm_cache().emplace(key, perf[i].algo);
-    return perf[i].algo;
-  }
-  return make_error(ErrorCode::NotSupported,
-                    "{}: cuDNN has no algorithm for this convolution within its planned workspace of {} bytes "
-                    "({} ranked)", op, budget, returned);
-}
-
 }  // namespace
 
 Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<const TensorView> inputs,
@@ -206,7 +100,9 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
     return make_error(ErrorCode::InvalidArgument, "{}: the workspace holds {} bytes; the padded copy needs {}", op,
                       p.workspace_bytes, padded_bytes);
   }
-  PLANRT_RETURN_IF_ERROR(cudnn_status(op, "cudnnSetStream", *lib, lib->cudnnSetStream(ctx.cudnn->get(), ctx.stream)));
+  if (cudnnStatus_t s = lib->cudnnSetStream(ctx.cudnn->get(), ctx.stream); s != CUDNN_STATUS_SUCCESS) {
+    return make_error(ErrorCode::Internal, "{}: cudnnSetStream failed: {}", op, lib->cudnnGetErrorString(s));
+  }
   const void* x = inputs[0].data;
   int64_t h = p.h, w = p.w, pad_h = p.window.pad_top, pad_w = p.window.pad_left;
   auto* workspace = static_cast<uint8_t*>(p.workspace_bytes > 0 ? outputs[1].data : nullptr);
@@ -230,30 +126,29 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
     w = out[3];
     pad_h = pad_w = 0;
   }
-  ConvDescriptors d;
-  d.lib = lib;
-  PLANRT_RETURN_IF_ERROR(describe(op, p, h, w, pad_h, pad_w, dtype, ctx.cudnn->allow_tf32(), d));
-  const uint64_t budget = p.workspace_bytes - padded_bytes;
-  int device = 0;
-  PLANRT_RETURN_IF_ERROR(cuda_status(op, "cudaGetDevice", cudaGetDevice(&device)));
-  const ConvKey key{device, p.n, p.c, h, w, p.k, p.window.kh, p.window.kw, p.window.stride_h, p.window.stride_w,
-                    pad_h * 65536 + pad_w, p.window.dilation_h * 65536 + p.window.dilation_w, p.groups,
-                    static_cast<int>(dtype), ctx.cudnn->allow_tf32(), budget};
-  PLANRT_ASSIGN_OR_RETURN(cudnnConvolutionFwdAlgo_t algo, choose_algorithm(op, ctx, d, key, budget));
-  size_t needed = 0;
-  PLANRT_RETURN_IF_ERROR(cudnn_status(op, "cudnnGetConvolutionForwardWorkspaceSize", *lib,
-                                      lib->cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn->get(), d.x, d.w, d.conv,
-                                                                                   d.y, algo, &needed)));
-  if (needed > budget) {
-    return make_error(ErrorCode::Internal, "{}: cuDNN's algorithm {} asks {} bytes of a {} byte workspace", op,
-                      static_cast<int>(algo), needed, budget);
-  }
-  const float one_f = 1.0f, zero_f = 0.0f;
-  PLANRT_RETURN_IF_ERROR(cudnn_status(
-      op, "cudnnConvolutionForward", *lib,
-      lib->cudnnConvolutionForward(ctx.cudnn->get(), &one_f, d.x, x, d.w, inputs[1].data, d.conv, algo,
-                                   needed > 0 ? workspace + padded_bytes : nullptr, needed, &zero_f, d.y,
-                                   outputs[0].data)));
+  ConvPlanKey key;
+  key.n = p.n;
+  key.c = p.c;
+  key.h = h;
+  key.w = w;
+  key.k = p.k;
+  key.kh = p.window.kh;
+  key.kw = p.window.kw;
+  key.stride_h = p.window.stride_h;
+  key.stride_w = p.window.stride_w;
+  key.pad_h = pad_h;
+  key.pad_w = pad_w;
+  key.dilation_h = p.window.dilation_h;
+  key.dilation_w = p.window.dilation_w;
+  key.groups = p.groups;
+  key.oh = p.oh;
+  key.ow = p.ow;
+  key.dtype = dtype;
+  key.allow_tf32 = ctx.cudnn->allow_tf32();
+  key.workspace_budget = p.workspace_bytes - padded_bytes;
+  PLANRT_ASSIGN_OR_RETURN(const CudnnConvPlan* plan, ctx.cudnn->conv_plans().get(*lib, ctx.cudnn->get(), key));
+  PLANRT_RETURN_IF_ERROR(plan->execute(ctx.cudnn->get(), x, inputs[1].data, outputs[0].data,
+                                       plan->workspace_bytes() > 0 ? workspace + padded_bytes : nullptr));
   if (!p.has_bias && p.activation == ConvActivation::None) return {};
   const bool relu = p.activation == ConvActivation::Relu;
   const int64_t planes = p.n * p.k, hw = p.oh * p.ow;

@@ -153,6 +153,36 @@ TEST(CudaDataMovement, PadAndExpandAreBitExact) {
   EXPECT_EQ(c.error, 0.0);
 }
 
+TEST(CudaConvolution, EachShapeIsPlannedOnceOnItsHandle) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  ASSERT_TRUE(r.enable_cudnn());
+  const ConvCase& c = conv_cases()[2];
+  HostTensor x = rnd(c.x, 1), w = rnd(c.w, 2), b = rnd({c.w[0]}, 3);
+  std::vector<TensorView> in = {r.upload(x), r.upload(w), r.upload(b)};
+  const OpAttrs a = conv_attrs(c);
+  const Shape y_shape{3, 16, 6, 6};
+  const TensorView out[] = {r.device_output(DType::F32, y_shape), r.device_output(DType::F32, {3 * 16384})};
+  EXPECT_EQ(r.ctx().cudnn->conv_plans().size(), 0u);
+  std::vector<HostTensor> results;
+  for (int call = 0; call < 3; ++call) {
+    Status s = conv2d(r.ctx(), a, in, out);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    ASSERT_TRUE(r.synchronize().ok());
+    results.push_back(r.download(out[0]));
+  }
+  // One plan, executed three times, to the same bits.
+  EXPECT_EQ(r.ctx().cudnn->conv_plans().size(), 1u);
+  for (const HostTensor& t : results) EXPECT_EQ(std::memcmp(t.f(), results[0].f(), results[0].nbytes()), 0);
+  // Another batch is another shape: a second plan.
+  HostTensor x1 = rnd({1, c.x[1], c.x[2], c.x[3]}, 4);
+  std::vector<TensorView> in1 = {r.upload(x1), in[1], in[2]};
+  const TensorView out1[] = {r.device_output(DType::F32, {1, 16, 6, 6}), out[1]};
+  Status s = conv2d(r.ctx(), a, in1, out1);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(r.ctx().cudnn->conv_plans().size(), 2u);
+}
+
 TEST(CudaConvolution, RefusesAMissingHandleAndAShortWorkspace) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;
