@@ -7,7 +7,8 @@
 // back to the program's NCHW, both copies in the planned workspace output
 // (kernels/workspace.h: conv2d_host_workspace_bytes_per_image); the model's boundary and the
 // plan stay NCHW. oneDNN's own scratchpad comes from the same workspace; a convolution whose
-// scratchpad does not fit there runs the plain kernel instead (convolution.cpp).
+// scratchpad does not fit there, or for which oneDNN offers only its reference implementation
+// (far slower than im2col + sgemm), runs the plain kernel instead (convolution.cpp).
 //
 // Memory: the weight reordered into oneDNN's blocked layout, packed_bytes(), owned here. Per
 // batch size the convolution is created on first use and kept (at most kMaxShapes).
