@@ -173,20 +173,12 @@ bool engine_suits(const CudnnLibrary& lib, cudnnBackendDescriptor_t config, cons
   return true;
 }
 
-}  // namespace
-
-CudnnConvPlan::~CudnnConvPlan() {
-  if (plan_ != nullptr) (void)lib_->cudnnBackendDestroyDescriptor(plan_);
-}
-
-Result<std::unique_ptr<CudnnConvPlan>> CudnnConvPlan::create(const CudnnLibrary& lib, cudnnHandle_t handle,
-                                                             const ConvPlanKey& key) {
-  PLANRT_ASSIGN_OR_RETURN(Descriptor graph, convolution_graph(lib, handle, key));
+// The engine configs cuDNN's heuristics rank for `graph` in `mode`, best first.
+Result<std::vector<Descriptor>> ranked_configs(const CudnnLibrary& lib, cudnnBackendDescriptor_t graph,
+                                               cudnnBackendHeurMode_t mode) {
   PLANRT_ASSIGN_OR_RETURN(Descriptor heuristics,
                           Descriptor::make(lib, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "heuristics"));
-  cudnnBackendDescriptor_t gd = graph.get();
-  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  PLANRT_RETURN_IF_ERROR(heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, &gd, 1,
+  PLANRT_RETURN_IF_ERROR(heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, &graph, 1,
                                         "the heuristics' graph"));
   PLANRT_RETURN_IF_ERROR(heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, &mode, 1, "the mode"));
   PLANRT_RETURN_IF_ERROR(heuristics.finalize("heuristics"));
@@ -211,43 +203,65 @@ Result<std::unique_ptr<CudnnConvPlan>> CudnnConvPlan::create(const CudnnLibrary&
                                      count, &returned, raw.data()),
         "reading the heuristics' engine configs"));
   }
-  returned = std::min(returned, count);
-  int64_t smallest_need = -1;  // of the configs that suited but did not fit: for the error
-  for (bool runtime_compilation : {false, true}) {
-    for (int64_t i = 0; i < returned; ++i) {
-      if (!engine_suits(lib, raw[i], key, runtime_compilation)) continue;
-      Result<Descriptor> plan = Descriptor::make(lib, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
-      if (!plan.ok()) return plan.status();
-      cudnnBackendDescriptor_t cd = raw[i];
-      if (!plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle, 1, "the plan's handle").ok() ||
-          !plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, &cd, 1, "the config")
-               .ok() ||
-          !plan->finalize("execution plan").ok()) {
-        continue;  // this engine cannot take the shape; the next may
-      }
-      int64_t workspace = 0, got = 0;
-      if (lib.cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
-                                       &workspace) != CUDNN_STATUS_SUCCESS ||
-          workspace < 0) {
-        continue;
-      }
-      if (static_cast<uint64_t>(workspace) > key.workspace_budget) {
-        if (smallest_need < 0 || workspace < smallest_need) smallest_need = workspace;
-        continue;
-      }
-      auto out = std::unique_ptr<CudnnConvPlan>(new CudnnConvPlan());
-      out->lib_ = &lib;
-      out->plan_ = plan->release();
-      out->workspace_bytes_ = static_cast<uint64_t>(workspace);
-      return out;
+  configs.resize(static_cast<size_t>(std::clamp<int64_t>(returned, 0, count)));
+  return configs;
+}
+
+}  // namespace
+
+CudnnConvPlan::~CudnnConvPlan() {
+  if (plan_ != nullptr) (void)lib_->cudnnBackendDestroyDescriptor(plan_);
+}
+
+Result<std::unique_ptr<CudnnConvPlan>> CudnnConvPlan::create(const CudnnLibrary& lib, cudnnHandle_t handle,
+                                                             const ConvPlanKey& key) {
+  PLANRT_ASSIGN_OR_RETURN(Descriptor graph, convolution_graph(lib, handle, key));
+  // cuDNN's ranking first (mode A), then its fallback list, which holds the engines that need
+  // little or no workspace (a 2x2 stride-2 bf16 convolution found none within its budget in
+  // mode A's list); in each, precompiled engines before ones compiled at run time.
+  int64_t ranked = 0, smallest_need = -1;  // for the error: configs seen, least workspace over budget
+  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    Result<std::vector<Descriptor>> configs = ranked_configs(lib, graph.get(), mode);
+    if (!configs.ok()) {
+      if (mode == CUDNN_HEUR_MODE_A) return configs.status();
+      continue;
     }
-    if (smallest_need >= 0) break;  // engines exist; the budget is what is short
+    ranked += static_cast<int64_t>(configs->size());
+    for (bool runtime_compilation : {false, true}) {
+      for (const Descriptor& config : *configs) {
+        if (!engine_suits(lib, config.get(), key, runtime_compilation)) continue;
+        PLANRT_ASSIGN_OR_RETURN(Descriptor plan,
+                                Descriptor::make(lib, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan"));
+        cudnnBackendDescriptor_t cd = config.get();
+        if (!plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle, 1, "the plan's handle").ok() ||
+            !plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, &cd, 1, "the config")
+                 .ok() ||
+            !plan.finalize("execution plan").ok()) {
+          continue;  // this engine cannot take the shape; the next may
+        }
+        int64_t workspace = 0, got = 0;
+        if (lib.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                         &got, &workspace) != CUDNN_STATUS_SUCCESS ||
+            workspace < 0) {
+          continue;
+        }
+        if (static_cast<uint64_t>(workspace) > key.workspace_budget) {
+          if (smallest_need < 0 || workspace < smallest_need) smallest_need = workspace;
+          continue;
+        }
+        auto out = std::unique_ptr<CudnnConvPlan>(new CudnnConvPlan());
+        out->lib_ = &lib;
+        out->plan_ = plan.release();
+        out->workspace_bytes_ = static_cast<uint64_t>(workspace);
+        return out;
+      }
+    }
   }
   return make_error(ErrorCode::NotSupported,
                     "conv2d: cuDNN has no engine for the convolution of [{}, {}, {}, {}] by [{}, {}, {}, {}] (groups {}) "
                     "within its planned workspace of {} bytes ({} engine configs ranked{})",
                     key.n, key.c, key.h, key.w, key.k, key.c / key.groups, key.kh, key.kw, key.groups,
-                    key.workspace_budget, returned,
+                    key.workspace_budget, ranked,
                     smallest_need >= 0 ? fmt::format("; the smallest that suits needs {} bytes", smallest_need) : "");
 }
 

@@ -43,6 +43,7 @@ const std::vector<ConvCase>& conv_cases() {
       {{1, 12, 9, 13}, {24, 4, 3, 3}, {2, 1}, {1, 0, 2, 1}, {1, 1}, 3, true, false},  // asymmetric
       {{1, 4, 12, 12}, {6, 4, 3, 2}, {1, 2}, {2, 1, 2, 1}, {2, 3}, 1, false, false},  // dilations
       {{2, 3, 32, 32}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, true, true},   // a stem
+      {{2, 96, 28, 28}, {192, 96, 2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, true, false},  // patchify (convnext)
   };
   return cases;
 }
