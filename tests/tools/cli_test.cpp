@@ -630,6 +630,12 @@ TEST_F(CliTest, InspectShowsEachEnginesProfileAndScratch) {
     EXPECT_EQ(e["shared_scratch"], false);
     EXPECT_EQ(e["profile"], nlohmann::json::parse(R"([{"dim": "S", "min": 1, "max": 16}])"));
     EXPECT_EQ(e["scratch_bytes"], m["segments"][i]["scratch_bytes"]);
+    // The plan's lower bound and ratio: a bound at most the plan, the ratio theirs.
+    const uint64_t bound = e["scratch_lower_bound_bytes"].get<uint64_t>();
+    EXPECT_GT(bound, 0u);
+    EXPECT_LE(bound, e["scratch_bytes"].get<uint64_t>());
+    EXPECT_DOUBLE_EQ(e["scratch_ratio"].get<double>(),
+                     static_cast<double>(e["scratch_bytes"].get<uint64_t>()) / static_cast<double>(bound));
     sum += e["scratch_bytes"].get<uint64_t>();
   }
   // The wider block asks for more.
@@ -640,7 +646,9 @@ TEST_F(CliTest, InspectShowsEachEnginesProfileAndScratch) {
   CommandResult text = planrt("inspect " + prog);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("  engines\n"), std::string::npos) << text.out;
-  std::string first = fmt::format("{} B, private)  profile S in [1, 16]", m["engines"][0]["scratch_bytes"].get<uint64_t>());
+  std::string first = fmt::format("{} B, private)  lower bound ", m["engines"][0]["scratch_bytes"].get<uint64_t>());
+  EXPECT_NE(text.out.find(first), std::string::npos) << text.out;
+  first = fmt::format("ratio {:.3f}  profile S in [1, 16]", m["engines"][0]["scratch_ratio"].get<double>());
   EXPECT_NE(text.out.find(first), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("block1"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("compile specs"), std::string::npos) << text.out;
