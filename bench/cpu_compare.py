@@ -20,9 +20,9 @@ measure (issue 23: at most 0.9).
       [--models encoder bert6 resnet18 mobilenet_v3_small] [--seq 1 16 128 512]
       [--batch 1 8] [--threads 1 2] [--iterations 30]
       [--warmup 3] [--rounds 2] [--ort-dir ~/.cache/planrt/onnxruntime-node] [--out FILE.jsonl]
-      [--smoke]   # one tiny block at S 16, 1 thread, 3 iterations: checks the path and the
-                  # outputs (relative error <= 1e-4), judges no speed; ONNX Runtime only when
-                  # already installed
+      [--smoke]   # one tiny block at S 16 and mobilenet_v3_small at N 1, 1 thread, 3
+                  # iterations: checks both kinds of model and the outputs (relative error
+                  # <= 1e-4), judges no speed; ONNX Runtime only when already installed
 
 Exit 1 when a runtime fails or an output disagrees with float64 by more than 1e-4.
 """
@@ -109,8 +109,9 @@ def main():
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args()
     if args.smoke:
-        args.models, args.threads, args.iterations, args.warmup, args.rounds = ["tiny"], [1], 3, 1, 1
-        seqs = {"tiny": [16]}
+        args.models, args.threads, args.iterations, args.warmup, args.rounds = (
+            ["tiny", "mobilenet_v3_small"], [1], 3, 1, 1)
+        seqs = {"tiny": [16], "mobilenet_v3_small": [1]}
     else:
         seqs = {m: args.batch if models.is_vision(m) else args.seq or ([1, 16, 128, 512] if m == "encoder" else [128])
                 for m in args.models}
