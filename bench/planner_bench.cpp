@@ -50,6 +50,7 @@ struct Options {
   bool smoke = false;
   std::string cases_dir;   // --cases-dir: the CSV cases (planner_csv.h) instead of the families
   double budget_ms = 1000; // --budget-ms: the search's budget per CSV case
+  bool minimize = false;   // --minimize: the CSV cases' capacity is not the search's good-enough arena
 };
 
 // One planner to benchmark: plan_memory(kind), or one greedy ordering alone.
@@ -187,6 +188,8 @@ int main(int argc, char** argv) {
       opt.cases_dir = argv[i] + 12;
     } else if (std::strncmp(argv[i], "--budget-ms=", 12) == 0) {
       opt.budget_ms = std::strtod(argv[i] + 12, nullptr);
+    } else if (std::strcmp(argv[i], "--minimize") == 0) {
+      opt.minimize = true;
     } else if (std::strncmp(argv[i], "--device-note=", 14) == 0) {
       opt.device_note = argv[i] + 14;
     } else if (parse_size(argv[i], "--cases", &opt.cases) ||
@@ -199,7 +202,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--smoke] [--out=PATH] [--command=TEXT] [--device-note=TEXT] [--cases=N] [--min-tensors=N] [--max-tensors=N] "
-                   "[--large-cases=N] [--large-tensors=N] [--reps=N] | --cases-dir=DIR [--budget-ms=N] [--out=PATH]\n",
+                   "[--large-cases=N] [--large-tensors=N] [--reps=N] | --cases-dir=DIR [--budget-ms=N] [--minimize] [--out=PATH]\n",
                    argv[0]);
       return 2;
     }
@@ -221,7 +224,7 @@ int main(int argc, char** argv) {
   if (!opt.command.empty()) command = opt.command;
   if (!opt.cases_dir.empty()) {
     planrt::bench::CsvRunContext context{commit, json_escape(command), json_escape(device),
-                                         opt.budget_ms, out};
+                                         opt.budget_ms, opt.minimize, out};
     const bool ok = planrt::bench::run_csv_cases(opt.cases_dir, context);
     if (out != nullptr && std::fclose(out) != 0) return 1;
     return ok ? 0 : 1;

@@ -24,14 +24,21 @@ struct Problem {
 
 // Static orders that rank the tensors for the search's tie-breaks, most constrained first,
 // each a precedence of keys, all descending: L the largest section load the tensor is part
-// of, A its area (size x lifetime), C the sections its lifetime spans, W its lifetime. The
-// search tries them in turn under a node limit that doubles every round (restarts): one
-// fixed order can spend the whole budget under one early mistake, and which order finds a
-// packing first differs from case to case.
-constexpr const char* kPreorders[] = {"AL", "LA", "LCA", "CAL", "LAC"};
-using Preorder = const char*;
-
-std::vector<uint32_t> preorder_rank(const struct Problem& p, Preorder keys);
+// of, A its area (size x lifetime), C the sections its lifetime spans, W its lifetime. A
+// `dynamic` order ranks each group again when the search splits (decomposition), with L
+// taken over the bytes still unplaced there. The search tries the orders in turn under a
+// node limit that doubles every round (restarts): which order finds a packing first differs
+// by orders of magnitude from case to case (on the MiniMalloc cases one order packs H in
+// 353 nodes where another has not in millions; bench/results/planner_cases.jsonl), so a
+// portfolio under doubling limits costs about the order count times the best order's time.
+struct Preorder {
+  const char* keys;
+  bool dynamic;
+};
+constexpr Preorder kPreorders[] = {
+    {"WAL", true},  {"AL", false}, {"LCA", true},  {"LAW", false}, {"CAL", true},  {"LWA", false},
+    {"WAL", false}, {"AL", true},  {"LCA", false}, {"LAW", true},  {"CAL", false}, {"LWA", true},
+};
 
 Problem make_problem(std::span<const TensorLifetime> tensors, uint64_t alignment) {
   Problem p;
@@ -83,27 +90,89 @@ Problem make_problem(std::span<const TensorLifetime> tensors, uint64_t alignment
   return p;
 }
 
-std::vector<uint32_t> preorder_rank(const Problem& p, Preorder keys) {
-  const size_t n = p.ids.size();
-  std::vector<uint32_t> by(n);
-  for (uint32_t i = 0; i < n; ++i) by[i] = i;
+// Sorts `tensors` by the order's keys (descending; ties by index), `load` giving key L.
+template <typename Load>
+void sort_by_keys(const Problem& p, const char* keys, Load load, std::vector<uint32_t>& tensors) {
   auto key = [&](uint32_t i, char k) -> uint64_t {
     switch (k) {
-      case 'L': return p.load[i];
+      case 'L': return load(i);
       case 'W': return p.span[i];
       case 'C': return p.section_end[i] - p.section_begin[i];
       default: return p.size[i] * (p.span[i] + 1);  // area
     }
   };
-  std::sort(by.begin(), by.end(), [&](uint32_t a, uint32_t b) {
+  std::sort(tensors.begin(), tensors.end(), [&](uint32_t a, uint32_t b) {
     for (const char* k = keys; *k != 0; ++k) {
-      if (key(a, *k) != key(b, *k)) return key(a, *k) > key(b, *k);
+      const uint64_t ka = key(a, *k), kb = key(b, *k);
+      if (ka != kb) return ka > kb;
     }
     return a < b;
   });
-  std::vector<uint32_t> rank(n);
-  for (uint32_t r = 0; r < n; ++r) rank[by[r]] = r;
+}
+
+std::vector<uint32_t> preorder_rank(const Problem& p, const char* keys) {
+  std::vector<uint32_t> by(p.ids.size());
+  for (uint32_t i = 0; i < by.size(); ++i) by[i] = i;
+  sort_by_keys(p, keys, [&](uint32_t i) { return p.load[i]; }, by);
+  std::vector<uint32_t> rank(by.size());
+  for (uint32_t r = 0; r < by.size(); ++r) rank[by[r]] = r;
   return rank;
+}
+
+// Group states proven to have no packing within the capacity (see Search::solve_groups),
+// kept across the restarts of one decision: a 128-bit key per state in an open-addressing
+// table that doubles up to kMaxSlots and then stops taking entries (a refutation forgotten
+// costs time, never a wrong answer). Two states share a key with probability ~2^-128.
+class RefutationTable {
+ public:
+  struct Key {
+    uint64_t a = 0, b = 0;
+  };
+  bool contains(Key k) const {
+    if (slots_.empty()) return false;
+    for (size_t i = k.a & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].a == 0 && slots_[i].b == 0) return false;
+      if (slots_[i].a == k.a && slots_[i].b == k.b) return true;
+    }
+  }
+  void insert(Key k) {
+    if (k.a == 0 && k.b == 0) k.a = 1;  // (0, 0) marks an empty slot
+    if ((used_ + 1) * 2 > slots_.size()) {
+      if (slots_.size() >= kMaxSlots) return;
+      grow();
+    }
+    for (size_t i = k.a & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].a == k.a && slots_[i].b == k.b) return;
+      if (slots_[i].a == 0 && slots_[i].b == 0) {
+        slots_[i] = k;
+        ++used_;
+        return;
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxSlots = size_t{1} << 21;  // 32 MiB
+  void grow() {
+    std::vector<Key> old = std::move(slots_);
+    slots_.assign(old.empty() ? 4096 : old.size() * 2, Key{});
+    mask_ = slots_.size() - 1;
+    used_ = 0;
+    for (const Key& k : old) {
+      if (k.a != 0 || k.b != 0) insert(k);
+    }
+  }
+  std::vector<Key> slots_;
+  size_t mask_ = 0;
+  size_t used_ = 0;
+};
+
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
 }
 
 enum class Outcome { Found, Impossible, OutOfTime, NodeLimit };
@@ -112,18 +181,26 @@ enum class Outcome { Found, Impossible, OutOfTime, NodeLimit };
 //
 // Decomposition: once the unplaced tensors of a scope split into groups whose lifetimes do
 // not meet (no unplaced lifetime crosses some point in time), the groups are independent:
-// each is searched on its own, from the same state, and the scope fails as soon as one group
-// does. Without it the search would interleave the groups' choices and revisit each group's
-// failures once per arrangement of the others.
+// each is searched on its own and the scope fails as soon as one group does. Without it the
+// search would interleave the groups' choices and revisit each group's failures once per
+// arrangement of the others. A group after a split starts its own canonical order (offsets
+// from 0, as MiniMalloc's sub-problems do): its tensors meet none of the other groups'.
+//
+// Refutations: a group that fails with its search complete is recorded by its state (its
+// tensors and their floors, plus the last offset and the ranks where those constrain it);
+// the same state met again, under any later choice or restart, fails at once. A group
+// started afresh after a split has a state that does not depend on the order, so its
+// refutation holds for every order of the portfolio.
 class Search {
  public:
-  Search(const Problem& p, uint64_t capacity, const std::vector<uint32_t>& rank,
-         Clock::time_point deadline, int64_t node_limit)
-      : p_(p), capacity_(capacity), rank_(rank), deadline_(deadline), node_limit_(node_limit) {
+  Search(const Problem& p, uint64_t capacity, std::vector<uint32_t> rank, const Preorder& order,
+         Clock::time_point deadline, int64_t node_limit, RefutationTable& refuted)
+      : p_(p), capacity_(capacity), rank_(std::move(rank)), order_(order), deadline_(deadline),
+        node_limit_(node_limit), refuted_(refuted) {
     const size_t n = p.ids.size();
     floor_.assign(n, 0);
     offset_.assign(n, 0);
-    placed_.assign(n, false);
+    placed_.assign(n, 0);
     section_floor_.assign(p.sections, 0);
     section_unplaced_.assign(p.sections, 0);
     section_stamp_.assign(p.sections, 0);
@@ -162,6 +239,7 @@ class Search {
   bool solve_groups(const std::vector<uint32_t>& scope) {
     if (scope.empty()) return true;
     const size_t trail_mark = trail_.size();
+    const size_t rank_mark = rank_undo_.size();
     const uint64_t saved_offset = last_offset_;
     const int64_t saved_rank = last_rank_;
     size_t begin = 0;
@@ -174,11 +252,28 @@ class Search {
         reach = std::max(reach, p_.section_end[scope[k]]);
         continue;
       }
+      const bool split = begin != 0 || k != scope.size();
       group.assign(scope.begin() + static_cast<std::ptrdiff_t>(begin),
                    scope.begin() + static_cast<std::ptrdiff_t>(k));
-      last_offset_ = saved_offset;  // every group starts from the state the split found
-      last_rank_ = saved_rank;
-      if (!solve(group)) {
+      if (split) {
+        last_offset_ = 0;
+        last_rank_ = -1;
+        if (order_.dynamic) rerank(group);
+      } else {
+        last_offset_ = saved_offset;
+        last_rank_ = saved_rank;
+      }
+      const RefutationTable::Key key = state_key(group);
+      bool solved = false;
+      if (!refuted_.contains(key)) {
+        solved = solve(group);
+        if (!solved && stopped_ == Outcome::Impossible) refuted_.insert(key);
+      }
+      if (!solved) {
+        while (rank_undo_.size() > rank_mark) {
+          rank_[rank_undo_.back().first] = rank_undo_.back().second;
+          rank_undo_.pop_back();
+        }
         undo_to(trail_mark);
         last_offset_ = saved_offset;
         last_rank_ = saved_rank;
@@ -192,6 +287,40 @@ class Search {
     return true;
   }
 
+  // What a group's search depends on: its tensors and their floors (a section's floor is the
+  // lowest floor among its unplaced tensors, see place()), and, unless it starts afresh, the
+  // last offset and the ranks that break ties at it.
+  RefutationTable::Key state_key(const std::vector<uint32_t>& group) const {
+    const bool fresh = last_offset_ == 0 && last_rank_ < 0;
+    RefutationTable::Key k{fresh ? 0x5bd1e995u : mix(last_offset_ + 1) ^ mix(static_cast<uint64_t>(last_rank_ + 2) << 32),
+                           fresh ? 0x27d4eb2fu : mix(last_offset_ ^ 0x9e3779b97f4a7c15ull) + static_cast<uint64_t>(last_rank_ + 2)};
+    for (uint32_t i : group) {
+      const uint64_t r = fresh ? 0 : rank_[i] + 1;
+      const uint64_t x = mix((static_cast<uint64_t>(i) << 32 | r) ^ mix(floor_[i]));
+      k.a += x;
+      k.b += mix(x ^ 0xd6e8feb86659fd93ull);
+    }
+    return k;
+  }
+
+  // Ranks the group's tensors again by the order's keys over the bytes still unplaced, in
+  // the rank slots they held (so their ranks stay distinct from everyone else's).
+  void rerank(const std::vector<uint32_t>& group) {
+    rerank_by_.assign(group.begin(), group.end());
+    rerank_slots_.clear();
+    for (uint32_t i : group) rerank_slots_.push_back(rank_[i]);
+    std::sort(rerank_slots_.begin(), rerank_slots_.end());
+    sort_by_keys(p_, order_.keys, [&](uint32_t i) {
+      uint64_t load = 0;
+      for (uint32_t s = p_.section_begin[i]; s < p_.section_end[i]; ++s) load = std::max(load, section_unplaced_[s]);
+      return load;
+    }, rerank_by_);
+    for (size_t r = 0; r < rerank_by_.size(); ++r) {
+      rank_undo_.push_back({rerank_by_[r], rank_[rerank_by_[r]]});
+      rank_[rerank_by_[r]] = rerank_slots_[r];
+    }
+  }
+
   // One group: its lifetimes form one connected stretch of time.
   bool solve(const std::vector<uint32_t>& scope) {
     ++nodes_;
@@ -199,9 +328,11 @@ class Search {
     if ((nodes_ & 1023) == 0 && Clock::now() > deadline_) stopped_ = Outcome::OutOfTime;
     if (stopped_ != Outcome::Impossible) return false;
     uint32_t first_section = UINT32_MAX, last_section = 0;
+    uint64_t lowest_top = UINT64_MAX;
     for (uint32_t i : scope) {
       first_section = std::min(first_section, p_.section_begin[i]);
       last_section = std::max(last_section, p_.section_end[i]);
+      lowest_top = std::min(lowest_top, floor_[i] + p_.size[i]);
     }
     // Every section's unplaced tensors stack above its floor (see place()) and the last
     // offset: that plus their sizes must fit.
@@ -211,8 +342,6 @@ class Search {
         return false;
       }
     }
-    uint64_t lowest_top = UINT64_MAX;
-    for (uint32_t i : scope) lowest_top = std::min(lowest_top, floor_[i] + p_.size[i]);
     // Candidates: at their floor, not below the last offset (at it, after the last one's
     // rank), within the capacity, and below the lowest top any unplaced tensor could have
     // (dominance: a tensor placed at or above it leaves a gap that tensor could fill first;
@@ -234,7 +363,14 @@ class Search {
       const size_t mark = trail_.size();
       const uint64_t saved_offset = last_offset_;
       const int64_t saved_rank = last_rank_;
+      const size_t floors_before = floor_undo_.size();
       place(c);
+      // Nothing unplaced had its floor raised: every tensor that meets `c` already sits
+      // above its top. In any packing of this node whose next tensors are the candidates
+      // after `c`, `c` can drop to its floor here and go first, so those packings are
+      // among the ones just searched (MiniMalloc's "hatless" pruning, for any tensor
+      // nothing can come to rest on rather than only one nothing unplaced meets).
+      const bool nothing_rests_on_it = floor_undo_.size() == floors_before;
       rest.clear();
       for (uint32_t i : scope) {
         if (i != c) rest.push_back(i);
@@ -243,7 +379,7 @@ class Search {
       undo_to(mark);
       last_offset_ = saved_offset;
       last_rank_ = saved_rank;
-      if (stopped_ != Outcome::Impossible) return false;
+      if (stopped_ != Outcome::Impossible || nothing_rests_on_it) return false;
     }
     return false;
   }
@@ -256,7 +392,7 @@ class Search {
     const uint64_t at = floor_[c];
     const uint64_t top = at + p_.size[c];
     offset_[c] = at;
-    placed_[c] = true;
+    placed_[c] = 1;
     last_offset_ = at;
     last_rank_ = rank_[c];
     ++stamp_;
@@ -305,23 +441,26 @@ class Search {
       for (uint32_t s = p_.section_begin[t.tensor]; s < p_.section_end[t.tensor]; ++s) {
         section_unplaced_[s] += p_.size[t.tensor];
       }
-      placed_[t.tensor] = false;
+      placed_[t.tensor] = 0;
       trail_.pop_back();
     }
   }
 
   const Problem& p_;
   const uint64_t capacity_;
-  const std::vector<uint32_t>& rank_;
+  std::vector<uint32_t> rank_;  // the order's ranks; a dynamic order re-ranks groups
+  const Preorder order_;
   const Clock::time_point deadline_;
   const int64_t node_limit_;
+  RefutationTable& refuted_;
   std::vector<uint64_t> floor_;   // per tensor: highest top of placed tensors meeting it
   std::vector<uint64_t> offset_;
-  std::vector<bool> placed_;
+  std::vector<uint8_t> placed_;
   std::vector<uint64_t> section_floor_;     // the lowest an unplaced tensor there can go
   std::vector<uint64_t> section_unplaced_;  // bytes of unplaced tensors in the section
   std::vector<uint64_t> section_stamp_;     // place(): sections already refreshed
   std::vector<uint32_t> touched_;
+  std::vector<uint32_t> rerank_by_, rerank_slots_;
   uint64_t stamp_ = 0;
   uint64_t last_offset_ = 0;
   int64_t last_rank_ = -1;
@@ -329,6 +468,7 @@ class Search {
   std::vector<std::vector<uint32_t>> group_pool_, cand_pool_, rest_pool_;
   std::vector<std::pair<uint32_t, uint64_t>> floor_undo_;
   std::vector<std::pair<uint32_t, uint64_t>> section_undo_;
+  std::vector<std::pair<uint32_t, uint32_t>> rank_undo_;
   int64_t nodes_ = 0;
   Outcome stopped_ = Outcome::Impossible;  // NodeLimit or OutOfTime once the search must stop
 };
@@ -336,13 +476,16 @@ class Search {
 // Whether an arena of at most `capacity` exists: the preorders in turn, each under a node
 // limit that doubles every round, until one finds a plan or proves there is none (a search
 // that finishes within its limit has seen every canonical plan under its order).
+// Refutations are shared by every search of one capacity (they hold for any smaller one too,
+// but each decision starts its own table to bound the memory).
 Outcome decide(const Problem& p, const std::vector<std::vector<uint32_t>>& ranks, uint64_t capacity,
                Clock::time_point deadline, std::vector<uint64_t>& offsets, int64_t& nodes) {
+  RefutationTable refuted;
   int64_t limit = static_cast<int64_t>(p.ids.size());
   while (true) {
     limit *= 2;
-    for (const std::vector<uint32_t>& rank : ranks) {
-      Search search(p, capacity, rank, deadline, limit);
+    for (size_t o = 0; o < ranks.size(); ++o) {
+      Search search(p, capacity, ranks[o], kPreorders[o], deadline, limit, refuted);
       const Outcome outcome = search.run();
       nodes += search.nodes();
       if (outcome == Outcome::Found) offsets = search.offsets();
@@ -360,12 +503,13 @@ std::string_view search_stop_name(SearchStop stop) {
     case SearchStop::ProvenOptimal: return "proven-optimal";
     case SearchStop::TimeBudget: return "time-budget";
     case SearchStop::TooLarge: return "too-large";
+    case SearchStop::Enough: return "good-enough";
   }
   return "?";
 }
 
 SearchReport improve_plan(std::span<const TensorLifetime> tensors, uint64_t alignment,
-                          double budget_ms, MemoryPlan& plan) {
+                          double budget_ms, MemoryPlan& plan, uint64_t enough_bytes) {
   const auto start = Clock::now();
   SearchReport report;
   report.greedy_arena_bytes = plan.arena_bytes;
@@ -374,34 +518,44 @@ SearchReport improve_plan(std::span<const TensorLifetime> tensors, uint64_t alig
     report.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     return report;
   };
-  if (plan.arena_bytes <= plan.lower_bound_bytes || budget_ms <= 0) {
-    return finish(plan.arena_bytes <= plan.lower_bound_bytes ? SearchStop::LowerBound
-                                                             : SearchStop::NotRun);
+  if (plan.arena_bytes <= plan.lower_bound_bytes) return finish(SearchStop::LowerBound);
+  if (enough_bytes > plan.lower_bound_bytes && plan.arena_bytes <= enough_bytes) {
+    return finish(SearchStop::Enough);
   }
+  if (budget_ms <= 0) return finish(SearchStop::NotRun);
   size_t sized = 0;
   for (const TensorLifetime& t : tensors) sized += t.size_bytes != 0;
   if (sized > kMaxSearchTensors) return finish(SearchStop::TooLarge);
 
   const Problem problem = make_problem(tensors, alignment);
   std::vector<std::vector<uint32_t>> ranks;
-  for (Preorder order : kPreorders) ranks.push_back(preorder_rank(problem, order));
+  for (const Preorder& order : kPreorders) ranks.push_back(preorder_rank(problem, order.keys));
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double, std::milli>(budget_ms));
-  // Targets: the lower bound first (most plans that can reach it do, and its search prunes
-  // hardest), then halfway between the lowest target not yet tried and the best arena found.
-  // Each search gets half the time left, so a target too hard to decide leaves time for
-  // looser ones; an undecided target is not proven impossible.
+  // Targets: the caller's good-enough arena, if it gave one above the bound, with half the
+  // budget; then the lower bound, with three quarters of what is left (most plans that can
+  // reach it do, and its search prunes hardest); then halfway between the lowest target not
+  // yet tried and the best arena found, each with half the time left, so a target too hard
+  // to decide leaves time for looser ones. An undecided target is not proven impossible.
   uint64_t proven_impossible = plan.lower_bound_bytes - 1;
   uint64_t next_low = plan.lower_bound_bytes;
-  bool first = true;
+  int round = 0;
+  bool tried_bound = false;
   while (next_low < plan.arena_bytes) {
     const auto now = Clock::now();
     if (now >= deadline) break;
-    const uint64_t target = first ? next_low : next_low + (plan.arena_bytes - 1 - next_low) / 2;
-    first = false;
+    uint64_t target = next_low + (plan.arena_bytes - 1 - next_low) / 2;
+    auto until = now + (deadline - now) / 2;
+    if (round == 0 && enough_bytes > next_low) {
+      target = enough_bytes;  // below the greedy arena, or the search would not run
+    } else if (!tried_bound) {
+      target = next_low;
+      until = now + (deadline - now) * 3 / 4;
+      tried_bound = true;
+    }
+    ++round;
     std::vector<uint64_t> offsets;
-    const Outcome outcome =
-        decide(problem, ranks, target, now + (deadline - now) / 2, offsets, report.nodes);
+    const Outcome outcome = decide(problem, ranks, target, until, offsets, report.nodes);
     if (outcome != Outcome::Found) {
       if (outcome == Outcome::Impossible) {  // no arena up to target: none below either
         proven_impossible = std::max(proven_impossible, target);
@@ -417,6 +571,7 @@ SearchReport improve_plan(std::span<const TensorLifetime> tensors, uint64_t alig
     }
     plan.arena_bytes = arena;  // tops are multiples of the alignment: already aligned
     if (arena <= plan.lower_bound_bytes) return finish(SearchStop::LowerBound);
+    if (arena <= enough_bytes) return finish(SearchStop::Enough);
   }
   if (proven_impossible + 1 >= plan.arena_bytes) return finish(SearchStop::ProvenOptimal);
   return finish(SearchStop::TimeBudget);

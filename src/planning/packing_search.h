@@ -11,16 +11,29 @@
 //
 // Pruning: time is cut into sections between lifetime ends; a section's unplaced tensors all
 // meet each other, so they stack above max(the section's top, the last offset placed): that
-// plus their sizes must fit the capacity searched for. Candidates go lowest floor first,
-// then larger size, then longer lifetime, then id: the greedy's order of preference.
+// plus their sizes must fit the capacity searched for. A tensor placed at or above the
+// lowest top any unplaced tensor could reach is skipped (that one could fill the gap
+// first). When a placed tensor raised no unplaced tensor's floor (nothing can come to rest
+// on it) and its subtree failed, the node fails: any packing of it could drop that tensor
+// to where it was tried. Once the unplaced tensors split into groups whose lifetimes do not
+// meet, each is searched on its own, from offset 0 in its own canonical order. A group that
+// fails with its search complete is remembered by its state (its tensors and floors, and
+// the last offset and ranks where they constrain it), and the same state met again fails at
+// once, under any later choice or restart.
 //
-// The driver (improve_plan) asks for the lower bound first; if that is proven impossible, it
-// halves the interval between what is proven impossible and the best arena found, until the
-// two meet (the best is then proven optimal) or the time budget is spent. Deterministic:
-// the same input and budget give the same plan except where the budget cuts a search short
-// (the clock decides how far it got). Cost: exponential in the worst case (the problem is
-// NP-hard); memory O(n^2) for the tensors' conflict lists, so it runs only up to
-// kMaxSearchTensors tensors with a size. Figures: bench/results/planner_cases.jsonl.
+// Order: candidates go lowest floor first, then by a static rank; twelve ranks (six key
+// orders over section load, area, sections spanned and lifetime, each static or re-ranked at
+// every split by the bytes still unplaced) take turns under a node limit that doubles each
+// round (restarts), because which one packs a case first varies by orders of magnitude.
+//
+// The driver (improve_plan) tries the caller's good-enough arena first if it gave one, then
+// the lower bound; if that is not found, it halves the interval between what is proven
+// impossible and the best arena found, until the two meet (the best is then proven optimal)
+// or the time budget is spent. Deterministic: the same input and budget give the same plan
+// except where the budget cuts a search short (the clock decides how far it got). Cost:
+// exponential in the worst case (the problem is NP-hard); memory O(n^2) for the tensors'
+// conflict lists, so it runs only up to kMaxSearchTensors tensors with a size, plus at most
+// 32 MiB of remembered states. Figures: bench/results/planner_cases.jsonl.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +52,7 @@ enum class SearchStop {
   ProvenOptimal,  // every smaller arena was proven impossible
   TimeBudget,     // the budget ran out first: the best plan found, not proven optimal
   TooLarge,       // more than kMaxSearchTensors tensors with a size: the greedy plan stands
+  Enough,         // a plan at or below the caller's good-enough arena (not proven optimal)
 };
 
 std::string_view search_stop_name(SearchStop stop);  // "not-run", "lower-bound", ...
@@ -53,8 +67,11 @@ struct SearchReport {
 
 // Improves `plan` (a valid plan of `tensors` at `alignment`, with its lower bound set) in
 // place within `budget_ms` of wall time; `plan` stays valid throughout. The result satisfies
-// verify_plan.
+// verify_plan. `enough_bytes` (0: none): an arena the caller is content with, such as a
+// memory's capacity; the search stops at the first plan at or below it, after trying the
+// lower bound first. Memory: the tensors' conflict lists, O(n^2) at worst, and a table of
+// refuted states of at most 32 MiB.
 SearchReport improve_plan(std::span<const TensorLifetime> tensors, uint64_t alignment,
-                          double budget_ms, MemoryPlan& plan);
+                          double budget_ms, MemoryPlan& plan, uint64_t enough_bytes = 0);
 
 }  // namespace planrt::planning

@@ -97,6 +97,20 @@ TEST(PackingSearch, ReachesPerfectPackingsTheGreedyMisses) {
   EXPECT_GT(greedy_missed, 0) << "the instances must include some the greedy cannot pack";
 }
 
+// The prunings (dominance, nothing-rests-on-it, refuted states, fresh groups after a split)
+// must never cut every perfect packing away: 300 smaller cut instances, each packed at its
+// bound.
+TEST(PackingSearch, PrunesNoInstanceAwayFromItsPerfectPacking) {
+  for (uint32_t seed = 100; seed < 400; ++seed) {
+    const std::vector<TensorLifetime> t = perfect_instance(seed, 14, 24, 96);
+    MemoryPlan plan = start_plan(t, 1);
+    ASSERT_EQ(plan.lower_bound_bytes, 96u);
+    const SearchReport r = improve_plan(t, 1, 60000, plan);
+    EXPECT_EQ(r.stop, SearchStop::LowerBound) << "seed " << seed;
+    EXPECT_TRUE(verify_plan(t, plan, 1).ok()) << "seed " << seed;
+  }
+}
+
 // (Random instances this small pack at the lower bound: 2 million of up to 8 tensors tried
 // had none above it, so the optimum check below is of the plan, and the proof of optimality
 // is tested with a weaker bound in ProvesOptimalityAboveTheBoundItWasGiven.)
@@ -132,6 +146,29 @@ TEST(PackingSearch, ProvesOptimalityAboveTheBoundItWasGiven) {
   EXPECT_EQ(plan.arena_bytes, 64u * 20);
   EXPECT_EQ(r.proven_impossible_bytes, 64u * 20 - 1);
   EXPECT_TRUE(verify_plan(t, plan, 64).ok());
+}
+
+// A good-enough arena between the bound and the greedy plan: the search stops at the first
+// plan within it and says so; one at or above the greedy plan needs no search at all.
+TEST(PackingSearch, StopsAtTheGoodEnoughArena) {
+  int tried = 0;
+  for (uint32_t seed = 1; seed <= 30 && tried < 5; ++seed) {
+    const std::vector<TensorLifetime> t = perfect_instance(seed, 24, 40, 1000);
+    MemoryPlan plan = start_plan(t, 1);
+    if (plan.arena_bytes <= plan.lower_bound_bytes + 1) continue;
+    ++tried;
+    const uint64_t enough = plan.lower_bound_bytes + (plan.arena_bytes - plan.lower_bound_bytes) / 2;
+    const SearchReport r = improve_plan(t, 1, 60000, plan, enough);
+    EXPECT_TRUE(r.stop == SearchStop::Enough || r.stop == SearchStop::LowerBound) << "seed " << seed;
+    EXPECT_LE(plan.arena_bytes, enough) << "seed " << seed;
+    EXPECT_TRUE(verify_plan(t, plan, 1).ok()) << "seed " << seed;
+
+    MemoryPlan greedy = start_plan(t, 1);
+    const SearchReport none = improve_plan(t, 1, 60000, greedy, greedy.arena_bytes);
+    EXPECT_EQ(none.stop, SearchStop::Enough);
+    EXPECT_EQ(none.nodes, 0);
+  }
+  EXPECT_EQ(tried, 5) << "the instances must include some the greedy cannot pack";
 }
 
 TEST(PackingSearch, ZeroBudgetChangesNothing) {
@@ -170,6 +207,7 @@ TEST(PackingSearch, StopNamesAreStable) {
   EXPECT_EQ(search_stop_name(SearchStop::ProvenOptimal), "proven-optimal");
   EXPECT_EQ(search_stop_name(SearchStop::TimeBudget), "time-budget");
   EXPECT_EQ(search_stop_name(SearchStop::TooLarge), "too-large");
+  EXPECT_EQ(search_stop_name(SearchStop::Enough), "good-enough");
 }
 
 }  // namespace
