@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <span>
 #include <vector>
 #include <numeric>
@@ -106,12 +105,56 @@ std::vector<size_t> greedy_order(std::span<const TensorLifetime> tensors, Greedy
   return order;
 }
 
-// The placed tensors whose lifetimes intersect a query lifetime, found without scanning
-// every placed tensor: those alive at the query's first use (a stabbing query on a segment
-// tree over the first-use coordinates, each placed lifetime stored in the O(log n) nodes
-// that cover it) plus those first used later within the query's lifetime (a multimap by
-// first use). The two sets are disjoint. O(log n + k) per query for k conflicts, O(log n)
-// per insertion, O(n log n) memory.
+// Byte ranges [offset, end) of placed tensors, kept as their union: disjoint, ascending,
+// touching ranges merged. The greedy's gap scan depends only on the union of its conflicts'
+// ranges, and tensors stacked on one another (the many long-lived ones of a dense graph)
+// merge into a few ranges, so a query reads far fewer ranges than it has conflicts.
+class RangeUnion {
+ public:
+  void insert(uint64_t begin, uint64_t end) {
+    // The first range that ends at or after `begin` (the ranges are disjoint and ascending,
+    // so their ends ascend too): it and those after it that start at or before `end` merge.
+    auto first = std::lower_bound(ranges_.begin(), ranges_.end(), begin,
+                                  [](const Range& r, uint64_t b) { return r.end < b; });
+    auto last = first;
+    while (last != ranges_.end() && last->begin <= end) {
+      begin = std::min(begin, last->begin);
+      end = std::max(end, last->end);
+      ++last;
+    }
+    if (first == last) {
+      ranges_.insert(first, Range{begin, end});
+    } else {
+      *first = Range{begin, end};
+      ranges_.erase(first + 1, last);
+    }
+  }
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const Range& r : ranges_) f(r.begin, r.end);
+  }
+  bool empty() const { return ranges_.empty(); }
+
+ private:
+  struct Range {
+    uint64_t begin, end;
+  };
+  std::vector<Range> ranges_;
+};
+
+struct ByteRange {
+  uint64_t offset, end;
+};
+
+// The byte ranges of the placed tensors whose lifetimes intersect a query lifetime, found
+// without scanning every placed tensor, as the union of two parts over the first-use
+// coordinates: those alive at the query's first use (a stabbing query on a segment tree,
+// each placed lifetime's range stored in the O(log n) nodes that cover it) and those first
+// used later within the query's lifetime (a segment tree by first use, each range stored in
+// the O(log n) nodes above its first use, read over the O(log n) nodes that cover the
+// query's later coordinates). Each node keeps the union of its ranges. O(log n + r) per
+// query, r the ranges read (at most the conflicts, far fewer where tensors stack), O(log^2
+// n) per insertion, O(n log n) memory at worst.
 class PlacedLifetimes {
  public:
   explicit PlacedLifetimes(std::span<const TensorLifetime> tensors) : tensors_(tensors) {
@@ -121,25 +164,42 @@ class PlacedLifetimes {
     }
     std::sort(points_.begin(), points_.end());
     points_.erase(std::unique(points_.begin(), points_.end()), points_.end());
-    nodes_.resize(points_.empty() ? 0 : 4 * points_.size());
+    alive_.resize(points_.empty() ? 0 : 4 * points_.size());
+    started_.resize(alive_.size());
   }
 
-  void insert(uint32_t id) {
+  void insert(uint32_t id, uint64_t offset, uint64_t end) {
     const TensorLifetime& t = tensors_[id];
     const size_t lo = index_of(t.first_use);
-    // The last coordinate the lifetime still covers: every point <= last_use.
-    const size_t hi = static_cast<size_t>(
-        std::upper_bound(points_.begin(), points_.end(), t.last_use) - points_.begin() - 1);
-    insert(1, 0, points_.size() - 1, lo, hi, id);
-    by_first_use_.emplace(t.first_use, id);
+    insert_alive(1, 0, points_.size() - 1, lo, last_index_within(t.last_use), offset, end);
+    size_t node = 1, l = 0, h = points_.size() - 1;
+    while (true) {
+      started_[node].insert(offset, end);
+      if (l == h) break;
+      const size_t mid = l + (h - l) / 2;
+      if (lo <= mid) {
+        node = 2 * node;
+        h = mid;
+      } else {
+        node = 2 * node + 1;
+        l = mid + 1;
+      }
+    }
   }
 
-  // Appends to `out` every placed id whose lifetime intersects `t`'s.
-  void conflicts(const TensorLifetime& t, std::vector<uint32_t>& out) const {
+  // Appends to `out` byte ranges whose union is that of every placed tensor whose lifetime
+  // intersects `t`'s, as runs each in ascending order; `runs` gets each run's end.
+  void conflict_ranges(const TensorLifetime& t, std::vector<ByteRange>& out,
+                       std::vector<size_t>& runs) const {
+    auto take = [&](const RangeUnion& u) {
+      if (u.empty()) return;
+      u.for_each([&](uint64_t b, uint64_t e) { out.push_back({b, e}); });
+      runs.push_back(out.size());
+    };
     size_t node = 1, lo = 0, hi = points_.size() - 1;
     const size_t at = index_of(t.first_use);
     while (true) {
-      out.insert(out.end(), nodes_[node].begin(), nodes_[node].end());
+      take(alive_[node]);
       if (lo == hi) break;
       const size_t mid = lo + (hi - lo) / 2;
       if (at <= mid) {
@@ -150,10 +210,8 @@ class PlacedLifetimes {
         lo = mid + 1;
       }
     }
-    for (auto it = by_first_use_.upper_bound(t.first_use);
-         it != by_first_use_.end() && it->first <= t.last_use; ++it) {
-      out.push_back(it->second);
-    }
+    const size_t last = last_index_within(t.last_use);
+    if (at + 1 <= last) read_started(1, 0, points_.size() - 1, at + 1, last, take);
   }
 
  private:
@@ -162,43 +220,76 @@ class PlacedLifetimes {
     return static_cast<size_t>(std::lower_bound(points_.begin(), points_.end(), first_use) -
                                points_.begin());
   }
+  // The last coordinate at or before `last_use` (there is one: the tensor's own first use).
+  size_t last_index_within(int64_t last_use) const {
+    return static_cast<size_t>(
+        std::upper_bound(points_.begin(), points_.end(), last_use) - points_.begin() - 1);
+  }
 
-  void insert(size_t node, size_t lo, size_t hi, size_t from, size_t to, uint32_t id) {
+  void insert_alive(size_t node, size_t lo, size_t hi, size_t from, size_t to, uint64_t offset,
+                    uint64_t end) {
     if (to < lo || hi < from) return;
     if (from <= lo && hi <= to) {
-      nodes_[node].push_back(id);
+      alive_[node].insert(offset, end);
       return;
     }
     const size_t mid = lo + (hi - lo) / 2;
-    insert(2 * node, lo, mid, from, to, id);
-    insert(2 * node + 1, mid + 1, hi, from, to, id);
+    insert_alive(2 * node, lo, mid, from, to, offset, end);
+    insert_alive(2 * node + 1, mid + 1, hi, from, to, offset, end);
+  }
+
+  template <typename F>
+  void read_started(size_t node, size_t lo, size_t hi, size_t from, size_t to, F& take) const {
+    if (to < lo || hi < from) return;
+    if (from <= lo && hi <= to) {
+      take(started_[node]);
+      return;
+    }
+    const size_t mid = lo + (hi - lo) / 2;
+    read_started(2 * node, lo, mid, from, to, take);
+    read_started(2 * node + 1, mid + 1, hi, from, to, take);
   }
 
   std::span<const TensorLifetime> tensors_;
-  std::vector<int64_t> points_;                 // distinct first uses, ascending
-  std::vector<std::vector<uint32_t>> nodes_;    // segment tree over points_, root 1
-  std::multimap<int64_t, uint32_t> by_first_use_;
+  std::vector<int64_t> points_;       // distinct first uses, ascending
+  std::vector<RangeUnion> alive_;     // segment tree over points_, root 1: lifetimes covering a node
+  std::vector<RangeUnion> started_;   // segment tree over points_: lifetimes first used in a node
 };
+
+// Sorts `ranges` by offset, given as ascending runs ending at runs[1..] (runs[0] = 0):
+// pairs of runs merged in rounds, O(r log k) for r ranges in k runs. `buffer` is scratch.
+void merge_runs(std::vector<ByteRange>& ranges, std::vector<size_t>& runs, std::vector<ByteRange>& buffer) {
+  auto by_offset = [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; };
+  while (runs.size() > 2) {
+    buffer.resize(ranges.size());
+    size_t kept = 1;
+    for (size_t k = 0; k + 1 < runs.size(); k += 2) {
+      const size_t begin = runs[k], mid = runs[k + 1];
+      const size_t end = k + 2 < runs.size() ? runs[k + 2] : mid;
+      std::merge(ranges.begin() + begin, ranges.begin() + mid, ranges.begin() + mid,
+                 ranges.begin() + end, buffer.begin() + begin, by_offset);
+      runs[kept++] = end;
+    }
+    runs.resize(kept);
+    ranges.swap(buffer);
+  }
+}
 
 // One greedy placement in the given order; arena_bytes set, lower_bound_bytes left 0.
 // Each tensor's conflicts (placed tensors alive at the same time) are taken in offset order
 // and it goes into the smallest gap between them that holds it, else above the highest.
 // Ends are aligned, so every gap starts aligned, and a gap fits exactly when it holds the
-// aligned size. Conflicts at one offset may come in any order: the first of them closes
-// the gap below, the others start at the same offset, so the scan's result is the same.
-// O(n log n + sum of k log k) for k conflicts per tensor: near linear on model graphs,
-// where few tensors are alive at once; O(n^2 log n) when everything overlaps.
+// aligned size. Ranges at one offset may come in any order: the first of them closes the
+// gap below, the others start at the same offset, so the scan's result is the same; and it
+// depends only on the union of the ranges, which is what PlacedLifetimes returns.
+// O(n log n + sum of r log r) for r ranges read per tensor.
 Result<MemoryPlan> place_greedy(std::span<const TensorLifetime> tensors, uint64_t alignment,
                                 GreedyOrder kind) {
   MemoryPlan plan;
   plan.offsets.assign(tensors.size(), 0);
-  std::vector<uint64_t> aligned_end(tensors.size(), 0);
   PlacedLifetimes placed(tensors);
-  struct Range {
-    uint64_t offset, end;
-  };
-  std::vector<uint32_t> ids;
-  std::vector<Range> ranges;
+  std::vector<ByteRange> ranges, merged;
+  std::vector<size_t> runs;
 
   for (size_t id : greedy_order(tensors, kind)) {
     const TensorLifetime& t = tensors[id];
@@ -206,16 +297,14 @@ Result<MemoryPlan> place_greedy(std::span<const TensorLifetime> tensors, uint64_
     uint64_t size = 0;
     align_up(t.size_bytes, alignment, &size);  // checked by check_inputs
 
-    ids.clear();
-    placed.conflicts(t, ids);
     ranges.clear();
-    for (uint32_t c : ids) ranges.push_back({plan.offsets[c], aligned_end[c]});
-    std::sort(ranges.begin(), ranges.end(),
-              [](const Range& a, const Range& b) { return a.offset < b.offset; });
+    runs.assign(1, 0);
+    placed.conflict_ranges(t, ranges, runs);
+    merge_runs(ranges, runs, merged);
     uint64_t best_offset = 0;
     uint64_t best_gap = 0;     // 0: no gap found yet (a fitting gap is never empty)
     uint64_t covered_end = 0;  // highest end among conflicting tensors seen so far
-    for (const Range& r : ranges) {
+    for (const ByteRange& r : ranges) {
       if (r.offset > covered_end) {
         const uint64_t gap = r.offset - covered_end;
         if (gap >= size && (best_gap == 0 || gap < best_gap)) {
@@ -229,9 +318,8 @@ Result<MemoryPlan> place_greedy(std::span<const TensorLifetime> tensors, uint64_
     if (size > kMaxU64 - best_offset) return arena_overflow(id, t.size_bytes, best_offset, alignment);
 
     plan.offsets[id] = best_offset;
-    aligned_end[id] = best_offset + size;
-    placed.insert(static_cast<uint32_t>(id));
-    plan.arena_bytes = std::max(plan.arena_bytes, aligned_end[id]);
+    placed.insert(static_cast<uint32_t>(id), best_offset, best_offset + size);
+    plan.arena_bytes = std::max(plan.arena_bytes, best_offset + size);
   }
   return plan;
 }

@@ -78,15 +78,17 @@ std::span<const GreedyOrder> greedy_orders();
 // (InvalidArgument, naming the tensor): a lifetime with last_use < first_use, a
 // non-power-of-two alignment, a size or arena end that overflows 64 bits (GreedyBySize:
 // under every ordering; the first ordering's error is returned). Cost per ordering (3 at
-// most): O(n log n + sum over tensors of c log c), c the tensors already placed whose
-// lifetimes meet its own (found through a segment tree over lifetimes, not a scan of every
-// placed tensor): near linear where few tensors live at once, O(n^2 log n) when all do;
-// O(n log n) memory. Timings: bench/results/planner.jsonl.
+// most): O(n log^2 n + sum over tensors of r log log n), r the byte ranges it reads: its
+// conflicts (the placed tensors whose lifetimes meet its own) come from two segment trees
+// over first uses, as the union of their byte ranges per tree node (tensors stacked on one
+// another merge into one range), not as a scan of every placed tensor. Near linear on model
+// graphs; r approaches the conflict count only where the conflicts' ranges are scattered
+// (O(n^2) at worst). O(n log n) memory at worst. Timings: bench/results/planner_scaling.jsonl.
 Result<MemoryPlan> plan_memory(std::span<const TensorLifetime> tensors, uint64_t alignment,
                                PlannerKind kind = PlannerKind::GreedyBySize);
 
 // One greedy placement under one ordering, without best-of: for tests and benchmarks that
-// compare orderings. Same errors as plan_memory; O(n^2).
+// compare orderings. Same errors and cost as one ordering of plan_memory.
 Result<MemoryPlan> plan_memory_greedy(std::span<const TensorLifetime> tensors,
                                       uint64_t alignment, GreedyOrder order);
 
