@@ -172,19 +172,7 @@ class PlacedLifetimes {
     const TensorLifetime& t = tensors_[id];
     const size_t lo = index_of(t.first_use);
     insert_alive(1, 0, points_.size() - 1, lo, last_index_within(t.last_use), offset, end);
-    size_t node = 1, l = 0, h = points_.size() - 1;
-    while (true) {
-      started_[node].insert(offset, end);
-      if (l == h) break;
-      const size_t mid = l + (h - l) / 2;
-      if (lo <= mid) {
-        node = 2 * node;
-        h = mid;
-      } else {
-        node = 2 * node + 1;
-        l = mid + 1;
-      }
-    }
+    for_each_on_path(lo, [&](size_t node) { started_[node].insert(offset, end); });
   }
 
   // Appends to `out` byte ranges whose union is that of every placed tensor whose lifetime
@@ -196,20 +184,8 @@ class PlacedLifetimes {
       u.for_each([&](uint64_t b, uint64_t e) { out.push_back({b, e}); });
       runs.push_back(out.size());
     };
-    size_t node = 1, lo = 0, hi = points_.size() - 1;
     const size_t at = index_of(t.first_use);
-    while (true) {
-      take(alive_[node]);
-      if (lo == hi) break;
-      const size_t mid = lo + (hi - lo) / 2;
-      if (at <= mid) {
-        node = 2 * node;
-        hi = mid;
-      } else {
-        node = 2 * node + 1;
-        lo = mid + 1;
-      }
-    }
+    for_each_on_path(at, [&](size_t node) { take(alive_[node]); });
     const size_t last = last_index_within(t.last_use);
     if (at + 1 <= last) read_started(1, 0, points_.size() - 1, at + 1, last, take);
   }
@@ -224,6 +200,24 @@ class PlacedLifetimes {
   size_t last_index_within(int64_t last_use) const {
     return static_cast<size_t>(
         std::upper_bound(points_.begin(), points_.end(), last_use) - points_.begin() - 1);
+  }
+
+  // Calls f(node) for every node from the root to the leaf of coordinate `at`.
+  template <typename F>
+  void for_each_on_path(size_t at, F&& f) const {
+    size_t node = 1, lo = 0, hi = points_.size() - 1;
+    while (true) {
+      f(node);
+      if (lo == hi) return;
+      const size_t mid = lo + (hi - lo) / 2;
+      if (at <= mid) {
+        node = 2 * node;
+        hi = mid;
+      } else {
+        node = 2 * node + 1;
+        lo = mid + 1;
+      }
+    }
   }
 
   void insert_alive(size_t node, size_t lo, size_t hi, size_t from, size_t to, uint64_t offset,
