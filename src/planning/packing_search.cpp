@@ -219,7 +219,7 @@ class Search {
     std::sort(all.begin(), all.end(), [&](uint32_t a, uint32_t b) {
       return p_.section_begin[a] != p_.section_begin[b] ? p_.section_begin[a] < p_.section_begin[b] : a < b;
     });
-    if (solve_groups(all)) return Outcome::Found;
+    if (solve_groups(all, member_sum(all))) return Outcome::Found;
     return stopped_;
   }
 
@@ -235,8 +235,9 @@ class Search {
 
   // Splits `scope` (unplaced, sorted by first section) into groups whose lifetimes do not
   // meet and solves each in turn from the current state; on failure, undoes what the
-  // groups solved before it.
-  bool solve_groups(const std::vector<uint32_t>& scope) {
+  // groups solved before it. `sum`: member_sum(scope), used when it does not split (the
+  // whole problem in one piece).
+  bool solve_groups(const std::vector<uint32_t>& scope, RefutationTable::Key sum) {
     if (scope.empty()) return true;
     const size_t trail_mark = trail_.size();
     const size_t rank_mark = rank_undo_.size();
@@ -255,25 +256,8 @@ class Search {
       const bool split = begin != 0 || k != scope.size();
       group.assign(scope.begin() + static_cast<std::ptrdiff_t>(begin),
                    scope.begin() + static_cast<std::ptrdiff_t>(k));
-      if (split) {
-        last_offset_ = 0;
-        last_rank_ = -1;
-        if (order_.dynamic) rerank(group);
-      } else {
-        last_offset_ = saved_offset;
-        last_rank_ = saved_rank;
-      }
-      const RefutationTable::Key key = state_key(group);
-      bool solved = false;
-      if (!refuted_.contains(key)) {
-        solved = solve(group);
-        if (!solved && stopped_ == Outcome::Impossible) refuted_.insert(key);
-      }
-      if (!solved) {
-        while (rank_undo_.size() > rank_mark) {
-          rank_[rank_undo_.back().first] = rank_undo_.back().second;
-          rank_undo_.pop_back();
-        }
+      if (!solve_group(group, sum, split)) {
+        restore_ranks(rank_mark);
         undo_to(trail_mark);
         last_offset_ = saved_offset;
         last_rank_ = saved_rank;
@@ -287,20 +271,66 @@ class Search {
     return true;
   }
 
+  // One group, with the state key for its refutation. `fresh`: it came out of a split and
+  // starts its own canonical order from offset 0 (re-ranked under a dynamic order); else
+  // it continues its scope's order and `sum` is member_sum(group).
+  bool solve_group(const std::vector<uint32_t>& group, RefutationTable::Key sum, bool fresh) {
+    const size_t rank_mark = rank_undo_.size();
+    if (fresh) {
+      last_offset_ = 0;
+      last_rank_ = -1;
+      if (order_.dynamic) rerank(group);
+      sum = member_sum(group);
+    }
+    const RefutationTable::Key key = fresh ? fresh_key(group) : continued_key(sum);
+    bool solved = false;
+    if (!refuted_.contains(key)) {
+      solved = solve(group, sum);
+      if (!solved && stopped_ == Outcome::Impossible) refuted_.insert(key);
+    }
+    if (!solved) restore_ranks(rank_mark);
+    return solved;
+  }
+
+  void restore_ranks(size_t mark) {
+    while (rank_undo_.size() > mark) {
+      rank_[rank_undo_.back().first] = rank_undo_.back().second;
+      rank_undo_.pop_back();
+    }
+  }
+
   // What a group's search depends on: its tensors and their floors (a section's floor is the
   // lowest floor among its unplaced tensors, see place()), and, unless it starts afresh, the
-  // last offset and the ranks that break ties at it.
-  RefutationTable::Key state_key(const std::vector<uint32_t>& group) const {
-    const bool fresh = last_offset_ == 0 && last_rank_ < 0;
-    RefutationTable::Key k{fresh ? 0x5bd1e995u : mix(last_offset_ + 1) ^ mix(static_cast<uint64_t>(last_rank_ + 2) << 32),
-                           fresh ? 0x27d4eb2fu : mix(last_offset_ ^ 0x9e3779b97f4a7c15ull) + static_cast<uint64_t>(last_rank_ + 2)};
-    for (uint32_t i : group) {
-      const uint64_t r = fresh ? 0 : rank_[i] + 1;
-      const uint64_t x = mix((static_cast<uint64_t>(i) << 32 | r) ^ mix(floor_[i]));
-      k.a += x;
-      k.b += mix(x ^ 0xd6e8feb86659fd93ull);
-    }
+  // last offset and the ranks that break ties at it. A continued group's key is the sum of
+  // its members' terms (with ranks), updated per placement for the few tensors it changes
+  // rather than rehashed; a fresh group's is summed without ranks.
+  static RefutationTable::Key term(uint32_t i, uint64_t floor, uint64_t rank_plus_one) {
+    const uint64_t x = mix((static_cast<uint64_t>(i) << 32 | rank_plus_one) ^ mix(floor));
+    return {x, mix(x ^ 0xd6e8feb86659fd93ull)};
+  }
+  static void add(RefutationTable::Key& sum, RefutationTable::Key t) {
+    sum.a += t.a;
+    sum.b += t.b;
+  }
+  static void subtract(RefutationTable::Key& sum, RefutationTable::Key t) {
+    sum.a -= t.a;
+    sum.b -= t.b;
+  }
+  RefutationTable::Key member_term(uint32_t i, uint64_t floor) const { return term(i, floor, rank_[i] + 1); }
+  RefutationTable::Key member_sum(const std::vector<uint32_t>& group) const {
+    RefutationTable::Key sum;
+    for (uint32_t i : group) add(sum, member_term(i, floor_[i]));
+    return sum;
+  }
+  RefutationTable::Key fresh_key(const std::vector<uint32_t>& group) const {
+    RefutationTable::Key k{0x5bd1e995u, 0x27d4eb2fu};
+    for (uint32_t i : group) add(k, term(i, floor_[i], 0));
     return k;
+  }
+  RefutationTable::Key continued_key(RefutationTable::Key sum) const {
+    sum.a += mix(last_offset_ + 1) ^ mix(static_cast<uint64_t>(last_rank_ + 2) << 32);
+    sum.b += mix(last_offset_ ^ 0x9e3779b97f4a7c15ull) + static_cast<uint64_t>(last_rank_ + 2);
+    return sum;
   }
 
   // Ranks the group's tensors again by the order's keys over the bytes still unplaced, in
@@ -321,8 +351,8 @@ class Search {
     }
   }
 
-  // One group: its lifetimes form one connected stretch of time.
-  bool solve(const std::vector<uint32_t>& scope) {
+  // One group: its lifetimes form one connected stretch of time. `sum`: member_sum(scope).
+  bool solve(const std::vector<uint32_t>& scope, RefutationTable::Key sum) {
     ++nodes_;
     if (nodes_ > node_limit_) stopped_ = Outcome::NodeLimit;
     if ((nodes_ & 1023) == 0 && Clock::now() > deadline_) stopped_ = Outcome::OutOfTime;
@@ -371,11 +401,27 @@ class Search {
       // among the ones just searched (MiniMalloc's "hatless" pruning, for any tensor
       // nothing can come to rest on rather than only one nothing unplaced meets).
       const bool nothing_rests_on_it = floor_undo_.size() == floors_before;
-      rest.clear();
-      for (uint32_t i : scope) {
-        if (i != c) rest.push_back(i);
+      RefutationTable::Key rest_sum = sum;
+      subtract(rest_sum, member_term(c, offset_[c]));
+      for (size_t u = floors_before; u < floor_undo_.size(); ++u) {
+        const auto [q, old_floor] = floor_undo_[u];
+        subtract(rest_sum, member_term(q, old_floor));
+        add(rest_sum, member_term(q, floor_[q]));
       }
-      if (solve_groups(rest)) return true;
+      // The rest, still in order of first section, and whether it splits (some point in
+      // time that no lifetime of it crosses), found in the same pass.
+      rest.clear();
+      bool splits = false;
+      uint32_t reach = 0;
+      for (uint32_t i : scope) {
+        if (i == c) continue;
+        splits |= !rest.empty() && p_.section_begin[i] >= reach;
+        reach = std::max(reach, p_.section_end[i]);
+        rest.push_back(i);
+      }
+      if (rest.empty() || (splits ? solve_groups(rest, rest_sum) : solve_group(rest, rest_sum, false))) {
+        return true;
+      }
       undo_to(mark);
       last_offset_ = saved_offset;
       last_rank_ = saved_rank;
