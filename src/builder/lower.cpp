@@ -332,7 +332,7 @@ class MethodLowering {
       graph.instructions.push_back(std::move(k));
     }
     if (span.backend == ir::Backend::Engine) {
-      PLANRT_RETURN_IF_ERROR(planning::plan_engine_graph(graph, out_->dims, span.device)
+      PLANRT_RETURN_IF_ERROR(planning::plan_engine_graph(graph, out_->dims, span.device, planner_.search_budget_ms)
                                  .with_context(fmt::format("method '{}', segment '{}' scratch", method_.name, span.name)));
     }
     std::vector<std::string> copied_back;

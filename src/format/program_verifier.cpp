@@ -384,6 +384,17 @@ Status check_segment(const Scope& method_scope, uint32_t index, const fb::Segmen
   if (!elements_aligned(g->profile())) {
     return invalid(fmt::format("{} graph has a profile vector that is not 8-byte aligned", where));
   }
+  if (!elements_aligned(g->scratch_workspace_offsets())) {
+    return invalid(fmt::format("{} graph has a workspace offsets vector that is not 8-byte aligned", where));
+  }
+  if (g->scratch_plan_stored()) {
+    const size_t steps = g->instructions() ? g->instructions()->size() : 0;
+    const size_t offsets = g->scratch_workspace_offsets() ? g->scratch_workspace_offsets()->size() : 0;
+    if (offsets != steps) {
+      return invalid(fmt::format("{} graph stores its scratch plan with {} workspace offsets for {} "
+                                 "instructions", where, offsets, steps));
+    }
+  }
   if (g->scratch_bytes() > method_scope.limits->max_planned_buffer_bytes) {
     return invalid(fmt::format("{} graph asks for {} scratch bytes, above the limit of {}", where,
                                g->scratch_bytes(), method_scope.limits->max_planned_buffer_bytes));

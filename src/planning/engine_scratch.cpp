@@ -63,15 +63,23 @@ Result<std::vector<int64_t>> profile_max_dims(const fb::Graph& graph, size_t num
   return out;
 }
 
-Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
-                                              std::span<const int64_t> dim_values,
-                                              bool cuda_workspace,
-                                              const EngineScratchPlan* max_plan) {
+namespace {
+
+// What an engine graph's scratch holds at given dims: the tensors (Planned values with a
+// lifetime, then step workspaces), whose each is (`owner`: value id, or n_values + step).
+struct ScratchTensors {
+  std::vector<TensorLifetime> tensors;
+  std::vector<size_t> owner;
+  std::vector<uint64_t> workspace_bytes;  // per step
+  size_t n_values = 0;
+};
+
+Result<ScratchTensors> scratch_tensors(const fb::Graph& graph, std::span<const int64_t> dim_values,
+                                       bool cuda_workspace) {
   const size_t n_values = graph.values() ? graph.values()->size() : 0;
   const size_t n_steps = graph.instructions() ? graph.instructions()->size() : 0;
-  EngineScratchPlan out;
-  out.value_offsets.assign(n_values, 0);
-  out.workspace_offsets.assign(n_steps, 0);
+  ScratchTensors out;
+  out.n_values = n_values;
   out.workspace_bytes.assign(n_steps, 0);
 
   std::vector<Shape> shapes(n_values);
@@ -114,23 +122,75 @@ Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
       out.workspace_bytes[k] = *ws;
     }
   }
-  std::vector<TensorLifetime> tensors;
-  std::vector<size_t> owner;  // value id, or n_values + step for a workspace
   for (size_t v = 0; v < n_values; ++v) {
     const fb::Value* value = graph.values()->Get(static_cast<uint32_t>(v));
     if (value->kind() != fb::ValueKind::Planned || first[v] < 0) continue;
     uint64_t bytes = static_cast<uint64_t>(shapes[v].numel()) * element_size(dtypes[v]);
-    tensors.push_back({bytes, first[v], last[v]});
-    owner.push_back(v);
+    out.tensors.push_back({bytes, first[v], last[v]});
+    out.owner.push_back(v);
   }
   for (size_t k = 0; k < n_steps; ++k) {
     if (out.workspace_bytes[k] == 0) continue;
-    tensors.push_back({out.workspace_bytes[k], static_cast<int64_t>(k), static_cast<int64_t>(k)});
-    owner.push_back(n_values + k);
+    out.tensors.push_back({out.workspace_bytes[k], static_cast<int64_t>(k), static_cast<int64_t>(k)});
+    out.owner.push_back(n_values + k);
   }
-  PLANRT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(tensors, kEngineScratchAlignment));
-  uint64_t arena = plan.arena_bytes;
-  std::vector<uint64_t> offsets = plan.offsets;
+  return out;
+}
+
+EngineScratchPlan to_scratch_plan(const ScratchTensors& t, const MemoryPlan& plan, size_t n_steps) {
+  EngineScratchPlan out;
+  out.value_offsets.assign(t.n_values, 0);
+  out.workspace_offsets.assign(n_steps, 0);
+  out.workspace_bytes = t.workspace_bytes;
+  for (size_t i = 0; i < t.tensors.size(); ++i) {
+    const size_t o = t.owner[i];
+    if (o < t.n_values) out.value_offsets[o] = plan.offsets[i];
+    else out.workspace_offsets[o - t.n_values] = plan.offsets[i];
+  }
+  out.scratch_bytes = plan.arena_bytes;
+  out.lower_bound_bytes = plan.lower_bound_bytes;
+  return out;
+}
+
+// The plan the program stores (scratch_plan_stored), checked against the sizes and
+// lifetimes computed here: every tensor inside the recorded scratch, none overlapping one
+// it lives beside.
+Result<MemoryPlan> stored_plan(const fb::Graph& graph, const ScratchTensors& t, size_t n_steps) {
+  const auto* ws = graph.scratch_workspace_offsets();
+  if (ws == nullptr || ws->size() != n_steps) {
+    return bad(fmt::format("engine graph's stored scratch plan has {} workspace offsets for {} steps",
+                           ws == nullptr ? 0 : ws->size(), n_steps));
+  }
+  MemoryPlan plan;
+  plan.arena_bytes = graph.scratch_bytes();
+  plan.lower_bound_bytes = lower_bound_bytes(t.tensors, kEngineScratchAlignment);
+  for (size_t i = 0; i < t.tensors.size(); ++i) {
+    const size_t o = t.owner[i];
+    plan.offsets.push_back(o < t.n_values ? graph.values()->Get(static_cast<uint32_t>(o))->offset()
+                                          : ws->Get(static_cast<uint32_t>(o - t.n_values)));
+  }
+  if (Status s = verify_plan(t.tensors, plan, kEngineScratchAlignment); !s.ok()) {
+    return bad(fmt::format("engine graph's stored scratch plan does not hold at the profile max "
+                           "(built for another device, or damaged? rebuild the program): {}",
+                           s.message()));
+  }
+  return plan;
+}
+
+}  // namespace
+
+Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
+                                              std::span<const int64_t> dim_values,
+                                              bool cuda_workspace,
+                                              const EngineScratchPlan* max_plan) {
+  const size_t n_values = graph.values() ? graph.values()->size() : 0;
+  const size_t n_steps = graph.instructions() ? graph.instructions()->size() : 0;
+  PLANRT_ASSIGN_OR_RETURN(ScratchTensors t, scratch_tensors(graph, dim_values, cuda_workspace));
+  if (max_plan == nullptr && graph.scratch_plan_stored()) {
+    PLANRT_ASSIGN_OR_RETURN(MemoryPlan plan, stored_plan(graph, t, n_steps));
+    return to_scratch_plan(t, plan, n_steps);
+  }
+  PLANRT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(t.tensors, kEngineScratchAlignment));
   if (max_plan != nullptr) {
     // The max plan's offsets hold at smaller sizes (every tensor there is at least as large
     // as here); take them when they need less. A workspace the max plan did not size as
@@ -138,31 +198,40 @@ Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
     uint64_t extent = 0;
     bool usable = max_plan->value_offsets.size() == n_values &&
                   max_plan->workspace_offsets.size() == n_steps;
-    std::vector<uint64_t> max_offsets(tensors.size());
-    for (size_t i = 0; usable && i < tensors.size(); ++i) {
-      size_t o = owner[i];
-      if (o >= n_values && max_plan->workspace_bytes[o - n_values] < tensors[i].size_bytes) {
+    std::vector<uint64_t> max_offsets(t.tensors.size());
+    for (size_t i = 0; usable && i < t.tensors.size(); ++i) {
+      const size_t o = t.owner[i];
+      if (o >= n_values && max_plan->workspace_bytes[o - n_values] < t.tensors[i].size_bytes) {
         usable = false;
         break;
       }
       max_offsets[i] = o < n_values ? max_plan->value_offsets[o] : max_plan->workspace_offsets[o - n_values];
-      if (tensors[i].size_bytes != 0) extent = std::max(extent, max_offsets[i] + tensors[i].size_bytes);
+      if (t.tensors[i].size_bytes != 0) extent = std::max(extent, max_offsets[i] + t.tensors[i].size_bytes);
     }
-    if (!usable) extent = UINT64_MAX;
     if (usable) extent = (extent + kEngineScratchAlignment - 1) / kEngineScratchAlignment * kEngineScratchAlignment;
-    if (usable && extent < arena) {
-      arena = extent;
-      offsets = std::move(max_offsets);
+    if (usable && extent < plan.arena_bytes) {
+      plan.arena_bytes = extent;
+      plan.offsets = std::move(max_offsets);
     }
   }
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    size_t o = owner[i];
-    if (o < n_values) out.value_offsets[o] = offsets[i];
-    else out.workspace_offsets[o - n_values] = offsets[i];
+  return to_scratch_plan(t, plan, n_steps);
+}
+
+Result<SearchReport> search_engine_scratch(const fb::Graph& graph, std::span<const int64_t> dim_values,
+                                           bool cuda_workspace, double budget_ms,
+                                           EngineScratchPlan& plan) {
+  const size_t n_steps = graph.instructions() ? graph.instructions()->size() : 0;
+  PLANRT_ASSIGN_OR_RETURN(ScratchTensors t, scratch_tensors(graph, dim_values, cuda_workspace));
+  MemoryPlan memory;
+  memory.arena_bytes = plan.scratch_bytes;
+  memory.lower_bound_bytes = plan.lower_bound_bytes;
+  for (size_t i = 0; i < t.tensors.size(); ++i) {
+    const size_t o = t.owner[i];
+    memory.offsets.push_back(o < t.n_values ? plan.value_offsets[o] : plan.workspace_offsets[o - t.n_values]);
   }
-  out.scratch_bytes = arena;
-  out.lower_bound_bytes = plan.lower_bound_bytes;
-  return out;
+  const SearchReport report = improve_plan(t.tensors, kEngineScratchAlignment, budget_ms, memory);
+  plan = to_scratch_plan(t, memory, n_steps);
+  return report;
 }
 
 }  // namespace planrt::planning

@@ -3,9 +3,11 @@
 // only), planned into one buffer with the §4 planner at given dim values.
 //
 // One function serves both sides so they cannot disagree: the builder calls it at the
-// profile's max to record Graph.scratch_bytes (scratch_bytes()), and the engine backend
-// calls it at the shapes a call binds (scratch_bytes_for(shapes)) and checks the recorded
-// figure against its own plan at the max.
+// profile's max to record Graph.scratch_bytes, the value offsets and the workspace offsets
+// (after search_engine_scratch where the greedy plan is above its bound), and the engine
+// backend calls it at the profile max (taking the stored plan after checking that it holds
+// for the sizes it computes; programs that store none are re-planned and must match
+// scratch_bytes) and at the shapes each call binds.
 //
 // Exactness: the plan at the bound dims is the greedy plan of exactly the bytes those dims
 // need. The greedy planner is not monotone in the sizes, so the result is the smaller of
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "planrt/core/result.h"
+#include "planning/packing_search.h"
 #include "planrt/format/program_generated.h"
 
 namespace planrt::planning {
@@ -42,10 +45,20 @@ struct EngineScratchPlan {
 // `dim_values[d]` is the value of method dim d (size = the method's dim count); dims the
 // graph does not use may hold anything. `cuda_workspace`: plan the CUDA kernels' workspace.
 // `max_plan`: the plan at the profile max (nullptr when computing that one).
+// With `max_plan` null on a graph whose plan is stored (Graph.scratch_plan_stored), the
+// result is that plan, after verify_plan over the sizes and lifetimes computed here: an
+// InvalidProgram error if a tensor leaves the recorded scratch or overlaps one alive with it.
 Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
                                               std::span<const int64_t> dim_values,
                                               bool cuda_workspace,
                                               const EngineScratchPlan* max_plan = nullptr);
+
+// The search after the greedy (planning/packing_search.h) on `plan`, the greedy plan of
+// `graph` at `dim_values`, within `budget_ms`; `plan` is replaced by the result (never
+// larger). The builder's step for the profile-max plan it stores.
+Result<SearchReport> search_engine_scratch(const fb::Graph& graph, std::span<const int64_t> dim_values,
+                                           bool cuda_workspace, double budget_ms,
+                                           EngineScratchPlan& plan);
 
 // The profile's max for every method dim (`num_dims` entries; dims outside the profile 0).
 // InvalidProgram for a profile entry naming a dim >= num_dims or with min > max.

@@ -145,7 +145,7 @@ Status verify_method_plan(const fb::MethodT& method) {
   return {};
 }
 
-Status plan_engine_graph(fb::GraphT& graph, const DimSpecs& dims, Device device) {
+Status plan_engine_graph(fb::GraphT& graph, const DimSpecs& dims, Device device, double search_budget_ms) {
   std::vector<bool> used(dims.size(), false);
   for (const auto& v : graph.values) {
     for (const fb::DimRef& d : v->shape) {
@@ -166,8 +166,11 @@ Status plan_engine_graph(fb::GraphT& graph, const DimSpecs& dims, Device device)
   fbb.Finish(fb::Graph::Pack(fbb, &graph));
   const fb::Graph& flat = *flatbuffers::GetRoot<fb::Graph>(fbb.GetBufferPointer());
   PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> max_dims, profile_max_dims(flat, dims.size()));
-  PLANRT_ASSIGN_OR_RETURN(EngineScratchPlan plan,
-                          plan_engine_scratch(flat, max_dims, /*cuda_workspace=*/!device.is_cpu()));
+  const bool cuda_workspace = !device.is_cpu();
+  PLANRT_ASSIGN_OR_RETURN(EngineScratchPlan plan, plan_engine_scratch(flat, max_dims, cuda_workspace));
+  if (search_budget_ms > 0 && plan.scratch_bytes > plan.lower_bound_bytes) {
+    PLANRT_RETURN_IF_ERROR(search_engine_scratch(flat, max_dims, cuda_workspace, search_budget_ms, plan).status());
+  }
   for (size_t v = 0; v < graph.values.size(); ++v) {
     if (graph.values[v]->kind != fb::ValueKind::Planned) continue;
     graph.values[v]->buffer = 0;
@@ -175,6 +178,8 @@ Status plan_engine_graph(fb::GraphT& graph, const DimSpecs& dims, Device device)
   }
   graph.scratch_bytes = plan.scratch_bytes;
   graph.scratch_lower_bound_bytes = plan.lower_bound_bytes;
+  graph.scratch_workspace_offsets = plan.workspace_offsets;
+  graph.scratch_plan_stored = true;
   return {};
 }
 

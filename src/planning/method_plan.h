@@ -48,10 +48,12 @@ Status verify_method_plan(const fb::MethodT& method);
 // that any of the graph's value shapes uses, with that dim's [min, max]; the Planned values
 // get buffer 0 and their offsets, and `scratch_bytes` the requirement, both from
 // plan_engine_scratch (engine_scratch.h) at the profile max, kernel workspace included
-// when `device` is CUDA. That function is the engine backend's own plan, so the figure in
-// the program is the one the backend checks against. (The method's PlannerKind does not
-// apply here for the same reason.) `dims` are the method's.
+// when `device` is CUDA; where that greedy plan is above its lower bound, the search after
+// it (search_engine_scratch) within `search_budget_ms` (0: none). The plan is stored
+// (scratch_plan_stored, the workspace offsets) and the backend verifies it at load rather
+// than planning again. (The method's PlannerKind does not apply here: engines are always
+// planned.) `dims` are the method's.
 Status plan_engine_graph(fb::GraphT& graph, const std::vector<std::unique_ptr<fb::DimSpecT>>& dims,
-                         Device device);
+                         Device device, double search_budget_ms = 0);
 
 }  // namespace planrt::planning

@@ -312,6 +312,14 @@ TEST(MethodVerifier, RefusesGraphValuesPastTheScratch) {
   expect_invalid(bytes, {"graph asks for 1048576 scratch bytes, above the limit of 1024"}, limits);
 }
 
+TEST(MethodVerifier, RefusesAStoredScratchPlanWithoutAWorkspaceOffsetPerInstruction) {
+  expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) {
+                   g.scratch_plan_stored = true;
+                   g.scratch_workspace_offsets.assign(g.instructions.size() + 1, 0);
+                 })),
+                 {"graph stores its scratch plan with 3 workspace offsets for 2 instructions"});
+}
+
 TEST(MethodVerifier, RefusesAnUnknownPlanStatDevice) {
   expect_invalid(corrupt(host(), [](fb::ProgramT& p) {
                    method(p).plan[0]->device = std::make_unique<fb::DeviceRef>(static_cast<fb::DeviceType>(8), 0);

@@ -8,6 +8,9 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "planning/engine_scratch.h"
+#include "planning/method_plan.h"
+#include "planning/planner.h"
+#include "support/plan_cases.h"
 #include "support/engine_fixtures.h"
 #include "support/program_fixtures.h"
 
@@ -47,6 +50,100 @@ TEST(EngineScratch, EmptyShapesWhoseStridesOverflowAreInvalidPrograms) {
   EXPECT_EQ(plan.status().code(), ErrorCode::InvalidProgram);
   EXPECT_NE(plan.status().message().find("overflows 64-bit sizes"), std::string::npos)
       << plan.status().to_string();
+}
+
+// An engine graph whose Planned values have the lifetimes and sizes of `tensors` (sizes
+// multiples of 4 bytes): step k writes the values first used at k and reads those last used
+// there. The op names nothing a CPU plan looks at.
+fb::GraphT graph_of(const std::vector<TensorLifetime>& tensors) {
+  fb::GraphT g;
+  int64_t steps = 0;
+  for (const TensorLifetime& t : tensors) steps = std::max(steps, t.last_use + 1);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    g.values.push_back(fixtures::planned_value("t" + std::to_string(i),
+                                               {fixtures::fixed_dim(static_cast<int64_t>(tensors[i].size_bytes / 4))}, 0, 0));
+  }
+  for (int64_t k = 0; k < steps; ++k) {
+    auto ins = std::make_unique<fb::InstructionT>();
+    ins->op = "relu";
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].first_use == k) ins->outputs.push_back(static_cast<uint32_t>(i));
+      else if (tensors[i].last_use == k) ins->inputs.push_back(static_cast<uint32_t>(i));
+    }
+    g.instructions.push_back(std::move(ins));
+  }
+  return g;
+}
+
+std::vector<TensorLifetime> scaled(std::vector<TensorLifetime> t) {
+  for (TensorLifetime& x : t) x.size_bytes *= kEngineScratchAlignment;  // whole alignment units
+  return t;
+}
+
+// The builder searches an engine's scratch plan where the greedy's is above the bound,
+// stores it, and the backend's plan at the profile max is that stored plan.
+TEST(EngineScratch, TheBuilderStoresASearchedPlanTheBackendTakes) {
+  int searched = 0;
+  for (uint32_t seed = 1; seed <= 30 && searched < 3; ++seed) {
+    const std::vector<TensorLifetime> t = scaled(test::perfect_instance(seed, 20, 30, 64));
+    Result<MemoryPlan> greedy = plan_memory(t, kEngineScratchAlignment);
+    ASSERT_TRUE(greedy.ok());
+    if (greedy->arena_bytes == greedy->lower_bound_bytes) continue;
+    ++searched;
+    fb::GraphT g = graph_of(t);
+    ASSERT_TRUE(plan_engine_graph(g, {}, Device::cpu(), /*search_budget_ms=*/60000).ok());
+    EXPECT_TRUE(g.scratch_plan_stored);
+    EXPECT_EQ(g.scratch_bytes, greedy->lower_bound_bytes) << "seed " << seed;
+    EXPECT_EQ(g.scratch_lower_bound_bytes, greedy->lower_bound_bytes);
+    ASSERT_EQ(g.scratch_workspace_offsets.size(), g.instructions.size());
+
+    std::vector<uint8_t> blob = fixtures::pack_graph(g);
+    const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(blob.data());
+    Result<EngineScratchPlan> loaded = plan_engine_scratch(*graph, {}, false);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    EXPECT_EQ(loaded->scratch_bytes, g.scratch_bytes);
+    for (size_t v = 0; v < g.values.size(); ++v) EXPECT_EQ(loaded->value_offsets[v], g.values[v]->offset);
+
+    // Without a budget the greedy plan is what is stored.
+    fb::GraphT plain = graph_of(t);
+    ASSERT_TRUE(plan_engine_graph(plain, {}, Device::cpu(), 0).ok());
+    EXPECT_EQ(plain.scratch_bytes, greedy->arena_bytes);
+  }
+  EXPECT_EQ(searched, 3) << "the instances must include some the greedy cannot pack";
+}
+
+// A stored plan that does not hold (two values alive together overlapping, a value past
+// the recorded scratch, workspace offsets missing) is an InvalidProgram error at load.
+TEST(EngineScratch, AStoredPlanThatDoesNotHoldIsRefused) {
+  const std::vector<TensorLifetime> t = scaled(test::perfect_instance(3, 12, 20, 32));
+  fb::GraphT good = graph_of(t);
+  ASSERT_TRUE(plan_engine_graph(good, {}, Device::cpu(), 1000).ok());
+  auto load = [](const fb::GraphT& g) {
+    std::vector<uint8_t> blob = fixtures::pack_graph(g);
+    return plan_engine_scratch(*flatbuffers::GetRoot<fb::Graph>(blob.data()), {}, false);
+  };
+  ASSERT_TRUE(load(good).ok());
+  auto expect_refused = [&](const fb::GraphT& g, std::string_view what) {
+    Result<EngineScratchPlan> r = load(g);
+    ASSERT_FALSE(r.ok()) << what;
+    EXPECT_EQ(r.status().code(), ErrorCode::InvalidProgram) << what;
+    EXPECT_NE(r.status().message().find("stored scratch plan"), std::string::npos) << r.status().to_string();
+  };
+  // Two values alive at one step, the second moved onto the first.
+  size_t a = 0, b = 1;
+  while (!(t[a].first_use <= t[b].last_use && t[b].first_use <= t[a].last_use)) ++b;
+  fb::GraphT overlap = graph_of(t);
+  ASSERT_TRUE(plan_engine_graph(overlap, {}, Device::cpu(), 1000).ok());
+  overlap.values[b]->offset = overlap.values[a]->offset;
+  expect_refused(overlap, "overlap");
+  fb::GraphT outside = graph_of(t);
+  ASSERT_TRUE(plan_engine_graph(outside, {}, Device::cpu(), 1000).ok());
+  outside.values[0]->offset = outside.scratch_bytes;
+  expect_refused(outside, "outside");
+  fb::GraphT missing = graph_of(t);
+  ASSERT_TRUE(plan_engine_graph(missing, {}, Device::cpu(), 1000).ok());
+  missing.scratch_workspace_offsets.pop_back();
+  expect_refused(missing, "missing workspace offsets");
 }
 
 }  // namespace

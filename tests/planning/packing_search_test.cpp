@@ -10,40 +10,12 @@
 
 #include "planning/packing_search.h"
 #include "planning/planner.h"
+#include "support/plan_cases.h"
 
 namespace planrt::planning {
 namespace {
 
-// A guillotine cut of the rectangle [0, time) x [0, capacity) into `pieces` rectangles: each
-// piece a tensor alive over its time range with its height as size. Every instant is fully
-// covered, so the lower bound is `capacity` and a perfect packing exists by construction.
-std::vector<TensorLifetime> perfect_instance(uint32_t seed, int pieces, int64_t time, uint64_t capacity) {
-  struct Rect {
-    int64_t t0, t1;
-    uint64_t y0, y1;
-  };
-  std::mt19937 rng(seed);
-  std::vector<Rect> rects = {{0, time, 0, capacity}};
-  while (static_cast<int>(rects.size()) < pieces) {
-    std::uniform_int_distribution<size_t> pick(0, rects.size() - 1);
-    const size_t k = pick(rng);
-    Rect r = rects[k];
-    const bool split_time = (rng() & 1) != 0;
-    if (split_time && r.t1 - r.t0 >= 2) {
-      const int64_t cut = std::uniform_int_distribution<int64_t>(r.t0 + 1, r.t1 - 1)(rng);
-      rects[k] = {r.t0, cut, r.y0, r.y1};
-      rects.push_back({cut, r.t1, r.y0, r.y1});
-    } else if (!split_time && r.y1 - r.y0 >= 2) {
-      const uint64_t cut = std::uniform_int_distribution<uint64_t>(r.y0 + 1, r.y1 - 1)(rng);
-      rects[k] = {r.t0, r.t1, r.y0, cut};
-      rects.push_back({r.t0, r.t1, cut, r.y1});
-    }
-  }
-  std::vector<TensorLifetime> out;
-  for (const Rect& r : rects) out.push_back({r.y1 - r.y0, r.t0, r.t1 - 1});
-  std::shuffle(out.begin(), out.end(), rng);
-  return out;
-}
+using test::perfect_instance;
 
 // The optimum by enumeration: every canonical plan is some order placing each tensor at its
 // floor, so the best over all orders is the optimum.

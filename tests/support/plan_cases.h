@@ -56,6 +56,13 @@ PlanCase make_plan_case(PlanFamily family, uint64_t seed, size_t num_tensors);
 std::vector<PlanCase> make_plan_cases(PlanFamily family, uint64_t first_seed, size_t count,
                                       size_t min_tensors, size_t max_tensors);
 
+// A guillotine cut of the rectangle [0, time) x [0, capacity) into `pieces` rectangles, each
+// a tensor alive over its time range with its height as size, in shuffled order: every
+// instant is covered, so the lower bound is `capacity` and a perfect packing exists (the
+// planner's search must find it; the greedy often cannot).
+std::vector<planning::TensorLifetime> perfect_instance(uint32_t seed, int pieces, int64_t time,
+                                                       uint64_t capacity);
+
 // "transformer seed 17 (120 tensors)": for assertion messages.
 std::string describe(const PlanCase& c);
 
