@@ -217,21 +217,16 @@ Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
   return to_scratch_plan(t, plan, n_steps);
 }
 
-Result<SearchReport> search_engine_scratch(const fb::Graph& graph, std::span<const int64_t> dim_values,
-                                           bool cuda_workspace, double budget_ms,
-                                           EngineScratchPlan& plan) {
+Result<EngineScratchPlan> plan_engine_scratch_to_store(const fb::Graph& graph,
+                                                       std::span<const int64_t> dim_values,
+                                                       bool cuda_workspace, double search_budget_ms) {
   const size_t n_steps = graph.instructions() ? graph.instructions()->size() : 0;
   PLANRT_ASSIGN_OR_RETURN(ScratchTensors t, scratch_tensors(graph, dim_values, cuda_workspace));
-  MemoryPlan memory;
-  memory.arena_bytes = plan.scratch_bytes;
-  memory.lower_bound_bytes = plan.lower_bound_bytes;
-  for (size_t i = 0; i < t.tensors.size(); ++i) {
-    const size_t o = t.owner[i];
-    memory.offsets.push_back(o < t.n_values ? plan.value_offsets[o] : plan.workspace_offsets[o - t.n_values]);
+  PLANRT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(t.tensors, kEngineScratchAlignment));
+  if (search_budget_ms > 0 && plan.arena_bytes > plan.lower_bound_bytes) {
+    improve_plan(t.tensors, kEngineScratchAlignment, search_budget_ms, plan);
   }
-  const SearchReport report = improve_plan(t.tensors, kEngineScratchAlignment, budget_ms, memory);
-  plan = to_scratch_plan(t, memory, n_steps);
-  return report;
+  return to_scratch_plan(t, plan, n_steps);
 }
 
 }  // namespace planrt::planning

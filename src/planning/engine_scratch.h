@@ -2,12 +2,13 @@
 // (its Planned values) and each step's kernel workspace (kernels/workspace.h, CUDA engines
 // only), planned into one buffer with the §4 planner at given dim values.
 //
-// One function serves both sides so they cannot disagree: the builder calls it at the
-// profile's max to record Graph.scratch_bytes, the value offsets and the workspace offsets
-// (after search_engine_scratch where the greedy plan is above its bound), and the engine
-// backend calls it at the profile max (taking the stored plan after checking that it holds
-// for the sizes it computes; programs that store none are re-planned and must match
-// scratch_bytes) and at the shapes each call binds.
+// Both sides compute the sizes and lifetimes the same way (one shared collection), so they
+// cannot disagree: the builder plans at the profile's max with plan_engine_scratch_to_store
+// (the greedy plan, searched where above its bound) and records Graph.scratch_bytes, the
+// value offsets and the workspace offsets; the engine backend calls plan_engine_scratch at
+// the profile max (taking the stored plan after checking that it holds for the sizes it
+// computes; programs that store none are re-planned and must match scratch_bytes) and at the
+// shapes each call binds.
 //
 // Exactness: the plan at the bound dims is the greedy plan of exactly the bytes those dims
 // need. The greedy planner is not monotone in the sizes, so the result is the smaller of
@@ -53,12 +54,13 @@ Result<EngineScratchPlan> plan_engine_scratch(const fb::Graph& graph,
                                               bool cuda_workspace,
                                               const EngineScratchPlan* max_plan = nullptr);
 
-// The search after the greedy (planning/packing_search.h) on `plan`, the greedy plan of
-// `graph` at `dim_values`, within `budget_ms`; `plan` is replaced by the result (never
-// larger). The builder's step for the profile-max plan it stores.
-Result<SearchReport> search_engine_scratch(const fb::Graph& graph, std::span<const int64_t> dim_values,
-                                           bool cuda_workspace, double budget_ms,
-                                           EngineScratchPlan& plan);
+// The builder's plan to store at the profile max: the greedy plan of `graph` at
+// `dim_values`, then, where it is above its lower bound, the search after it
+// (planning/packing_search.h) within `search_budget_ms` (0: none). Never larger than the
+// greedy plan; ignores any plan the graph already stores.
+Result<EngineScratchPlan> plan_engine_scratch_to_store(const fb::Graph& graph,
+                                                       std::span<const int64_t> dim_values,
+                                                       bool cuda_workspace, double search_budget_ms);
 
 // The profile's max for every method dim (`num_dims` entries; dims outside the profile 0).
 // InvalidProgram for a profile entry naming a dim >= num_dims or with min > max.

@@ -166,11 +166,9 @@ Status plan_engine_graph(fb::GraphT& graph, const DimSpecs& dims, Device device,
   fbb.Finish(fb::Graph::Pack(fbb, &graph));
   const fb::Graph& flat = *flatbuffers::GetRoot<fb::Graph>(fbb.GetBufferPointer());
   PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> max_dims, profile_max_dims(flat, dims.size()));
-  const bool cuda_workspace = !device.is_cpu();
-  PLANRT_ASSIGN_OR_RETURN(EngineScratchPlan plan, plan_engine_scratch(flat, max_dims, cuda_workspace));
-  if (search_budget_ms > 0 && plan.scratch_bytes > plan.lower_bound_bytes) {
-    PLANRT_RETURN_IF_ERROR(search_engine_scratch(flat, max_dims, cuda_workspace, search_budget_ms, plan).status());
-  }
+  PLANRT_ASSIGN_OR_RETURN(EngineScratchPlan plan,
+                          plan_engine_scratch_to_store(flat, max_dims, /*cuda_workspace=*/!device.is_cpu(),
+                                                       search_budget_ms));
   for (size_t v = 0; v < graph.values.size(); ++v) {
     if (graph.values[v]->kind != fb::ValueKind::Planned) continue;
     graph.values[v]->buffer = 0;

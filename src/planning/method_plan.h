@@ -49,7 +49,7 @@ Status verify_method_plan(const fb::MethodT& method);
 // get buffer 0 and their offsets, and `scratch_bytes` the requirement, both from
 // plan_engine_scratch (engine_scratch.h) at the profile max, kernel workspace included
 // when `device` is CUDA; where that greedy plan is above its lower bound, the search after
-// it (search_engine_scratch) within `search_budget_ms` (0: none). The plan is stored
+// it (plan_engine_scratch_to_store) within `search_budget_ms` (0: none). The plan is stored
 // (scratch_plan_stored, the workspace offsets) and the backend verifies it at load rather
 // than planning again. (The method's PlannerKind does not apply here: engines are always
 // planned.) `dims` are the method's.
