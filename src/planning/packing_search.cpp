@@ -200,13 +200,13 @@ class Search {
     const size_t n = p.ids.size();
     floor_.assign(n, 0);
     offset_.assign(n, 0);
-    placed_.assign(n, 0);
     section_floor_.assign(p.sections, 0);
     section_unplaced_.assign(p.sections, 0);
     section_stamp_.assign(p.sections, 0);
     group_pool_.resize(n + 1);
     cand_pool_.resize(n + 1);
     rest_pool_.resize(n + 1);
+    reach_pool_.resize(n + 1);
     for (size_t i = 0; i < n; ++i) {
       for (uint32_t s = p.section_begin[i]; s < p.section_end[i]; ++s) section_unplaced_[s] += p.size[i];
     }
@@ -357,12 +357,27 @@ class Search {
     if (nodes_ > node_limit_) stopped_ = Outcome::NodeLimit;
     if ((nodes_ & 1023) == 0 && Clock::now() > deadline_) stopped_ = Outcome::OutOfTime;
     if (stopped_ != Outcome::Impossible) return false;
-    uint32_t first_section = UINT32_MAX, last_section = 0;
+    // One pass over the scope (sorted by first section, and connected: no point in time
+    // that none of its lifetimes crosses) for its span of sections, the lowest top any of
+    // its tensors could have, the running reach of its lifetimes (for the split test
+    // below) and the candidates: at their floor, not below the last offset (at it, after
+    // the last one's rank), within the capacity.
+    const uint32_t first_section = p_.section_begin[scope[0]];
+    uint32_t last_section = 0;
     uint64_t lowest_top = UINT64_MAX;
-    for (uint32_t i : scope) {
-      first_section = std::min(first_section, p_.section_begin[i]);
+    std::vector<uint32_t>& reach_before = reach_pool_[trail_.size()];  // of scope[0, k)
+    reach_before.resize(scope.size());
+    std::vector<uint32_t>& cands = cand_pool_[trail_.size()];  // positions in the scope
+    cands.clear();
+    for (uint32_t k = 0; k < scope.size(); ++k) {
+      const uint32_t i = scope[k];
+      reach_before[k] = last_section;
       last_section = std::max(last_section, p_.section_end[i]);
-      lowest_top = std::min(lowest_top, floor_[i] + p_.size[i]);
+      const uint64_t f = floor_[i];
+      lowest_top = std::min(lowest_top, f + p_.size[i]);
+      if (f < last_offset_ || (f == last_offset_ && static_cast<int64_t>(rank_[i]) < last_rank_)) continue;
+      if (f + p_.size[i] > capacity_) continue;
+      cands.push_back(k);
     }
     // Every section's unplaced tensors stack above its floor (see place()) and the last
     // offset: that plus their sizes must fit.
@@ -372,24 +387,17 @@ class Search {
         return false;
       }
     }
-    // Candidates: at their floor, not below the last offset (at it, after the last one's
-    // rank), within the capacity, and below the lowest top any unplaced tensor could have
-    // (dominance: a tensor placed at or above it leaves a gap that tensor could fill first;
-    // such plans are reached another way).
-    std::vector<uint32_t>& cands = cand_pool_[trail_.size()];
-    cands.clear();
-    for (uint32_t i : scope) {
-      const uint64_t f = floor_[i];
-      if (f < last_offset_ || (f == last_offset_ && static_cast<int64_t>(rank_[i]) < last_rank_)) continue;
-      if (f + p_.size[i] > capacity_ || f >= lowest_top) continue;
-      cands.push_back(i);
-    }
+    // Dominance: a tensor placed at or above the lowest top any unplaced tensor could have
+    // leaves a gap that tensor could fill first; such plans are reached another way.
+    std::erase_if(cands, [&](uint32_t k) { return floor_[scope[k]] >= lowest_top; });
     std::sort(cands.begin(), cands.end(), [&](uint32_t a, uint32_t b) {
-      if (floor_[a] != floor_[b]) return floor_[a] < floor_[b];
-      return rank_[a] < rank_[b];
+      const uint32_t x = scope[a], y = scope[b];
+      if (floor_[x] != floor_[y]) return floor_[x] < floor_[y];
+      return rank_[x] < rank_[y];
     });
     std::vector<uint32_t>& rest = rest_pool_[trail_.size()];
-    for (uint32_t c : cands) {
+    for (uint32_t k : cands) {
+      const uint32_t c = scope[k];
       const size_t mark = trail_.size();
       const uint64_t saved_offset = last_offset_;
       const int64_t saved_rank = last_rank_;
@@ -408,16 +416,19 @@ class Search {
         subtract(rest_sum, member_term(q, old_floor));
         add(rest_sum, member_term(q, floor_[q]));
       }
-      // The rest, still in order of first section, and whether it splits (some point in
-      // time that no lifetime of it crosses), found in the same pass.
-      rest.clear();
+      // The rest, still in order of first section. It splits where a tensor after `c`
+      // starts at or after the reach of all before it but `c`: only where `c` alone bridged
+      // the gap, so only tensors starting before c's end need a look.
+      rest.assign(scope.begin(), scope.begin() + k);
+      rest.insert(rest.end(), scope.begin() + k + 1, scope.end());
       bool splits = false;
-      uint32_t reach = 0;
-      for (uint32_t i : scope) {
-        if (i == c) continue;
-        splits |= !rest.empty() && p_.section_begin[i] >= reach;
-        reach = std::max(reach, p_.section_end[i]);
-        rest.push_back(i);
+      uint32_t reach = reach_before[k];  // 0 while nothing is before (every end is above 0)
+      for (size_t j = k + 1; j < scope.size() && p_.section_begin[scope[j]] < p_.section_end[c]; ++j) {
+        if (reach != 0 && p_.section_begin[scope[j]] >= reach) {
+          splits = true;
+          break;
+        }
+        reach = std::max(reach, p_.section_end[scope[j]]);
       }
       if (rest.empty() || (splits ? solve_groups(rest, rest_sum) : solve_group(rest, rest_sum, false))) {
         return true;
@@ -430,42 +441,54 @@ class Search {
     return false;
   }
 
-  // Places `c` at its floor. A section's floor is the lowest any of its unplaced tensors
-  // can go: at least the top of what is placed there, and at least the lowest floor among its
-  // unplaced tensors, refreshed for the sections whose tensors' floors rose or which lost `c`.
+  // Places `c` at its floor and keeps each section's floor exact: the lowest floor among its
+  // unplaced tensors (never below the tops placed there, since every one of those meets
+  // them). Every unplaced tensor of c's sections meets c, so their floors rise to c's top at
+  // least: such a section's floor becomes that top, unless c held the lowest floor (others
+  // may have held it too, or the next lowest may be above the top), when it is recomputed.
+  // Elsewhere a section's floor can change only if a tensor raised by c held it. Recomputing
+  // only those (rather than every section a raised tensor covers) is what keeps a node cheap.
   void place(uint32_t c) {
     trail_.push_back({c, floor_undo_.size(), section_undo_.size()});
     const uint64_t at = floor_[c];
     const uint64_t top = at + p_.size[c];
     offset_[c] = at;
-    placed_[c] = 1;
+    floor_[c] = kPlaced;
     last_offset_ = at;
     last_rank_ = rank_[c];
     ++stamp_;
     touched_.clear();
     for (uint32_t s = p_.section_begin[c]; s < p_.section_end[c]; ++s) {
-      section_undo_.push_back({s, section_floor_[s]});
-      section_floor_[s] = std::max(section_floor_[s], top);
       section_unplaced_[s] -= p_.size[c];
       section_stamp_[s] = stamp_;
-      touched_.push_back(s);
+      if (section_unplaced_[s] == 0) continue;  // no floor to keep until c comes back
+      if (section_floor_[s] == at) {
+        touched_.push_back({s, top});
+      } else {
+        section_undo_.push_back({s, section_floor_[s]});
+        section_floor_[s] = top;
+      }
     }
     for (uint32_t q : p_.conflicts[c]) {
-      if (placed_[q] || floor_[q] >= top) continue;
-      floor_undo_.push_back({q, floor_[q]});
+      const uint64_t old_floor = floor_[q];
+      if (old_floor >= top) continue;  // or placed
+      floor_undo_.push_back({q, old_floor});
       floor_[q] = top;
       for (uint32_t s = p_.section_begin[q]; s < p_.section_end[q]; ++s) {
-        if (section_stamp_[s] == stamp_) continue;
+        if (section_stamp_[s] == stamp_ || section_floor_[s] != old_floor) continue;
         section_stamp_[s] = stamp_;
-        touched_.push_back(s);
+        touched_.push_back({s, old_floor});
       }
     }
-    for (uint32_t s : touched_) {
-      uint64_t low = UINT64_MAX;
+    // The new floor is at least the bound noted (c's top, or the raised tensor's old floor,
+    // which another tensor may still hold): the scan stops when it meets it.
+    for (const auto& [s, bound] : touched_) {
+      uint64_t low = kPlaced;
       for (uint32_t m : p_.members[s]) {
-        if (!placed_[m]) low = std::min(low, floor_[m]);
+        low = std::min(low, floor_[m]);
+        if (low == bound) break;
       }
-      if (low != UINT64_MAX && low > section_floor_[s]) {
+      if (low != section_floor_[s]) {
         section_undo_.push_back({s, section_floor_[s]});
         section_floor_[s] = low;
       }
@@ -487,7 +510,7 @@ class Search {
       for (uint32_t s = p_.section_begin[t.tensor]; s < p_.section_end[t.tensor]; ++s) {
         section_unplaced_[s] += p_.size[t.tensor];
       }
-      placed_[t.tensor] = 0;
+      floor_[t.tensor] = offset_[t.tensor];  // its floor when placed
       trail_.pop_back();
     }
   }
@@ -499,19 +522,21 @@ class Search {
   const Clock::time_point deadline_;
   const int64_t node_limit_;
   RefutationTable& refuted_;
-  std::vector<uint64_t> floor_;   // per tensor: highest top of placed tensors meeting it
+  // Per tensor: the highest top of placed tensors meeting it; kPlaced once placed (its
+  // offset is its floor then, restored on undo).
+  static constexpr uint64_t kPlaced = UINT64_MAX;
+  std::vector<uint64_t> floor_;
   std::vector<uint64_t> offset_;
-  std::vector<uint8_t> placed_;
   std::vector<uint64_t> section_floor_;     // the lowest an unplaced tensor there can go
   std::vector<uint64_t> section_unplaced_;  // bytes of unplaced tensors in the section
   std::vector<uint64_t> section_stamp_;     // place(): sections already refreshed
-  std::vector<uint32_t> touched_;
+  std::vector<std::pair<uint32_t, uint64_t>> touched_;  // place(): sections to recompute
   std::vector<uint32_t> rerank_by_, rerank_slots_;
   uint64_t stamp_ = 0;
   uint64_t last_offset_ = 0;
   int64_t last_rank_ = -1;
   std::vector<Placement> trail_;
-  std::vector<std::vector<uint32_t>> group_pool_, cand_pool_, rest_pool_;
+  std::vector<std::vector<uint32_t>> group_pool_, cand_pool_, rest_pool_, reach_pool_;
   std::vector<std::pair<uint32_t, uint64_t>> floor_undo_;
   std::vector<std::pair<uint32_t, uint64_t>> section_undo_;
   std::vector<std::pair<uint32_t, uint32_t>> rank_undo_;
@@ -578,26 +603,25 @@ SearchReport improve_plan(std::span<const TensorLifetime> tensors, uint64_t alig
   for (const Preorder& order : kPreorders) ranks.push_back(preorder_rank(problem, order.keys));
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double, std::milli>(budget_ms));
-  // Targets: the caller's good-enough arena, if it gave one above the bound, with half the
-  // budget; then the lower bound, with three quarters of what is left (most plans that can
-  // reach it do, and its search prunes hardest); then halfway between the lowest target not
-  // yet tried and the best arena found, each with half the time left, so a target too hard
-  // to decide leaves time for looser ones. An undecided target is not proven impossible.
+  // Targets: first the caller's good-enough arena if it gave one above the bound, else the
+  // lower bound, with seven eighths of the budget: it is the plan the caller asked for, and
+  // most cases that reach it do so within that (a plan at the bound is also good enough, so
+  // the bound is not tried after a good-enough target). Then halfway between the lowest
+  // target not yet tried and the best arena found, each with half the time left, so a
+  // target too hard to decide leaves time for looser ones, which are quick to find. An
+  // undecided target is not proven impossible.
   uint64_t proven_impossible = plan.lower_bound_bytes - 1;
   uint64_t next_low = plan.lower_bound_bytes;
   int round = 0;
-  bool tried_bound = false;
   while (next_low < plan.arena_bytes) {
     const auto now = Clock::now();
     if (now >= deadline) break;
     uint64_t target = next_low + (plan.arena_bytes - 1 - next_low) / 2;
     auto until = now + (deadline - now) / 2;
-    if (round == 0 && enough_bytes > next_low) {
-      target = enough_bytes;  // below the greedy arena, or the search would not run
-    } else if (!tried_bound) {
-      target = next_low;
-      until = now + (deadline - now) * 3 / 4;
-      tried_bound = true;
+    if (round == 0) {
+      // enough_bytes is below the greedy arena here, or the search would not run
+      target = enough_bytes > next_low ? enough_bytes : next_low;
+      until = now + (deadline - now) * 7 / 8;
     }
     ++round;
     std::vector<uint64_t> offsets;

@@ -26,9 +26,9 @@
 // every split by the bytes still unplaced) take turns under a node limit that doubles each
 // round (restarts), because which one packs a case first varies by orders of magnitude.
 //
-// The driver (improve_plan) tries the caller's good-enough arena first if it gave one, then
-// the lower bound; if that is not found, it halves the interval between what is proven
-// impossible and the best arena found, until the two meet (the best is then proven optimal)
+// The driver (improve_plan) tries the caller's good-enough arena if it gave one, else the
+// lower bound, with 7/8 of the budget; if that is not found, it halves the interval between
+// what is proven impossible and the best arena found, until the two meet (the best is then proven optimal)
 // or the time budget is spent. Deterministic: the same input and budget give the same plan
 // except where the budget cuts a search short (the clock decides how far it got). Cost:
 // exponential in the worst case (the problem is NP-hard); memory O(n^2) for the tensors'
@@ -68,8 +68,8 @@ struct SearchReport {
 // Improves `plan` (a valid plan of `tensors` at `alignment`, with its lower bound set) in
 // place within `budget_ms` of wall time; `plan` stays valid throughout. The result satisfies
 // verify_plan. `enough_bytes` (0: none): an arena the caller is content with, such as a
-// memory's capacity; the search stops at the first plan at or below it, after trying the
-// lower bound first. Memory: the tensors' conflict lists, O(n^2) at worst, and a table of
+// memory's capacity; the search aims at it instead of the lower bound and stops at the
+// first plan at or below it. Memory: the tensors' conflict lists, O(n^2) at worst, and a table of
 // refuted states of at most 32 MiB.
 SearchReport improve_plan(std::span<const TensorLifetime> tensors, uint64_t alignment,
                           double budget_ms, MemoryPlan& plan, uint64_t enough_bytes = 0);

@@ -318,9 +318,16 @@ Result<MemoryPlan> place_greedy(std::span<const TensorLifetime> tensors, uint64_
   return plan;
 }
 
-constexpr GreedyOrder kGreedyOrders[] = {GreedyOrder::SizeThenLongerLifetime,
-                                         GreedyOrder::SizeThenLaterLastUse,
-                                         GreedyOrder::LongerLifetimeThenSize};
+// Longer lifetime first goes first: it places the long-lived tensors low, where they stack
+// into few byte ranges, so each later tensor reads few ranges (7-9 per tensor on every
+// family of tests/support/plan_cases at 100,000 values), while the size-first orders
+// scatter nested long-lived tensors and read hundreds (668 on U-Net); where it reaches the
+// lower bound the slow orders never run. The arena does not depend on this order (the
+// smallest of the three, or the first at the bound, which none can beat): only which plan
+// wins a tie does.
+constexpr GreedyOrder kGreedyOrders[] = {GreedyOrder::LongerLifetimeThenSize,
+                                         GreedyOrder::SizeThenLongerLifetime,
+                                         GreedyOrder::SizeThenLaterLastUse};
 
 // Best of the orderings: the smallest arena, ties to the earliest ordering in the list. An
 // ordering whose arena would overflow 64 bits drops out; if all do, the first one's error

@@ -93,11 +93,14 @@ TEST(PlannerTest, LargestFirstReachesTheLowerBoundWhereDefinitionOrderDoesNot) {
 }
 
 TEST(PlannerTest, TensorGoesIntoTheSmallestGapThatFits) {
-  // Placement order 3, 1, 4, 0, 2 leaves tensor 2 two gaps among the tensors alive with
-  // it (1 at [6,10), 0 at [14,17)): [0,6) and [10,14). Best fit takes the smaller.
+  // Size first, the placement order is 3, 1, 4, 0, 2, which leaves tensor 2 two gaps among
+  // the tensors alive with it (1 at [6,10), 0 at [14,17)): [0,6) and [10,14). Best fit
+  // takes the smaller.
   const std::vector<TensorLifetime> tensors = {T(3, 2, 4), T(4, 2, 4), T(3, 2, 2), T(6, 3, 3),
                                                T(4, 3, 5)};
-  MemoryPlan plan = plan_or_die(tensors);
+  Result<MemoryPlan> result = plan_memory_greedy(tensors, kU, GreedyOrder::SizeThenLongerLifetime);
+  ASSERT_TRUE(result.ok()) << result.status().to_string();
+  const MemoryPlan& plan = *result;
   EXPECT_EQ(plan.offsets,
             (std::vector<uint64_t>{14 * kU, 6 * kU, 10 * kU, 0, 10 * kU}));
   EXPECT_EQ(plan.arena_bytes, 17 * kU);
@@ -154,29 +157,30 @@ TEST(PlannerTest, BestOfOrderingsBeatsSizeFirstOnNestedLongLivedTensors) {
 
 TEST(PlannerTest, ListsTheOrderingsInTieBreakOrder) {
   const std::vector<GreedyOrder> orders(greedy_orders().begin(), greedy_orders().end());
-  EXPECT_EQ(orders, (std::vector<GreedyOrder>{GreedyOrder::SizeThenLongerLifetime,
-                                              GreedyOrder::SizeThenLaterLastUse,
-                                              GreedyOrder::LongerLifetimeThenSize}));
+  EXPECT_EQ(orders, (std::vector<GreedyOrder>{GreedyOrder::LongerLifetimeThenSize,
+                                              GreedyOrder::SizeThenLongerLifetime,
+                                              GreedyOrder::SizeThenLaterLastUse}));
   EXPECT_EQ(greedy_order_name(GreedyOrder::SizeThenLongerLifetime), "size-then-longer-lifetime");
   EXPECT_EQ(greedy_order_name(GreedyOrder::SizeThenLaterLastUse), "size-then-later-last-use");
   EXPECT_EQ(greedy_order_name(GreedyOrder::LongerLifetimeThenSize), "longer-lifetime-then-size");
 }
 
 TEST(PlannerTest, BestOfKeepsTheEarliestOrderingOnATie) {
-  // The first two orderings both need 4 units (lower bound 3) with different plans; the
-  // third needs no less. The first ordering's plan is kept.
+  // All three orderings need 4 units (lower bound 3), each with a different plan. The
+  // first listed ordering's plan is kept.
   const std::vector<TensorLifetime> tensors = {T(2, 0, 2), T(1, 3, 5), T(1, 0, 3), T(2, 4, 4)};
-  Result<MemoryPlan> first = plan_memory_greedy(tensors, kU, GreedyOrder::SizeThenLongerLifetime);
-  Result<MemoryPlan> second = plan_memory_greedy(tensors, kU, GreedyOrder::SizeThenLaterLastUse);
-  Result<MemoryPlan> third = plan_memory_greedy(tensors, kU, GreedyOrder::LongerLifetimeThenSize);
-  ASSERT_TRUE(first.ok() && second.ok() && third.ok());
-  EXPECT_EQ(first->arena_bytes, 4 * kU);
-  EXPECT_EQ(second->arena_bytes, 4 * kU);
-  EXPECT_NE(first->offsets, second->offsets);
-  EXPECT_GE(third->arena_bytes, 4 * kU);
+  Result<MemoryPlan> lifetime = plan_memory_greedy(tensors, kU, GreedyOrder::LongerLifetimeThenSize);
+  Result<MemoryPlan> size = plan_memory_greedy(tensors, kU, GreedyOrder::SizeThenLongerLifetime);
+  Result<MemoryPlan> last_use = plan_memory_greedy(tensors, kU, GreedyOrder::SizeThenLaterLastUse);
+  ASSERT_TRUE(lifetime.ok() && size.ok() && last_use.ok());
+  EXPECT_EQ(lifetime->arena_bytes, 4 * kU);
+  EXPECT_EQ(size->arena_bytes, 4 * kU);
+  EXPECT_EQ(last_use->arena_bytes, 4 * kU);
+  EXPECT_NE(lifetime->offsets, size->offsets);
+  EXPECT_NE(size->offsets, last_use->offsets);
   const MemoryPlan best = plan_or_die(tensors);
   EXPECT_EQ(best.lower_bound_bytes, 3 * kU);
-  EXPECT_EQ(best.offsets, first->offsets);
+  EXPECT_EQ(best.offsets, lifetime->offsets);
   EXPECT_EQ(best.arena_bytes, 4 * kU);
 }
 
