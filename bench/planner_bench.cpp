@@ -7,9 +7,10 @@
 // batch only, each greedy ordering alone ("greedy-by-size/<ordering>"; the first one is the
 // planner before best-of), so one run shows what best-of gains.
 //
-// Writes JSON lines (one per family, alignment and planner) to --out, by default
-// bench/results/planner.jsonl relative to the working directory (run it from the
-// repository root). Timings: each case is planned --reps times and its median taken; the
+// Appends JSON lines (one per family, alignment and planner; with --cases-dir one per case)
+// to --out, by default bench/results/planner.jsonl (planner_cases.jsonl with --cases-dir)
+// relative to the working directory (run it from the repository root): the results files
+// are the history of every recorded run, so a run never truncates one. Timings: each case is planned --reps times and its median taken; the
 // figure reported is the median of those over the family's cases.
 #include <algorithm>
 #include <chrono>
@@ -168,6 +169,7 @@ bool parse_size(const char* arg, const char* name, size_t* out) {
 int main(int argc, char** argv) {
   Options opt;
   std::string command = argv[0];
+  bool out_given = false;
   for (int i = 1; i < argc; ++i) {
     command += std::string(" ") + argv[i];
     size_t reps = 0;
@@ -182,6 +184,7 @@ int main(int argc, char** argv) {
       opt.reps = 1;
     } else if (std::strncmp(argv[i], "--out=", 6) == 0) {
       opt.out = argv[i] + 6;
+      out_given = true;
     } else if (std::strncmp(argv[i], "--command=", 10) == 0) {
       opt.command = argv[i] + 10;
     } else if (std::strncmp(argv[i], "--cases-dir=", 12) == 0) {
@@ -213,7 +216,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  FILE* out = opt.out.empty() ? nullptr : std::fopen(opt.out.c_str(), "w");
+  if (!opt.cases_dir.empty() && !out_given && !opt.smoke) opt.out = "bench/results/planner_cases.jsonl";
+  FILE* out = opt.out.empty() ? nullptr : std::fopen(opt.out.c_str(), "a");
   if (out == nullptr && !opt.out.empty()) {
     std::fprintf(stderr, "cannot open %s for writing: %s\n", opt.out.c_str(), std::strerror(errno));
     return 1;
