@@ -207,6 +207,7 @@ class Search {
     cand_pool_.resize(n + 1);
     rest_pool_.resize(n + 1);
     reach_pool_.resize(n + 1);
+    unplaced_load_.assign(n, 0);
     for (size_t i = 0; i < n; ++i) {
       for (uint32_t s = p.section_begin[i]; s < p.section_end[i]; ++s) section_unplaced_[s] += p.size[i];
     }
@@ -224,6 +225,10 @@ class Search {
   }
 
   const std::vector<uint64_t>& offsets() const { return offset_; }
+  // Whether its twin (the same keys, re-ranked where this one is static or the reverse)
+  // would have ranked some group this search split off differently; if not, the twin's
+  // search under the same node limit would walk the same tree.
+  bool twin_differs() const { return twin_differs_; }
   int64_t nodes() const { return nodes_; }
 
  private:
@@ -279,7 +284,7 @@ class Search {
     if (fresh) {
       last_offset_ = 0;
       last_rank_ = -1;
-      if (order_.dynamic) rerank(group);
+      if (order_.dynamic || !twin_differs_) rerank(group, order_.dynamic);
       sum = member_sum(group);
     }
     const RefutationTable::Key key = fresh ? fresh_key(group) : continued_key(sum);
@@ -334,18 +339,23 @@ class Search {
   }
 
   // Ranks the group's tensors again by the order's keys over the bytes still unplaced, in
-  // the rank slots they held (so their ranks stay distinct from everyone else's).
-  void rerank(const std::vector<uint32_t>& group) {
+  // the rank slots they held (so their ranks stay distinct from everyone else's), if
+  // `apply`; either way, notes in twin_differs_ whether that changes any rank.
+  void rerank(const std::vector<uint32_t>& group, bool apply) {
     rerank_by_.assign(group.begin(), group.end());
     rerank_slots_.clear();
     for (uint32_t i : group) rerank_slots_.push_back(rank_[i]);
     std::sort(rerank_slots_.begin(), rerank_slots_.end());
-    sort_by_keys(p_, order_.keys, [&](uint32_t i) {
+    for (uint32_t i : group) {  // key L, once per tensor rather than per comparison
       uint64_t load = 0;
       for (uint32_t s = p_.section_begin[i]; s < p_.section_end[i]; ++s) load = std::max(load, section_unplaced_[s]);
-      return load;
-    }, rerank_by_);
+      unplaced_load_[i] = load;
+    }
+    sort_by_keys(p_, order_.keys, [&](uint32_t i) { return unplaced_load_[i]; }, rerank_by_);
     for (size_t r = 0; r < rerank_by_.size(); ++r) {
+      if (rank_[rerank_by_[r]] == rerank_slots_[r]) continue;
+      twin_differs_ = true;
+      if (!apply) return;
       rank_undo_.push_back({rerank_by_[r], rank_[rerank_by_[r]]});
       rank_[rerank_by_[r]] = rerank_slots_[r];
     }
@@ -532,6 +542,7 @@ class Search {
   std::vector<uint64_t> section_stamp_;     // place(): sections already refreshed
   std::vector<std::pair<uint32_t, uint64_t>> touched_;  // place(): sections to recompute
   std::vector<uint32_t> rerank_by_, rerank_slots_;
+  std::vector<uint64_t> unplaced_load_;  // rerank(): key L per tensor
   uint64_t stamp_ = 0;
   uint64_t last_offset_ = 0;
   int64_t last_rank_ = -1;
@@ -541,6 +552,7 @@ class Search {
   std::vector<std::pair<uint32_t, uint64_t>> section_undo_;
   std::vector<std::pair<uint32_t, uint32_t>> rank_undo_;
   int64_t nodes_ = 0;
+  bool twin_differs_ = false;
   Outcome stopped_ = Outcome::Impossible;  // NodeLimit or OutOfTime once the search must stop
 };
 
@@ -548,17 +560,23 @@ class Search {
 // limit that doubles every round, until one finds a plan or proves there is none (a search
 // that finishes within its limit has seen every canonical plan under its order).
 // Refutations are shared by every search of one capacity (they hold for any smaller one too,
-// but each decision starts its own table to bound the memory).
+// but each decision starts its own table to bound the memory). An order's twin is skipped
+// in a round where the order found that re-ranking would change nothing (on some cases,
+// every round): it would walk the same tree, only further along by the refutations.
 Outcome decide(const Problem& p, const std::vector<std::vector<uint32_t>>& ranks, uint64_t capacity,
                Clock::time_point deadline, std::vector<uint64_t>& offsets, int64_t& nodes) {
   RefutationTable refuted;
   int64_t limit = static_cast<int64_t>(p.ids.size());
+  constexpr size_t kTwins = std::size(kPreorders) / 2;  // order o's twin is o + kTwins
+  bool twin_repeats[kTwins] = {};
   while (true) {
     limit *= 2;
     for (size_t o = 0; o < ranks.size(); ++o) {
+      if (o >= kTwins && twin_repeats[o - kTwins]) continue;
       Search search(p, capacity, ranks[o], kPreorders[o], deadline, limit, refuted);
       const Outcome outcome = search.run();
       nodes += search.nodes();
+      if (o < kTwins) twin_repeats[o] = !search.twin_differs();
       if (outcome == Outcome::Found) offsets = search.offsets();
       if (outcome != Outcome::NodeLimit) return outcome;
     }

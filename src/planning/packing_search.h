@@ -24,7 +24,9 @@
 // Order: candidates go lowest floor first, then by a static rank; twelve ranks (six key
 // orders over section load, area, sections spanned and lifetime, each static or re-ranked at
 // every split by the bytes still unplaced) take turns under a node limit that doubles each
-// round (restarts), because which one packs a case first varies by orders of magnitude.
+// round (restarts), because which one packs a case first varies by orders of magnitude; a
+// re-ranked order and its static twin walk the same tree where re-ranking changes nothing,
+// and then the second is skipped for the round.
 //
 // The driver (improve_plan) tries the caller's good-enough arena if it gave one, else the
 // lower bound, with 7/8 of the budget; if that is not found, it halves the interval between
