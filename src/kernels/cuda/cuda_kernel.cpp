@@ -1,6 +1,8 @@
 // CublasHandle, StreamOrderedTempMemory, device_error_status and find_cuda_kernel.
 #include "kernels/cuda/cuda_kernel.h"
 
+#include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "kernels/cuda/checks.h"
@@ -75,7 +77,19 @@ Status StreamOrderedTempMemory::deallocate(void* ptr, size_t, cudaStream_t strea
   return cuda_status("temporary memory", "cudaFreeAsync", cudaFreeAsync(ptr, stream));
 }
 
+std::string_view no_default_cublas_workspace() {
+  static const std::string value = [] {
+    constexpr const char* kName = "CUBLAS_WORKSPACE_CONFIG";
+    if (const char* set = std::getenv(kName)) return std::string(set);
+    if (setenv(kName, ":0:0", /*overwrite=*/0) != 0) return std::string();
+    const char* now = std::getenv(kName);
+    return std::string(now != nullptr ? now : "");
+  }();
+  return value;
+}
+
 Result<CublasHandle> CublasHandle::create(const CublasOptions& options) {
+  (void)no_default_cublas_workspace();  // before the handle: cuBLAS reads it in cublasCreate
   // The first handle of the process opens the math libraries (cublas_library.h).
   Result<const CublasLibrary*> cu = cublas_library();
   if (!cu.ok()) return cu.status().with_context("cuBLAS");

@@ -73,8 +73,26 @@ struct CublasOptions {
   bool allow_tf32 = false;  // TF32 tensor cores for f32 GEMMs: faster, ~1e-3 relative error
 };
 
+// Sets CUBLAS_WORKSPACE_CONFIG=:0:0 (no default workspace in later cublasCreate calls) if
+// the variable is unset, the first time it is called in the process; later calls do
+// nothing. Returns the value in effect afterwards ("" when setenv failed: cuBLAS then
+// allocates its default workspace, which costs memory, not correctness).
+std::string_view no_default_cublas_workspace();
+
 // An owned cuBLAS handle (RAII, move-only) created on the current device, with the math
 // mode CublasOptions asks for. Errors are returned, never thrown.
+//
+// Device memory: cublasCreate allocates a default workspace per handle unless told not to
+// by CUBLAS_WORKSPACE_CONFIG, which it reads at each creation; measured on an H200 with
+// cuBLAS 13.1, 64 MiB per handle, held until the handle is destroyed (cublasSetWorkspace
+// does not give it back) and never named in any plan. planrt's GEMMs do not use it (the
+// cuBLASLt path asks for no workspace, and the encoder's latency is the same without it:
+// docs/performance.md), so before the process's first handle, create() sets
+// CUBLAS_WORKSPACE_CONFIG=:0:0 when it is unset (once, see
+// no_default_cublas_workspace()); a caller who sets the variable keeps its own setting.
+// Setting it changes the process environment: like any setenv, it must not race with
+// another thread's getenv/setenv, so a program that reads the environment from other
+// threads while it creates its first planrt CUDA method should set the variable itself.
 class CublasHandle {
  public:
   static Result<CublasHandle> create(const CublasOptions& options = {});

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -27,6 +28,27 @@ bool mapped(const std::string& name) {
     if (line.find(name) != std::string::npos) return true;
   }
   return false;
+}
+
+// The environment as the process started (static initialisation runs before any test).
+const char* const kWorkspaceConfigAtStart = [] {
+  const char* v = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+  return v != nullptr ? strdup(v) : nullptr;
+}();
+
+// cuBLAS's default workspace (64 MiB a handle on an H200, in no plan) is turned off before
+// the process's first handle unless the caller chose a setting; once: a setting made later
+// is left alone. ctest runs it a second time with the variable set (tests/CMakeLists.txt).
+TEST(CublasLibrary, TheDefaultWorkspaceIsTurnedOffOnceUnlessTheCallerSetIt) {
+  const std::string expected = kWorkspaceConfigAtStart != nullptr ? kWorkspaceConfigAtStart : ":0:0";
+  EXPECT_EQ(no_default_cublas_workspace(), expected);
+  const char* now = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+  ASSERT_NE(now, nullptr);
+  EXPECT_EQ(std::string(now), expected);
+  ASSERT_EQ(setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:2", 1), 0);
+  EXPECT_EQ(no_default_cublas_workspace(), expected);
+  EXPECT_EQ(std::string(std::getenv("CUBLAS_WORKSPACE_CONFIG")), ":4096:2");
+  ASSERT_EQ(setenv("CUBLAS_WORKSPACE_CONFIG", expected.c_str(), 1), 0);
 }
 
 TEST(CublasLibrary, IsOpenedOnFirstUseAndResolvesEveryFunction) {

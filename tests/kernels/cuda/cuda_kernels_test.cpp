@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -260,6 +261,28 @@ TEST(CudaKernels, GemmsWithoutAHandleOrScratchFailCleanly) {
   std::vector<TensorView> ao{attn};
   EXPECT_TRUE(IsError((*sdpa)(no_temp, {}, qkv, ao), ErrorCode::InvalidArgument,
                       {"temporary memory"}));
+}
+
+// A handle adds no default workspace to the device (cuBLAS 13.1 on an H200: 68 MiB for the
+// first handle with it, 4 MiB without). Device-wide figures: the cuda tests run serially.
+TEST(CudaKernels, ACublasHandleAllocatesNoDefaultWorkspace) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  if (std::getenv("CUBLAS_WORKSPACE_CONFIG") != nullptr && no_default_cublas_workspace() != ":0:0") {
+    GTEST_SKIP() << "CUBLAS_WORKSPACE_CONFIG was set by the caller";
+  }
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // the context first: it is not the handle's
+  auto used = [] {
+    size_t free_b = 0, total_b = 0;
+    EXPECT_EQ(cudaMemGetInfo(&free_b, &total_b), cudaSuccess);
+    return static_cast<int64_t>(total_b - free_b);
+  };
+  Result<CublasHandle> warm = CublasHandle::create();  // the library's own one-time state
+  ASSERT_TRUE(warm.ok()) << warm.status().to_string();
+  const int64_t before = used();
+  Result<CublasHandle> handle = CublasHandle::create();
+  ASSERT_TRUE(handle.ok()) << handle.status().to_string();
+  const int64_t after = used();
+  EXPECT_LT(after - before, int64_t{8} << 20) << "a second handle took " << (after - before) << " bytes";
 }
 
 TEST(CudaKernels, Tf32IsOffByDefaultAndAnOptionTurnsItOn) {
