@@ -6,7 +6,7 @@
 //   nvcc -O2 -arch=sm_90 bench/cuda/probes/library_memory.cu -o /tmp/library_memory \
 //        -lcublas -lcublasLt -lcudnn && /tmp/library_memory [setenv]
 // `setenv` sets CUBLAS_WORKSPACE_CONFIG=:0:0 in the process before the first handle, as
-// planrt does (kernels/cuda/cuda_kernel.h). Prints one JSON line per step; figures in
+// planrt does around its own cublasCreate (kernels/cuda/cuda_kernel.h). Prints one JSON line per step; figures in
 // bench/results/library_memory.jsonl.
 #include <cstdio>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 #include "kernels/cuda/cuda_kernel.h"
 
 #include <cstdlib>
-#include <string>
+#include <mutex>
 #include <utility>
 
 #include "kernels/cuda/checks.h"
@@ -77,24 +77,38 @@ Status StreamOrderedTempMemory::deallocate(void* ptr, size_t, cudaStream_t strea
   return cuda_status("temporary memory", "cudaFreeAsync", cudaFreeAsync(ptr, stream));
 }
 
-std::string_view no_default_cublas_workspace() {
-  static const std::string value = [] {
-    constexpr const char* kName = "CUBLAS_WORKSPACE_CONFIG";
-    if (const char* set = std::getenv(kName)) return std::string(set);
-    if (setenv(kName, ":0:0", /*overwrite=*/0) != 0) return std::string();
-    const char* now = std::getenv(kName);
-    return std::string(now != nullptr ? now : "");
-  }();
-  return value;
+namespace {
+constexpr const char* kWorkspaceConfig = "CUBLAS_WORKSPACE_CONFIG";
+std::mutex& workspace_config_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+}  // namespace
+
+NoDefaultCublasWorkspace::NoDefaultCublasWorkspace() {
+  workspace_config_mutex().lock();
+  if (std::getenv(kWorkspaceConfig) == nullptr) {
+    // A failed setenv leaves cuBLAS its default workspace: memory, not correctness.
+    set_ = setenv(kWorkspaceConfig, ":0:0", /*overwrite=*/0) == 0;
+  }
+}
+
+NoDefaultCublasWorkspace::~NoDefaultCublasWorkspace() {
+  if (set_) (void)unsetenv(kWorkspaceConfig);
+  workspace_config_mutex().unlock();
 }
 
 Result<CublasHandle> CublasHandle::create(const CublasOptions& options) {
-  (void)no_default_cublas_workspace();  // before the handle: cuBLAS reads it in cublasCreate
   // The first handle of the process opens the math libraries (cublas_library.h).
   Result<const CublasLibrary*> cu = cublas_library();
   if (!cu.ok()) return cu.status().with_context("cuBLAS");
   cublasHandle_t h = nullptr;
-  PLANRT_RETURN_IF_ERROR(cublas_status("cuBLAS", "cublasCreate", (*cu)->cublasCreate_v2(&h)));
+  cublasStatus_t created;
+  {
+    NoDefaultCublasWorkspace no_default;  // cuBLAS reads the variable in cublasCreate
+    created = (*cu)->cublasCreate_v2(&h);
+  }
+  PLANRT_RETURN_IF_ERROR(cublas_status("cuBLAS", "cublasCreate", created));
   CublasHandle handle(h);
   PLANRT_RETURN_IF_ERROR(handle.set_allow_tf32(options.allow_tf32));
   return handle;

@@ -73,11 +73,22 @@ struct CublasOptions {
   bool allow_tf32 = false;  // TF32 tensor cores for f32 GEMMs: faster, ~1e-3 relative error
 };
 
-// Sets CUBLAS_WORKSPACE_CONFIG=:0:0 (no default workspace in later cublasCreate calls) if
-// the variable is unset, the first time it is called in the process; later calls do
-// nothing. Returns the value in effect afterwards ("" when setenv failed: cuBLAS then
-// allocates its default workspace, which costs memory, not correctness).
-std::string_view no_default_cublas_workspace();
+// While alive, CUBLAS_WORKSPACE_CONFIG is ":0:0" (no default workspace for a cublasCreate
+// made meanwhile) if it was unset when the guard was made; on destruction it is unset again,
+// so nothing else in the process (another library's cuBLAS handles, which may size their
+// own workspace from the variable) sees it afterwards. A variable the caller set is left as
+// it is. Guards serialize with one another (a process-wide lock); like any setenv, the
+// window must not race with another thread's getenv/setenv outside planrt.
+class NoDefaultCublasWorkspace {
+ public:
+  NoDefaultCublasWorkspace();
+  ~NoDefaultCublasWorkspace();
+  NoDefaultCublasWorkspace(const NoDefaultCublasWorkspace&) = delete;
+  NoDefaultCublasWorkspace& operator=(const NoDefaultCublasWorkspace&) = delete;
+
+ private:
+  bool set_ = false;  // this guard set the variable, and unsets it
+};
 
 // An owned cuBLAS handle (RAII, move-only) created on the current device, with the math
 // mode CublasOptions asks for. Errors are returned, never thrown.
@@ -87,12 +98,8 @@ std::string_view no_default_cublas_workspace();
 // cuBLAS 13.1, 64 MiB per handle, held until the handle is destroyed (cublasSetWorkspace
 // does not give it back) and never named in any plan. planrt's GEMMs do not use it (the
 // cuBLASLt path asks for no workspace, and the encoder's latency is the same without it:
-// docs/performance.md), so before the process's first handle, create() sets
-// CUBLAS_WORKSPACE_CONFIG=:0:0 when it is unset (once, see
-// no_default_cublas_workspace()); a caller who sets the variable keeps its own setting.
-// Setting it changes the process environment: like any setenv, it must not race with
-// another thread's getenv/setenv, so a program that reads the environment from other
-// threads while it creates its first planrt CUDA method should set the variable itself.
+// docs/performance.md), so create() makes its handle under NoDefaultCublasWorkspace. A
+// caller who sets the variable keeps its own setting.
 class CublasHandle {
  public:
   static Result<CublasHandle> create(const CublasOptions& options = {});
