@@ -94,11 +94,11 @@ class NoDefaultCublasWorkspace {
 // mode CublasOptions asks for. Errors are returned, never thrown.
 //
 // Device memory: cublasCreate allocates a default workspace per handle unless told not to
-// by CUBLAS_WORKSPACE_CONFIG, which it reads at each creation; measured on an H200 with
-// cuBLAS 13.1, 64 MiB per handle, held until the handle is destroyed (cublasSetWorkspace
-// does not give it back) and never named in any plan. planrt's GEMMs do not use it (the
-// cuBLASLt path asks for no workspace, and the encoder's latency is the same without it:
-// docs/performance.md), so create() makes its handle under NoDefaultCublasWorkspace. A
+// by CUBLAS_WORKSPACE_CONFIG, which it reads at each creation; it is held until the handle
+// is destroyed (cublasSetWorkspace does not give it back) and no plan names it (its size
+// and the measurements: docs/performance.md, bench/results/library_memory.jsonl). planrt's
+// GEMMs do not use it (the cuBLASLt path asks for no workspace, and the encoder's latency
+// is the same without it), so create() makes its handle under NoDefaultCublasWorkspace. A
 // caller who sets the variable keeps its own setting.
 class CublasHandle {
  public:
