@@ -26,6 +26,8 @@ Result<SegmentGraph> parse_segment_graph(std::span<const uint8_t> blob,
   const fb::Graph* graph = flatbuffers::GetRoot<fb::Graph>(blob.data());
   seg.graph = graph;
   seg.scratch_bytes = graph->scratch_bytes();
+  seg.scratch_operand = graph->scratch_operand();
+  seg.scratch_plan_fusion_safe = graph->scratch_plan_fusion_safe();
   size_t n = runtime_detail::size_of(graph->values());
   auto check_id = [&](uint32_t id, std::string_view what, bool optional) -> Status {
     if (optional && id == format::kNoValue) return {};

@@ -55,6 +55,8 @@ struct SegmentGraph {
   std::vector<SegmentStep> steps;
   std::vector<ProfileDim> profile;
   uint64_t scratch_bytes = 0;
+  bool scratch_operand = false;           // the Delegate passes the scratch (program.fbs)
+  bool scratch_plan_fusion_safe = false;  // add + layer_norm may run as one kernel
   const fb::Graph* graph = nullptr;  // the verified blob (lives as long as the program)
 
   std::string step_name(size_t k) const;

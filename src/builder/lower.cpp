@@ -9,6 +9,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "builder/check.h"
+#include "planning/engine_scratch.h"
 #include "planning/method_plan.h"
 #include "builder/partition.h"
 #include "builder/workspace.h"
@@ -95,9 +96,11 @@ std::vector<std::unique_ptr<fb::AttrT>> to_attrs(const ir::Attrs& attrs) {
 class MethodLowering {
  public:
   MethodLowering(const ir::Model& model, const ir::Method& method, const ir::CheckedMethod& checked,
-                 const std::vector<SegmentSpan>& segments, ConstantTable& constants, const planning::PlanOptions& planner)
+                 const std::vector<SegmentSpan>& segments, ConstantTable& constants, const planning::PlanOptions& planner,
+                 const ScratchPlacement& scratch)
       : model_(model), method_(method), checked_(checked), segments_(segments), constants_(constants),
-        planner_(planner) {}
+        planner_(planner),
+        scratch_(scratch) {}
 
   Result<std::unique_ptr<fb::MethodT>> run() {
     out_ = std::make_unique<fb::MethodT>();
@@ -272,9 +275,11 @@ class MethodLowering {
     delegate->segment = static_cast<int32_t>(s);
     delegate->node = span.name;
     // Intermediates of an engine are planned into its scratch (docs/design.md §6); a cuda
-    // segment's come from the backend's pool per call.
+    // segment's too when its scratch is planned, else they come from the backend's pool.
+    const bool engine = span.backend == ir::Backend::Engine;
+    const bool planned_scratch = engine ? scratch_.engine_planned : scratch_.cuda_planned;
     const fb::ValueKind intermediate =
-        span.backend == ir::Backend::Engine ? fb::ValueKind::Planned : fb::ValueKind::Temporary;
+        engine || planned_scratch ? fb::ValueKind::Planned : fb::ValueKind::Temporary;
     auto add_local = [&](std::unique_ptr<fb::ValueT> v) {
       graph.values.push_back(std::move(v));
       return static_cast<uint32_t>(graph.values.size() - 1);
@@ -331,9 +336,19 @@ class MethodLowering {
       }
       graph.instructions.push_back(std::move(k));
     }
-    if (span.backend == ir::Backend::Engine) {
+    if (engine || planned_scratch) {
+      // The cuda backend runs an add and the layer_norm after it as one kernel.
+      graph.scratch_plan_fusion_safe = !engine;
       PLANRT_RETURN_IF_ERROR(planning::plan_engine_graph(graph, out_->dims, span.device, planner_.search_budget_ms)
                                  .with_context(fmt::format("method '{}', segment '{}' scratch", method_.name, span.name)));
+    }
+    if (planned_scratch && graph.scratch_bytes > 0) {
+      // One more output: the scratch, a method value of its own live only at this instruction.
+      const uint64_t words = (graph.scratch_bytes + planning::kEngineScratchAlignment - 1) /
+                             planning::kEngineScratchAlignment * (planning::kEngineScratchAlignment / 4);
+      ir::TensorType type{DType::F32, {ir::Dim::fixed(static_cast<int64_t>(words))}};
+      delegate->outputs.push_back(add_planned(span.name + "#scratch", type, span.device));
+      graph.scratch_operand = true;
     }
     std::vector<std::string> copied_back;
     for (uint32_t id : graph.outputs) {
@@ -380,6 +395,7 @@ class MethodLowering {
   const std::vector<SegmentSpan>& segments_;
   ConstantTable& constants_;
   planning::PlanOptions planner_;
+  ScratchPlacement scratch_;
 
   std::unique_ptr<fb::MethodT> out_;
   std::vector<Device> value_device_;  // per value of out_
@@ -390,14 +406,15 @@ class MethodLowering {
 
 }  // namespace
 
-Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanOptions& planner) {
+Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanOptions& planner,
+                                   const ScratchPlacement& scratch) {
   LoweredProgram out;
   PLANRT_RETURN_IF_ERROR(ir::check_model(model));
   ConstantTable constants(out);
   for (const ir::Method& method : model.methods) {
     PLANRT_ASSIGN_OR_RETURN(ir::CheckedMethod checked, ir::check_method(model, method));
     PLANRT_ASSIGN_OR_RETURN(std::vector<SegmentSpan> segments, partition_method(method, checked));
-    MethodLowering lowering(model, method, checked, segments, constants, planner);
+    MethodLowering lowering(model, method, checked, segments, constants, planner, scratch);
     PLANRT_ASSIGN_OR_RETURN(auto lowered, lowering.run());
     out.program.methods.push_back(std::move(lowered));
   }

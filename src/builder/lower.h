@@ -3,8 +3,9 @@
 //
 // Per method: inputs and outputs are Planned values on the host. cpu segments become
 // Kernel instructions carrying their segment index; cuda/engine segments become one
-// Delegate instruction whose blob is a nested Graph (Temporary intermediates, Constant
-// weights, Kernel instructions; an engine's intermediates are Planned in its scratch).
+// Delegate instruction whose blob is a nested Graph (Constant weights, Kernel instructions,
+// intermediates Planned in the segment's scratch, or Temporary in a cuda segment whose
+// scratch is not planned; see ScratchPlacement).
 // Values that cross a segment boundary are planned on the producing segment's device;
 // Copy instructions move method inputs to a device segment that reads them, and device
 // values to the host where they are method outputs (right after they are produced) or
@@ -29,6 +30,19 @@ struct LoweredProgram {
   std::vector<const ir::Constant*> constants;  // program.constants[i] holds constants[i]
 };
 
-Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanOptions& planning);
+// Where delegate segments' scratch lives (docs/design.md §6). Planned: the segment's
+// intermediates and kernel workspace are planned into one scratch (the §4 planner, at the
+// method dims' max), and the Delegate instruction passes that scratch as one more output, a
+// method value live only during the instruction (Graph.scratch_operand), so the method's
+// plan overlaps it with activations dead then and nothing is allocated per call.
+struct ScratchPlacement {
+  // cuda segments: planned (default), or the old way: Temporaries from the warm pool per call.
+  bool cuda_planned = true;
+  // engines: planned, or (default) the engine's own scratch, private or pooled at load.
+  bool engine_planned = false;
+};
+
+Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanOptions& planning,
+                                   const ScratchPlacement& scratch = {});
 
 }  // namespace planrt::builder

@@ -108,7 +108,13 @@ Result<BuiltProgram> build_program(const Model& model, const BuildOptions& optio
     planning::PlanOptions planner;
     planner.kind = options.no_reuse ? planning::PlannerKind::NoReuse : planning::PlannerKind::GreedyBySize;
     planner.search_budget_ms = options.plan_time_budget_ms;
-    PLANRT_ASSIGN_OR_RETURN(LoweredProgram lowered, lower_model(model.graph(), planner));
+    if (options.shared_scratch && options.plan_engine_scratch) {
+      return make_error(ErrorCode::InvalidArgument,
+                        "engine scratch cannot be both pooled (shared_scratch) and planned "
+                        "(plan_engine_scratch): pick one");
+    }
+    ScratchPlacement scratch{options.plan_cuda_scratch, options.plan_engine_scratch};
+    PLANRT_ASSIGN_OR_RETURN(LoweredProgram lowered, lower_model(model.graph(), planner, scratch));
     auto impl = std::make_unique<BuiltProgram::Impl>();
     impl->program = std::move(lowered.program);
     impl->program.producer = options.producer;

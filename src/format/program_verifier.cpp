@@ -1,5 +1,6 @@
 #include "format/program_verifier.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -200,11 +201,14 @@ Status check_delegate(const Scope& s, const std::string& label, const fb::Instru
     return invalid(fmt::format("{} calls segment {} ('{}'), which has no blob", label,
                                ins.segment(), str(seg.name())));
   }
-  if (count(g->inputs()) != count(ins.inputs()) || count(g->outputs()) != count(ins.outputs())) {
+  // A planned scratch (Graph.scratch_operand) is one more output after the graph's.
+  const uint32_t scratch_operands = g->scratch_operand() ? 1 : 0;
+  if (count(g->inputs()) != count(ins.inputs()) ||
+      count(g->outputs()) + scratch_operands != count(ins.outputs())) {
     return invalid(fmt::format(
-        "{} passes {} inputs and {} outputs but segment {} graph takes {} and {}", label,
+        "{} passes {} inputs and {} outputs but segment {} graph takes {} and {}{}", label,
         count(ins.inputs()), count(ins.outputs()), ins.segment(), count(g->inputs()),
-        count(g->outputs())));
+        count(g->outputs()), scratch_operands ? " plus its planned scratch" : ""));
   }
   auto seg_device = to_device(seg.device());
   for (const Ids* ids : {ins.inputs(), ins.outputs()}) {
@@ -217,6 +221,28 @@ Status check_delegate(const Scope& s, const std::string& label, const fb::Instru
                                    label, value_label(s, id),
                                    seg_device ? to_string(*seg_device) : "?"));
       }
+    }
+  }
+  if (scratch_operands != 0) {
+    const uint32_t id = ins.outputs()->Get(count(ins.outputs()) - 1);
+    if (id == kNoValue) {
+      return invalid(fmt::format("{} passes no planned scratch to segment {}", label, ins.segment()));
+    }
+    // A static shape, so that it holds the plan at whatever dims a call binds.
+    const fb::Value& v = s.value(id);
+    const bool is_static = v.shape() == nullptr ||
+                           std::all_of(v.shape()->begin(), v.shape()->end(),
+                                       [](const fb::DimRef* d) { return d->dim() < 0; });
+    if (!is_static) {
+      return invalid(fmt::format("{} passes planned scratch {} with a dynamic shape to segment {}",
+                                 label, value_label(s, id), ins.segment()));
+    }
+    auto bytes = value_max_nbytes(v, s.dims);
+    if (!bytes.ok() || *bytes < g->scratch_bytes()) {
+      return invalid(fmt::format("{} passes planned scratch {} of {} bytes to segment {}, whose "
+                                 "graph needs {}", label, value_label(s, id),
+                                 bytes.ok() ? fmt::format("{}", *bytes) : std::string("?"),
+                                 ins.segment(), g->scratch_bytes()));
     }
   }
   return {};

@@ -74,6 +74,27 @@ struct ScratchTensors {
   size_t n_values = 0;
 };
 
+// Graph.scratch_plan_fusion_safe: a layer_norm reading the output of the add just before it
+// may run with that add as one kernel, which reads the add's inputs while it writes the
+// norm's outputs; so those outputs live from the add on. (Any such pair: the backend's own
+// conditions for fusing are narrower, and a wider rule only costs bytes.)
+void extend_for_add_layer_norm(const fb::Graph& graph, std::vector<int64_t>& first) {
+  const auto* steps = graph.instructions();
+  for (uint32_t k = 0; steps != nullptr && k + 1 < steps->size(); ++k) {
+    const fb::Instruction* add = steps->Get(k);
+    const fb::Instruction* norm = steps->Get(k + 1);
+    if (add->op() == nullptr || norm->op() == nullptr || add->op()->string_view() != "add" ||
+        norm->op()->string_view() != "layer_norm" || add->outputs() == nullptr ||
+        add->outputs()->size() == 0 || norm->inputs() == nullptr || norm->inputs()->size() == 0 ||
+        norm->inputs()->Get(0) != add->outputs()->Get(0) || norm->outputs() == nullptr) {
+      continue;
+    }
+    for (uint32_t id : *norm->outputs()) {
+      if (id < first.size() && first[id] > static_cast<int64_t>(k)) first[id] = k;
+    }
+  }
+}
+
 Result<ScratchTensors> scratch_tensors(const fb::Graph& graph, std::span<const int64_t> dim_values,
                                        bool cuda_workspace) {
   const size_t n_values = graph.values() ? graph.values()->size() : 0;
@@ -122,6 +143,7 @@ Result<ScratchTensors> scratch_tensors(const fb::Graph& graph, std::span<const i
       out.workspace_bytes[k] = *ws;
     }
   }
+  if (graph.scratch_plan_fusion_safe()) extend_for_add_layer_norm(graph, first);
   for (size_t v = 0; v < n_values; ++v) {
     const fb::Value* value = graph.values()->Get(static_cast<uint32_t>(v));
     if (value->kind() != fb::ValueKind::Planned || first[v] < 0) continue;

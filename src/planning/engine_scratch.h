@@ -16,7 +16,9 @@
 // sizes only shrink below the max). So the requirement never exceeds scratch_bytes().
 //
 // Lifetimes: an intermediate lives from the first step that writes or reads it to the last
-// that reads it; a step's workspace lives for that step only. Alignment 256 bytes (CUDA
+// that reads it (with Graph.scratch_plan_fusion_safe, a layer_norm's outputs from the add
+// feeding it, so the pair may run as one kernel); a step's workspace lives for that step
+// only. Alignment 256 bytes (CUDA
 // buffers), also used for CPU engines so a plan does not depend on the device.
 // Errors: InvalidProgram for a graph that names a value, dim or op it lacks, a shape that
 // overflows, dim values outside the profile; the op's own error for operands its kernel

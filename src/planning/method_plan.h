@@ -44,7 +44,8 @@ struct PlanOptions {
 Status plan_method(fb::MethodT& method, const PlanOptions& options);
 Status verify_method_plan(const fb::MethodT& method);
 
-// Completes an engine segment's graph (docs/design.md §6): `profile` gets one entry per method dim
+// Completes an engine segment's graph, or a cuda segment's whose intermediates are planned
+// (docs/design.md §6): `profile` gets one entry per method dim
 // that any of the graph's value shapes uses, with that dim's [min, max]; the Planned values
 // get buffer 0 and their offsets, and `scratch_bytes` the requirement, both from
 // plan_engine_scratch (engine_scratch.h) at the profile max, kernel workspace included
@@ -52,7 +53,8 @@ Status verify_method_plan(const fb::MethodT& method);
 // it (plan_engine_scratch_to_store) within `search_budget_ms` (0: none). The plan is stored
 // (scratch_plan_stored, the workspace offsets) and the backend verifies it at load rather
 // than planning again. (The method's PlannerKind does not apply here: engines are always
-// planned.) `dims` are the method's.
+// planned.) `dims` are the method's. A graph with scratch_plan_fusion_safe set is planned
+// with the lifetimes that flag implies (engine_scratch.h).
 Status plan_engine_graph(fb::GraphT& graph, const std::vector<std::unique_ptr<fb::DimSpecT>>& dims,
                          Device device, double search_budget_ms = 0);
 

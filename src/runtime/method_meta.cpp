@@ -96,6 +96,7 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
       if (graph != nullptr) {
         info.scratch_bytes = graph->scratch_bytes();
         info.scratch_lower_bound_bytes = graph->scratch_lower_bound_bytes();
+        info.planned_scratch = graph->scratch_operand();
         if (graph->values() != nullptr) {
           for (const fb::Value* v : *graph->values()) {
             if (v->kind() == fb::ValueKind::Constant) constants_on[info.device].insert(v->constant());
@@ -104,8 +105,11 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
       }
       MemoryEstimate& m = memory[info.device];
       m.device = info.device;
-      info.shared_scratch = info.backend == "engine" && shared_scratch_spec(s->compile_specs(), program_shared);
-      if (info.shared_scratch) {
+      info.shared_scratch = info.backend == "engine" && !info.planned_scratch &&
+                            shared_scratch_spec(s->compile_specs(), program_shared);
+      if (info.planned_scratch) {
+        // In the method's planned buffer on this device.
+      } else if (info.shared_scratch) {
         pooled_max[info.device] = std::max(pooled_max[info.device], info.scratch_bytes);
       } else {
         m.engine_scratch_bytes += info.scratch_bytes;

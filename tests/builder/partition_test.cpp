@@ -121,17 +121,40 @@ TEST(Partition, DelegateBlobIsANestedGraph) {
     ops.push_back(ins->op);
   }
   EXPECT_EQ(ops, (std::vector<std::string>{"linear", "gelu", "linear", "add"}));
-  int constants = 0, temporaries = 0;
+  int constants = 0, temporaries = 0, planned = 0;
   for (const auto& v : g->values) {
     if (v->kind == fb::ValueKind::Constant) {
       ++constants;
       EXPECT_EQ(built.program().constants[v->constant]->name, v->name);
     }
     if (v->kind == fb::ValueKind::Temporary) ++temporaries;
+    if (v->kind == fb::ValueKind::Planned) ++planned;
   }
   EXPECT_EQ(constants, 4);
-  EXPECT_EQ(temporaries, 6);  // h, x, f1, g, f2, y
-  EXPECT_EQ(g->scratch_bytes, 0u);
+  EXPECT_EQ(temporaries, 3);  // the operands h, x, y
+  EXPECT_EQ(planned, 3);      // f1, g, f2 in the planned scratch
+  EXPECT_GT(g->scratch_bytes, 0u);
+  EXPECT_TRUE(g->scratch_operand);
+  // The Delegate passes it as its last output.
+  const fb::InstructionT* call = nullptr;
+  for (const auto& ins : m.instructions) {
+    if (ins->kind == fb::InstructionKind::Delegate && ins->segment == 1) call = ins.get();
+  }
+  ASSERT_NE(call, nullptr);
+  ASSERT_EQ(call->outputs.size(), 2u);
+  EXPECT_EQ(m.values[call->outputs[1]]->name, m.segments[1]->name + "#scratch");
+
+  // Built with the warm-pool form, the same segment keeps its Temporaries and takes no scratch.
+  BuildOptions pool;
+  pool.plan_cuda_scratch = false;
+  ASSERT_OK_AND_ASSIGN(BuiltProgram pooled, build_program(model, pool));
+  const fb::MethodT& pm = *find_method(pooled.program(), "forward_cuda");
+  std::unique_ptr<fb::GraphT> pg(flatbuffers::GetRoot<fb::Graph>(pm.segments[1]->blob.data())->UnPack());
+  int pool_temporaries = 0;
+  for (const auto& v : pg->values) pool_temporaries += v->kind == fb::ValueKind::Temporary ? 1 : 0;
+  EXPECT_EQ(pool_temporaries, 6);  // h, x, f1, g, f2, y
+  EXPECT_EQ(pg->scratch_bytes, 0u);
+  EXPECT_FALSE(pg->scratch_operand);
 }
 
 TEST(Partition, ConsecutiveNodesOfOneBackendFormOneSegmentUnlessNamedApart) {

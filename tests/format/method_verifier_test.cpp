@@ -34,6 +34,42 @@ Mutation on_graph(std::function<void(fb::GraphT&)> f) {
   };
 }
 
+// The cuda fixture with its graph's scratch passed as a planned method value (value 4 on the
+// cuda buffer, after what is there), of `words` floats, as the builder's planned scratch is.
+Mutation with_planned_scratch(int64_t words, std::vector<fb::DimRef> shape = {}) {
+  return [=](fb::ProgramT& p) {
+    on_graph([](fb::GraphT& g) { g.scratch_operand = true; })(p);
+    fb::MethodT& m = method(p);
+    const uint64_t end = m.planned_buffers[1]->size_bytes;
+    std::vector<fb::DimRef> dims = shape;
+    if (dims.empty()) dims = {fixtures::fixed_dim(words)};
+    m.values.push_back(fixtures::planned_value("cuda0#scratch", dims, 1, end));
+    m.planned_buffers[1]->size_bytes = end + static_cast<uint64_t>(words) * 4 * 16;
+    m.instructions[1]->outputs.push_back(4);
+  };
+}
+
+TEST(MethodVerifier, APlannedScratchIsOneMoreStaticOutputThatHoldsTheGraphsScratch) {
+  const uint64_t need = flatbuffers::GetRoot<fb::Graph>(cuda().program.methods[0]->segments[0]->blob.data())
+                            ->scratch_bytes();
+  const auto words = static_cast<int64_t>(need / 4);
+  EXPECT_TRUE(ProgramFile::from_bytes(corrupt(cuda(), with_planned_scratch(words))).ok());
+  // The flag without the operand, the operand too small, or sized by a dim.
+  expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) { g.scratch_operand = true; })),
+                 {"passes 1 inputs and 1 outputs", "plus its planned scratch"});
+  expect_invalid(corrupt(cuda(), with_planned_scratch(words - 1)),
+                 {"passes planned scratch", "value 4 'cuda0#scratch'", "whose graph needs " + std::to_string(need)});
+  expect_invalid(corrupt(cuda(), with_planned_scratch(words, {fixtures::named_dim(0, words)})),
+                 {"value 4 'cuda0#scratch' with a dynamic shape"});
+  // A scratch operand that is not planned on the segment's device.
+  expect_invalid(corrupt(cuda(),
+                         [&](fb::ProgramT& p) {
+                           with_planned_scratch(words)(p);
+                           method(p).values[4]->buffer = 0;
+                         }),
+                 {"value 4 'cuda0#scratch' is not planned on the segment's device"});
+}
+
 TEST(MethodVerifier, AcceptsTheFixtures) {
   for (const FixtureProgram& f : {host(), cuda(), fixtures::two_method_program()}) {
     auto bytes = corrupt(f, [](fb::ProgramT&) {});

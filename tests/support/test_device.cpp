@@ -298,6 +298,7 @@ struct GraphHandle {
   std::vector<uint32_t> outputs;
   std::vector<GraphStep> steps;
   uint64_t scratch_bytes = 0;
+  bool scratch_operand = false;  // the last output is the planned scratch (Graph.scratch_operand)
   Status deferred;  // the first error of work run from a stream, for finish()
 };
 
@@ -346,6 +347,7 @@ Result<BackendHandle> TestDeviceBackend::init(std::span<const uint8_t> blob,
   handle->name = std::string(context.segment_name);
   handle->dims.assign(context.dims.begin(), context.dims.end());
   handle->scratch_bytes = graph->scratch_bytes();
+  handle->scratch_operand = graph->scratch_operand();
   if (graph->values() != nullptr) {
     for (const fb::Value* v : *graph->values()) {
       GraphValue gv{v->kind(), runtime_detail::to_dtype(v->dtype()),
@@ -383,9 +385,11 @@ Status TestDeviceBackend::execute(BackendHandle h, std::span<const TensorView> i
     ++counts_.executes;
     if (stream != nullptr) ++counts_.executes_on_stream;
   }
-  if (inputs.size() != g->inputs.size() || outputs.size() != g->outputs.size()) {
+  const size_t scratch_operands = g->scratch_operand ? 1 : 0;
+  if (inputs.size() != g->inputs.size() || outputs.size() != g->outputs.size() + scratch_operands) {
     return make_error(ErrorCode::InvalidArgument, "segment '{}' takes {} inputs and {} outputs, got {} and {}",
-                      g->name, g->inputs.size(), g->outputs.size(), inputs.size(), outputs.size());
+                      g->name, g->inputs.size(), g->outputs.size() + scratch_operands, inputs.size(),
+                      outputs.size());
   }
   if (device_memory_ != nullptr) {
     for (const auto* views : {&inputs, &outputs}) {
@@ -406,14 +410,26 @@ Status TestDeviceBackend::execute(BackendHandle h, std::span<const TensorView> i
                                      "segment input", bound));
     data[g->inputs[i]] = static_cast<uint8_t*>(inputs[i].data);
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
+  for (size_t i = 0; i < g->outputs.size(); ++i) {
     PLANRT_RETURN_IF_ERROR(bind_dims(g->values[g->outputs[i]].shape, outputs[i].sizes, g->dims,
                                      "segment output", bound));
     data[g->outputs[i]] = static_cast<uint8_t*>(outputs[i].data);
   }
   auto call = std::make_shared<PreparedCall>();
-  PLANRT_ASSIGN_OR_RETURN(call->scratch,
-                          DeviceBuffer::allocate(host_allocator(), g->scratch_bytes, Device::cpu()));
+  uint8_t* scratch = nullptr;
+  if (g->scratch_operand) {
+    // The method's planned scratch: nothing is allocated for the call.
+    const TensorView& planned = outputs.back();
+    if (planned.nbytes() < g->scratch_bytes) {
+      return make_error(ErrorCode::InvalidArgument, "segment '{}': planned scratch of {} bytes, needs {}",
+                        g->name, planned.nbytes(), g->scratch_bytes);
+    }
+    scratch = static_cast<uint8_t*>(planned.data);
+  } else {
+    PLANRT_ASSIGN_OR_RETURN(call->scratch,
+                            DeviceBuffer::allocate(host_allocator(), g->scratch_bytes, Device::cpu()));
+    scratch = static_cast<uint8_t*>(call->scratch.data());
+  }
   call->views.resize(g->values.size());
   for (size_t id = 0; id < g->values.size(); ++id) {
     const GraphValue& v = g->values[id];
@@ -422,8 +438,7 @@ Status TestDeviceBackend::execute(BackendHandle h, std::span<const TensorView> i
       if (v.kind == fb::ValueKind::Constant) {
         data[id] = const_cast<uint8_t*>(v.constant);
       } else if (v.kind == fb::ValueKind::Planned) {
-        data[id] = call->scratch.empty() ? nullptr
-                                         : static_cast<uint8_t*>(call->scratch.data()) + v.offset;
+        data[id] = scratch == nullptr ? nullptr : scratch + v.offset;
       } else {
         size_t nbytes = static_cast<size_t>(shape.numel()) * element_size(v.dtype);
         PLANRT_ASSIGN_OR_RETURN(DeviceBuffer t,

@@ -156,7 +156,8 @@ struct BackendCounts {
 };
 
 // Runs a segment's Graph blob (program.fbs) with the CPU kernels. Temporary values and
-// the graph's scratch are allocated from the host per call. With a stream (a TestStream) the
+// the graph's scratch are allocated from the host per call, except a planned scratch
+// (Graph.scratch_operand): the call's last output, in the method's device arena. With a stream (a TestStream) the
 // kernels run when the stream is drained and their errors come back from finish(). When given an allocator, every
 // operand it receives must lie in memory that allocator handed out: that is how the tests
 // prove device-planned values really live in device memory.

@@ -150,7 +150,12 @@ int run_build(const BuildArgs& args) {
   builder::BuildOptions options;
   options.no_reuse = args.no_reuse;
   options.external_weights = args.external_weights;
-  options.shared_scratch = args.shared_scratch;
+  options.shared_scratch = args.shared_scratch || args.engine_scratch == "pooled";
+  options.plan_engine_scratch = args.engine_scratch == "planned";
+  options.plan_cuda_scratch = args.cuda_scratch == "planned";
+  if (args.shared_scratch && !args.engine_scratch.empty() && args.engine_scratch != "pooled") {
+    return report_usage_error(fmt::format("--shared-scratch and --engine-scratch {} disagree", args.engine_scratch));
+  }
   options.plan_time_budget_ms = args.plan_time_budget_ms;
   Result<builder::BuiltProgram> built = builder::build_program(*model, options);
   if (!built.ok()) return report_error(built.status());

@@ -113,7 +113,8 @@ nlohmann::json method_json(const MethodMeta& m, const std::vector<EngineReport>&
                         {"backend", s.backend},
                         {"device", to_string(s.device)},
                         {"num_nodes", s.num_nodes},
-                        {"scratch_bytes", s.scratch_bytes}});
+                        {"scratch_bytes", s.scratch_bytes},
+                        {"planned_scratch", s.planned_scratch}});
   }
   nlohmann::json memory = nlohmann::json::array();
   for (const MemoryEstimate& e : m.memory) {
@@ -134,6 +135,7 @@ nlohmann::json method_json(const MethodMeta& m, const std::vector<EngineReport>&
                        {"scratch_lower_bound_bytes", e.info->scratch_lower_bound_bytes},
                        {"scratch_ratio", scratch_ratio(*e.info)},
                        {"shared_scratch", e.info->shared_scratch},
+                       {"planned_scratch", e.info->planned_scratch},
                        {"profile", profile}});
   }
   return {{"name", m.name},
@@ -176,15 +178,18 @@ void print_method(const MethodMeta& m, const std::vector<EngineReport>& engines)
   fmt::print("  segments\n");
   for (size_t i = 0; i < m.segments.size(); ++i) {
     const SegmentInfo& s = m.segments[i];
-    fmt::print("    #{:<3} {:<7} on {:<7} {} nodes{}\n", i, s.backend, to_string(s.device),
-               s.num_nodes, s.name.empty() ? "" : "  " + s.name);
+    fmt::print("    #{:<3} {:<7} on {:<7} {} nodes{}{}\n", i, s.backend, to_string(s.device),
+               s.num_nodes, s.name.empty() ? "" : "  " + s.name,
+               s.planned_scratch ? fmt::format("  scratch {} planned in the method's arena", format_bytes(s.scratch_bytes))
+                                 : "");
   }
   if (!engines.empty()) {
     fmt::print("  engines\n");
     for (const EngineReport& e : engines) {
       fmt::print("    #{:<3} {:<12} on {:<7} scratch_bytes() {:>12} ({} B, {})  lower bound {}  ratio {:.3f}  profile {}\n",
                  e.segment, e.info->name, to_string(e.info->device), format_bytes(e.info->scratch_bytes),
-                 e.info->scratch_bytes, e.info->shared_scratch ? "shared pool" : "private",
+                 e.info->scratch_bytes,
+                 e.info->planned_scratch ? "planned" : e.info->shared_scratch ? "shared pool" : "private",
                  format_bytes(e.info->scratch_lower_bound_bytes), scratch_ratio(*e.info), profile_string(e));
     }
   }

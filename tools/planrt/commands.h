@@ -35,6 +35,8 @@ struct BuildArgs {
   bool no_reuse = false;
   bool external_weights = false;
   bool shared_scratch = false;
+  std::string engine_scratch;            // private | pooled | planned (empty: as --shared-scratch says)
+  std::string cuda_scratch = "planned";  // planned | pool
   double plan_time_budget_ms = 500;  // BuildOptions::plan_time_budget_ms
   std::string attention = "fused";  // template: fused | unfused
   std::string dtype = "f32";        // template: f32 | bf16

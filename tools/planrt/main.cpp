@@ -65,6 +65,15 @@ int run_cli(int argc, char** argv) {
   build_cmd->add_flag("--shared-scratch", build.shared_scratch,
                       "Engines draw activation scratch from one shared pool per device (the "
                       "program's compile spec use_shared_activation_scratch=true)");
+  build_cmd->add_option("--engine-scratch", build.engine_scratch,
+                        "Engines' activation scratch: private (the default), pooled (as "
+                        "--shared-scratch) or planned (a value of the method's arena, live only "
+                        "while the engine runs)")
+      ->check(CLI::IsMember({"private", "pooled", "planned"}));
+  build_cmd->add_option("--cuda-scratch", build.cuda_scratch,
+                        "cuda segments' intermediates: planned (the default: one scratch in the "
+                        "method's arena, nothing allocated per call) or pool (the warm pool, per call)")
+      ->check(CLI::IsMember({"planned", "pool"}));
   build_cmd->add_option("--save-model", build.save_model,
                         "Also write the model as JSON here, with its weights in a .safetensors "
                         "file beside it (e.g. for bench/torch_reference.py)");

@@ -16,6 +16,14 @@
 //   later affects only contexts created afterwards. An engine that needs no scratch under
 //   any shape stays private (and takes no lock); a call whose shapes need zero bytes
 //   installs nothing and grows nothing.
+// - planned (the program built with `planrt build --engine-scratch planned`,
+//   BuildOptions::plan_engine_scratch): the scratch is a value of the method's own arena,
+//   planned by the builder at the profile max and live only during the engine's Delegate
+//   instruction (Graph.scratch_operand), so it shares bytes with activations dead then; the
+//   context holds nothing and takes no lock, and the engine can run inside a CUDA graph
+//   capture. Load-time option use_planned_scratch=false runs such a program's engines private
+//   or pooled instead (its arena still holds the planned bytes); true on a program built
+//   without it is InvalidArgument naming the engine.
 // The ordering that keeps pooled runs correct under concurrency, growth, capture refusal
 // and trim are described in src/backends/engine/scratch_pool.h.
 //
@@ -53,6 +61,7 @@
 namespace planrt {
 
 inline constexpr std::string_view kSharedScratchOption = "use_shared_activation_scratch";
+inline constexpr std::string_view kPlannedScratchOption = "use_planned_scratch";
 
 // Registers the backend under the name "engine" (and, in CUDA builds, the CUDA allocator).
 // Idempotent; InvalidArgument when another backend holds the name.
@@ -63,7 +72,8 @@ struct EngineContextInfo {
   std::string method;
   std::string segment;
   bool pooled = false;
-  uint64_t scratch_bytes = 0;  // its requirement over the profile (held privately unless pooled)
+  bool planned = false;        // its scratch is a value of the method's arena
+  uint64_t scratch_bytes = 0;  // its requirement over the profile (held privately unless pooled or planned)
 };
 
 struct EngineScratchStats {
@@ -80,6 +90,8 @@ struct EngineScratchStats {
   uint64_t pooled_private_equivalent_bytes = 0;  // what their private scratch would cost
   int64_t private_contexts = 0;
   uint64_t private_scratch_bytes = 0;            // held by private contexts now
+  int64_t planned_contexts = 0;
+  uint64_t planned_scratch_bytes = 0;            // their requirements (in their methods' arenas)
 };
 
 // Statistics of `device` (zeros before the engine backend used it).

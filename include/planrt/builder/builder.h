@@ -165,6 +165,15 @@ struct BuildOptions {
   // engine segment's init receives (docs/design.md §6: the build-time channel of the option; a
   // load-time backend option still overrides it). Off: no compile spec is written.
   bool shared_scratch = false;
+  // Delegate scratch planned into the method's arena (docs/design.md §6, "planned scratch"):
+  // the segment's intermediates and kernel workspace become one value of the method, passed
+  // to the Delegate instruction and live only while it runs, so the method's plan overlaps
+  // it with activations dead then, and a call allocates nothing.
+  // cuda segments: on by default; off, their intermediates come from the warm pool per call.
+  bool plan_cuda_scratch = true;
+  // Engines: off by default (private or pooled scratch, chosen at load); on, planned, and
+  // then `shared_scratch` may not be set (InvalidArgument).
+  bool plan_engine_scratch = false;
 };
 
 // The memory plan of one (method, device), as recorded in the program.

@@ -32,6 +32,9 @@ struct SegmentInfo {
   // wins) turn use_shared_activation_scratch on, so the engine draws from its device's
   // shared pool (docs/design.md §6). A load-time or process-wide option is not visible here.
   bool shared_scratch = false;
+  // The scratch is planned into the method's arena (docs/design.md §6, "planned scratch"): a
+  // value of the method's planned buffer on this device, counted in its planned_bytes.
+  bool planned_scratch = false;
 };
 
 struct PlanStatInfo {
@@ -56,8 +59,9 @@ struct MemoryEstimate {
   // Activation scratch of the segments on this device, as the program's compile specs set
   // the shared pool (docs/design.md §6): engines with a private scratch cost the sum of their
   // scratch_bytes, engines on the shared pool the largest of theirs (the pool is one
-  // buffer per device, and may also serve other methods' engines), and a non-engine
-  // segment whose graph plans scratch (a cuda segment built by hand) its own. These are
+  // buffer per device, and may also serve other methods' engines), a segment whose scratch
+  // is planned nothing here (it is in planned_bytes), and a cuda segment whose graph plans
+  // a scratch it takes from the warm pool its own. These are
   // profile-max figures; a pool grows only to the largest call actually made.
   // Not visible here: the process-wide set_option and the load-time backend option, which
   // override the compile spec when the method is loaded (read SegmentInfo::shared_scratch

@@ -52,6 +52,7 @@ Result<BackendHandle> CudaBackend::init(std::span<const uint8_t> blob,
   Result<SegmentOptions> options = cuda_backend::parse_options(compile_specs, context.options);
   if (!options.ok()) return options.status().with_context(fmt::format("segment '{}'", seg->name));
   seg->fuse = options->fuse_kernels;
+  seg->planned_scratch = options->use_planned_scratch;
   seg->graphs.enabled = options->use_cuda_graphs;
   // Everything that needs no device first: a bad graph or an unknown op is reported the
   // same with or without a GPU.
@@ -75,10 +76,13 @@ Status CudaBackend::execute(BackendHandle handle, std::span<const TensorView> in
                             std::span<const TensorView> outputs, void* stream) {
   auto* seg = static_cast<Segment*>(handle);
   if (seg == nullptr) return make_error(ErrorCode::InvalidArgument, "cuda backend: null handle");
-  if (inputs.size() != seg->inputs.size() || outputs.size() != seg->outputs.size()) {
+  const size_t n_outputs = seg->outputs.size() + (seg->scratch_operand ? 1 : 0);
+  if (inputs.size() != seg->inputs.size() || outputs.size() != n_outputs) {
     return make_error(ErrorCode::InvalidArgument,
-                      "segment '{}' takes {} inputs and {} outputs, got {} and {}", seg->name,
-                      seg->inputs.size(), seg->outputs.size(), inputs.size(), outputs.size());
+                      "segment '{}' takes {} inputs and {} outputs{}, got {} and {}", seg->name,
+                      seg->inputs.size(), seg->outputs.size(),
+                      seg->scratch_operand ? " plus its planned scratch" : "", inputs.size(),
+                      outputs.size());
   }
   Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(seg->device);
   if (!guard.ok()) return guard.status().with_context(fmt::format("segment '{}'", seg->name));

@@ -6,6 +6,7 @@
 
 #include "backends/option_values.h"
 #include "format/program_file.h"
+#include "planning/engine_scratch.h"
 #include "planrt/core/log.h"
 #include "platform/cuda/device_guard.h"
 
@@ -24,9 +25,10 @@ bool same_static_or_symbolic_shape(const GraphValue& a, const GraphValue& b) {
 
 // An add whose result a layer_norm reads next becomes one kernel (kernels::cuda::
 // add_layer_norm: a transformer's residual add and the norm after it), saving a pass over
-// the rows. Only when the add does not broadcast and the norm's output is a temporary of
-// this segment: temporaries are allocated before the fused step, so that output never
-// shares memory with the add's inputs, which a planned operand placed after the add could.
+// the rows. Only when the add does not broadcast and the norm's output cannot share memory
+// with the add's inputs, which the fused kernel reads while it writes that output: a
+// temporary of this segment (allocated before the fused step), or a value of a scratch
+// planned with that pair's lifetimes joined (Graph.scratch_plan_fusion_safe).
 void fuse_add_layer_norm(Segment& seg) {
   std::vector<GraphStep> steps;
   for (size_t k = 0; k < seg.steps.size(); ++k) {
@@ -41,7 +43,8 @@ void fuse_add_layer_norm(Segment& seg) {
           (seg.values[sum].dtype == DType::F32 || seg.values[sum].dtype == DType::BF16) &&
           same_static_or_symbolic_shape(seg.values[add.inputs[0]], seg.values[sum]) &&
           same_static_or_symbolic_shape(seg.values[add.inputs[1]], seg.values[sum]) &&
-          !out.operand && out.kind == fb::ValueKind::Temporary;
+          !out.operand &&
+          (out.kind == fb::ValueKind::Temporary || (out.kind == fb::ValueKind::Planned && seg.fusion_safe));
       if (fits) {
         GraphStep fused;
         fused.op = "add_layer_norm";
@@ -83,6 +86,32 @@ void place_temporaries(Segment& seg) {
   }
 }
 
+// A planned scratch's stored plan, verified against the sizes and lifetimes computed here
+// at the dims' max (the largest any call can bind, so its offsets hold for every call), and
+// each instruction's workspace in it.
+Status load_scratch_plan(Segment& seg, const SegmentGraph& g) {
+  auto where = [&] { return fmt::format("segment '{}': planned scratch", seg.name); };
+  if (!g.graph->scratch_plan_stored()) {
+    return make_error(ErrorCode::InvalidProgram, "{}: the graph takes a planned scratch but stores no "
+                      "plan for it", where());
+  }
+  Result<std::vector<int64_t>> max_dims = planning::profile_max_dims(*g.graph, g.dims.size());
+  if (!max_dims.ok()) return max_dims.status().with_context(where());
+  for (const ProfileDim& p : g.profile) {
+    if (p.min != g.dims[p.dim].min || p.max != g.dims[p.dim].max) {
+      return make_error(ErrorCode::InvalidProgram, "{}: planned for dim '{}' in [{}, {}], but the "
+                        "method's bounds are [{}, {}]", where(), g.dims[p.dim].name, p.min, p.max,
+                        g.dims[p.dim].min, g.dims[p.dim].max);
+    }
+  }
+  Result<planning::EngineScratchPlan> plan =
+      planning::plan_engine_scratch(*g.graph, *max_dims, /*cuda_workspace=*/true);
+  if (!plan.ok()) return plan.status().with_context(where());
+  seg.workspace_offsets = std::move(plan->workspace_offsets);
+  seg.workspace_bytes = std::move(plan->workspace_bytes);
+  return {};
+}
+
 }  // namespace
 
 Result<SegmentOptions> parse_options(std::span<const BackendOption> compile_specs,
@@ -98,6 +127,8 @@ Result<SegmentOptions> parse_options(std::span<const BackendOption> compile_spec
         PLANRT_ASSIGN_OR_RETURN(out.fuse_kernels, parse_bool_option(o.key, o.value));
       } else if (o.key == "use_cuda_graphs") {
         PLANRT_ASSIGN_OR_RETURN(out.use_cuda_graphs, parse_bool_option(o.key, o.value));
+      } else if (o.key == "use_planned_scratch") {
+        PLANRT_ASSIGN_OR_RETURN(out.use_planned_scratch, parse_bool_option(o.key, o.value));
       } else if (o.key == "use_private_pool") {
         PLANRT_ASSIGN_OR_RETURN(out.pool.use_private_pool, parse_bool_option(o.key, o.value));
       } else if (o.key == "pool_release_threshold") {
@@ -130,6 +161,10 @@ Segment::~Segment() {
 Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendInitContext& ctx) {
   PLANRT_ASSIGN_OR_RETURN(SegmentGraph g, parse_segment_graph(blob, ctx));
   seg.scratch_bytes = g.scratch_bytes;
+  seg.scratch_operand = g.scratch_operand;
+  seg.planned_scratch = seg.planned_scratch && g.scratch_operand;
+  seg.fusion_safe = g.scratch_plan_fusion_safe;
+  if (g.scratch_operand) PLANRT_RETURN_IF_ERROR(load_scratch_plan(seg, g));
   seg.inputs = g.inputs;
   seg.outputs = g.outputs;
   for (SegmentValue& v : g.values) {
@@ -151,6 +186,7 @@ Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendIni
     step.attrs = std::move(st.attrs);
     step.inputs = std::move(st.inputs);
     step.outputs = std::move(st.outputs);
+    step.plan_step = k;
     seg.steps.push_back(std::move(step));
   }
   if (seg.fuse) fuse_add_layer_norm(seg);

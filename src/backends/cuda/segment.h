@@ -3,8 +3,16 @@
 // (graph_replay.h) sit on top. Private to src/backends/cuda.
 //
 // A Segment holds the parsed graph (values, steps with their CUDA kernels, add + layer_norm
-// fused where it can be), when each Temporary lives (allocated from the warm pool before its
-// first step, freed after its last), and its device resources: the pool handle, the
+// fused where it can be), where its intermediates live, and its device resources. Where
+// they live, by how the program was built:
+// - planned scratch (Graph.scratch_operand, the builder's default): every intermediate at
+//   its stored offset in the scratch the Delegate passes as its last output (a value of
+//   the method's arena), each kernel's workspace at its step's planned offset there; a call
+//   allocates nothing. Load-time option use_planned_scratch=false runs it as below instead.
+// - otherwise: Planned intermediates in one scratch from the warm pool per call, Temporaries
+//   from the warm pool before their first step and freed after their last, and kernel
+//   workspace from the pool.
+// The device resources: the pool handle, the
 // device's shared cuBLAS handle, a stream for calls without one, the kernels' error record
 // and the uploaded weights. Ownership: the Segment owns all of it; its destructor waits for
 // its stream and gives everything back. Thread safety: one call at a time per Segment (the
@@ -21,6 +29,7 @@
 #include "backends/cuda/device_error_record.h"
 #include "backends/cuda/device_resources.h"
 #include "backends/cuda/graph_replay.h"
+#include "backends/cuda/planned_workspace.h"
 #include "backends/segment_graph.h"
 #include "kernels/cuda/cuda_kernel.h"
 #include "planrt/runtime/backend.h"
@@ -58,6 +67,7 @@ struct GraphStep {
   kernels::OpAttrs attrs;
   std::vector<uint32_t> inputs;
   std::vector<uint32_t> outputs;
+  size_t plan_step = 0;  // the graph's instruction it runs (the first of a fused pair)
   std::vector<uint32_t> allocate_before;  // Temporaries first used by this step
   std::vector<uint32_t> free_after;       // Temporaries last used by this step
 };
@@ -67,6 +77,7 @@ struct SegmentOptions {
   bool allow_tf32 = false;
   bool fuse_kernels = true;      // fuse_add_layer_norm; false runs every op as its own kernel
   bool use_cuda_graphs = false;  // capture each execute once per operand addresses and sizes
+  bool use_planned_scratch = true;  // the Delegate's planned scratch, where the program has one
   cuda::PoolOptions pool;
 };
 
@@ -85,6 +96,12 @@ struct Segment {
   std::vector<GraphStep> steps;
   uint64_t scratch_bytes = 0;
   bool has_planned = false;
+  bool scratch_operand = false;  // the Delegate passes a planned scratch as its last output
+  bool planned_scratch = false;  // ... and this segment uses it (option use_planned_scratch)
+  bool fusion_safe = false;      // Graph.scratch_plan_fusion_safe
+  // Planned scratch: each graph instruction's workspace in it (planning/engine_scratch.h).
+  std::vector<uint64_t> workspace_offsets, workspace_bytes;
+  backends::PlannedWorkspace planned_workspace;
   bool fuse = true;  // option fuse_kernels
   SegmentGraphs graphs;  // option use_cuda_graphs: the captures, replayed by graph_replay.h
 
@@ -105,8 +122,10 @@ struct Segment {
 };
 
 // Everything that needs no device: the graph (through the shared parser,
-// backends/segment_graph.h), each step's CUDA kernel (NotFound for an op without one),
-// fusion when seg.fuse, and the Temporaries' lifetimes.
+// backends/segment_graph.h), each step's CUDA kernel (NotFound for an op without one), a
+// planned scratch's stored plan verified (InvalidProgram where it does not hold), fusion
+// when seg.fuse, and the Temporaries' lifetimes. `seg.planned_scratch` must be set from the
+// options first (it is cleared where the graph has no planned scratch).
 Status parse_graph(Segment& seg, std::span<const uint8_t> blob, const BackendInitContext& ctx);
 
 // Device resources: pool, cuBLAS, stream, error record, the weights the graph reads (once
@@ -115,8 +134,9 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
                    const cuda::PoolOptions& pool_options);
 
 // One call, enqueued on `stream` without waiting: operands checked against the graph (dims
-// bound from their shapes), temporaries from the warm pool, every step's kernel. Everything
-// it allocated is freed (stream-ordered) before it returns, also on failure.
+// bound from their shapes; `outputs` ends with the planned scratch where the graph takes
+// one), intermediates placed, every step's kernel. Everything it allocated from the pool is
+// freed (stream-ordered) before it returns, also on failure.
 Status run_eagerly(Segment& seg, std::span<const TensorView> inputs,
                    std::span<const TensorView> outputs, cudaStream_t stream);
 

@@ -1,5 +1,5 @@
 // The eager run of one call of a cuda segment: operands checked and bound, every value's
-// view, the scratch and temporaries from the warm pool, each step's kernel.
+// view, the scratch (planned, or from the warm pool with the temporaries), each step's kernel.
 #include <algorithm>
 
 #include "backends/cuda/segment.h"
@@ -44,10 +44,12 @@ Status check_operands(const Segment& seg, std::span<const TensorView> views,
   return {};
 }
 
-// Every value's view at the bound dims: operands and constants get their memory now, the
-// planned scratch from the pool, Temporaries when their first step comes.
+// Every value's view at the bound dims: operands and constants get their memory now,
+// Planned values their offset in the scratch (the Delegate's planned one, else one from the
+// pool), Temporaries when their first step comes.
 Status bind_views(Segment& seg, std::span<const TensorView> inputs,
-                  std::span<const TensorView> outputs, cudaStream_t stream, Allocations& live) {
+                  std::span<const TensorView> outputs, const TensorView* planned,
+                  cudaStream_t stream, Allocations& live) {
   Device device = Device::cuda(seg.device);
   for (size_t id = 0; id < seg.values.size(); ++id) {
     const GraphValue& v = seg.values[id];
@@ -61,24 +63,43 @@ Status bind_views(Segment& seg, std::span<const TensorView> inputs,
   for (size_t i = 0; i < inputs.size(); ++i) seg.views[seg.inputs[i]].data = inputs[i].data;
   for (size_t i = 0; i < outputs.size(); ++i) seg.views[seg.outputs[i]].data = outputs[i].data;
   if (!seg.has_planned || seg.scratch_bytes == 0) return {};
-  Result<void*> scratch = seg.pool.allocate(seg.scratch_bytes, stream);
-  if (!scratch.ok()) {
-    return scratch.status().with_context(fmt::format("segment '{}': scratch", seg.name));
+  void* base = nullptr;
+  if (planned != nullptr) {
+    if (planned->nbytes() < seg.scratch_bytes || planned->data == nullptr ||
+        planned->device != device) {
+      return make_error(ErrorCode::InvalidArgument,
+                        "segment '{}': the planned scratch passed holds {} bytes on {}, but the "
+                        "graph needs {} on {}", seg.name, planned->nbytes(), to_string(planned->device),
+                        seg.scratch_bytes, to_string(device));
+    }
+    base = planned->data;
+  } else {
+    Result<void*> scratch = seg.pool.allocate(seg.scratch_bytes, stream);
+    if (!scratch.ok()) {
+      return scratch.status().with_context(fmt::format("segment '{}': scratch", seg.name));
+    }
+    live.emplace_back(kNoValue, *scratch);
+    base = *scratch;
   }
-  live.emplace_back(kNoValue, *scratch);
   for (size_t id = 0; id < seg.values.size(); ++id) {
     const GraphValue& v = seg.values[id];
     if (v.kind == fb::ValueKind::Planned && !v.operand) {
-      seg.views[id].data = static_cast<uint8_t*>(*scratch) + v.offset;
+      seg.views[id].data = static_cast<uint8_t*>(base) + v.offset;
     }
   }
   return {};
 }
 
-// Step k's kernel, its Temporaries allocated before and freed after.
+// Step k's kernel, its Temporaries allocated before and freed after; with a planned scratch
+// at `planned_base`, its workspace at the offset planned for it.
 Status run_step(Segment& seg, size_t k, const kernels::cuda::CudaKernelContext& ctx,
-                cudaStream_t stream, Allocations& live) {
+                uint8_t* planned_base, cudaStream_t stream, Allocations& live) {
   const GraphStep& s = seg.steps[k];
+  if (planned_base != nullptr) {
+    const uint64_t bytes = seg.workspace_bytes[s.plan_step];
+    seg.planned_workspace.reset(bytes == 0 ? nullptr : planned_base + seg.workspace_offsets[s.plan_step],
+                                bytes);
+  }
   for (uint32_t id : s.allocate_before) {
     size_t nbytes = seg.views[id].nbytes();
     if (nbytes == 0) continue;
@@ -113,17 +134,28 @@ Status run_step(Segment& seg, size_t k, const kernels::cuda::CudaKernelContext& 
 Status run(Segment& seg, std::span<const TensorView> inputs, std::span<const TensorView> outputs,
            cudaStream_t stream, Allocations& live) {
   std::fill(seg.bound.begin(), seg.bound.end(), -1);
+  // The planned scratch, where the graph takes one, is the last output (not the graph's).
+  const TensorView* planned = nullptr;
+  if (seg.scratch_operand) {
+    if (outputs.empty()) {
+      return make_error(ErrorCode::InvalidArgument, "segment '{}': the call passes no planned scratch", seg.name);
+    }
+    if (seg.planned_scratch) planned = &outputs.back();
+    outputs = outputs.first(outputs.size() - 1);
+  }
   PLANRT_RETURN_IF_ERROR(check_operands(seg, inputs, seg.inputs, "input", seg.bound));
   PLANRT_RETURN_IF_ERROR(check_operands(seg, outputs, seg.outputs, "output", seg.bound));
-  PLANRT_RETURN_IF_ERROR(bind_views(seg, inputs, outputs, stream, live));
+  PLANRT_RETURN_IF_ERROR(bind_views(seg, inputs, outputs, planned, stream, live));
+  uint8_t* planned_base = planned != nullptr ? static_cast<uint8_t*>(planned->data) : nullptr;
   kernels::cuda::CudaKernelContext ctx;
   ctx.stream = stream;
   ctx.cublas = seg.cublas->handle.get();
   ctx.cudnn = &seg.cublas->cudnn;
-  ctx.temp = seg.temp.get();
+  ctx.temp = planned_base != nullptr ? static_cast<kernels::cuda::CudaTempMemory*>(&seg.planned_workspace)
+                                     : seg.temp.get();
   ctx.device_errors = seg.errors.device();
   for (size_t k = 0; k < seg.steps.size(); ++k) {
-    PLANRT_RETURN_IF_ERROR(run_step(seg, k, ctx, stream, live));
+    PLANRT_RETURN_IF_ERROR(run_step(seg, k, ctx, planned_base, stream, live));
   }
   return {};
 }

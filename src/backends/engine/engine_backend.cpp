@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 #include "backends/engine/execution_context.h"
 #include "backends/option_values.h"
@@ -25,6 +26,8 @@ using backends::parse_bool_option;
 struct EngineSegment {
   std::unique_ptr<ExecutionContext> context;
   bool pooled = false;
+  bool planned = false;  // the scratch is the Delegate's last output (Graph.scratch_operand)
+  bool scratch_operand = false;  // the graph takes one (used or not)
   uint64_t stats_id = 0;  // ScratchPool's record of this context
 };
 
@@ -69,8 +72,15 @@ Result<BackendHandle> EngineBackend::init(std::span<const uint8_t> blob,
   // program's compile spec, then the load-time option.
   bool pooled = shared_scratch_.load(std::memory_order_relaxed);
   engine::RunnerOptions runner_options;
+  std::optional<bool> planned_option;
   for (const auto& list : {compile_specs, ctx.options}) {
     for (const BackendOption& o : list) {
+      if (o.key == kPlannedScratchOption) {
+        Result<bool> on = parse_bool_option(o.key, o.value);
+        if (!on.ok()) return on.status().with_context(where);
+        planned_option = *on;
+        continue;
+      }
       bool* target = o.key == kSharedScratchOption ? &pooled
                      : o.key == "allow_tf32"       ? &runner_options.allow_tf32
                                                    : nullptr;
@@ -81,6 +91,15 @@ Result<BackendHandle> EngineBackend::init(std::span<const uint8_t> blob,
     }
   }
   PLANRT_ASSIGN_OR_RETURN(SegmentGraph graph, parse_segment_graph(blob, ctx));
+  const bool scratch_operand = graph.scratch_operand;
+  if (planned_option.value_or(false) && !scratch_operand) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: {}=true, but the program was built without a planned scratch for it "
+                      "(rebuild with `planrt build --engine-scratch planned`)",
+                      where, kPlannedScratchOption);
+  }
+  const bool planned = scratch_operand && planned_option.value_or(true);
+  if (planned) pooled = false;
   const bool cuda = ctx.device.type == DeviceType::CUDA;
   PLANRT_ASSIGN_OR_RETURN(engine::Engine e, engine::Engine::create(std::move(graph), cuda));
   // An engine that needs no scratch under any shape stays out of the pool (and its lock).
@@ -90,14 +109,16 @@ Result<BackendHandle> EngineBackend::init(std::span<const uint8_t> blob,
   const uint64_t scratch = e.scratch_bytes();
   Result<std::unique_ptr<ExecutionContext>> context = ExecutionContext::create(
       std::move(e), std::move(runner), ctx.device,
-      pooled ? ScratchStrategy::UserManaged : ScratchStrategy::Static);
+      pooled || planned ? ScratchStrategy::UserManaged : ScratchStrategy::Static);
   if (!context.ok()) return context.status();
   auto seg = std::make_unique<EngineSegment>();
   seg->context = std::move(context).value();
   seg->pooled = pooled;
+  seg->planned = planned;
+  seg->scratch_operand = scratch_operand;
   seg->stats_id = ScratchPool::add_context(
       ctx.device, EngineContextInfo{std::string(ctx.method_name), std::string(ctx.segment_name), pooled,
-                                    scratch});
+                                    planned, scratch});
   return static_cast<BackendHandle>(seg.release());
 }
 
@@ -110,9 +131,26 @@ Status EngineBackend::execute(BackendHandle handle, std::span<const TensorView> 
   // finishes before returning.
   const bool own = stream == nullptr && ctx.runner().own_stream() != nullptr;
   void* s = own ? ctx.runner().own_stream() : stream;
+  // A planned scratch is the last output, after the graph's own.
+  std::optional<TensorView> scratch_view;
+  if (seg->scratch_operand) {
+    if (outputs.empty()) {
+      return make_error(ErrorCode::InvalidArgument, "engine '{}': the call passes no planned scratch",
+                        ctx.engine().name());
+    }
+    scratch_view = outputs.back();
+    outputs = outputs.first(outputs.size() - 1);
+  }
   PLANRT_ASSIGN_OR_RETURN(uint64_t required, ctx.prepare(inputs, outputs));
   Status status;
-  if (!seg->pooled) {
+  if (seg->planned) {
+    if (scratch_view->nbytes() != 0 && scratch_view->device != ctx.device()) {
+      return make_error(ErrorCode::InvalidArgument, "engine '{}': the planned scratch is on {}, not {}",
+                        ctx.engine().name(), to_string(scratch_view->device), to_string(ctx.device()));
+    }
+    status = ctx.install_scratch(scratch_view->data, scratch_view->nbytes());
+    if (status.ok()) status = ctx.enqueue(inputs, outputs, s);
+  } else if (!seg->pooled) {
     status = ctx.enqueue(inputs, outputs, s);
   } else {
     status = ScratchPool::run(ctx.device(), required, s, [&](void* scratch, uint64_t bytes) {

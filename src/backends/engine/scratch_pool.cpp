@@ -181,7 +181,10 @@ Result<EngineScratchStats> ScratchPool::stats(Device device) {
 uint64_t ScratchPool::add_context(Device device, EngineContextInfo info) {
   Slot& slot = slot_of(device);
   std::lock_guard lock(slot.mu);
-  if (info.pooled) {
+  if (info.planned) {
+    ++slot.stats.planned_contexts;
+    slot.stats.planned_scratch_bytes += info.scratch_bytes;
+  } else if (info.pooled) {
     ++slot.stats.pooled_contexts;
     slot.stats.pooled_private_equivalent_bytes += info.scratch_bytes;
   } else {
@@ -199,7 +202,10 @@ void ScratchPool::remove_context(Device device, uint64_t id) {
   auto it = slot.contexts.find(id);
   if (it == slot.contexts.end()) return;
   const EngineContextInfo& info = it->second;
-  if (info.pooled) {
+  if (info.planned) {
+    --slot.stats.planned_contexts;
+    slot.stats.planned_scratch_bytes -= info.scratch_bytes;
+  } else if (info.pooled) {
     --slot.stats.pooled_contexts;
     slot.stats.pooled_private_equivalent_bytes -= info.scratch_bytes;
   } else {

@@ -404,7 +404,9 @@ TEST_F(CudaBackendTest, WeightsAreUploadedOncePerDeviceAndShared) {
 
 TEST_F(CudaBackendTest, TemporariesComeFromTheWarmPoolAndAreFreedEachCall) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
-  Result<Program> p = fixtures::load_transformer(small_transformer("cuda"));
+  builder::BuildOptions pool_form;  // the form without a planned scratch
+  pool_form.plan_cuda_scratch = false;
+  Result<Program> p = fixtures::load_transformer(small_transformer("cuda"), pool_form);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   Result<Method> m = p->load_method("forward");
   ASSERT_TRUE(m.ok()) << m.status().to_string();
@@ -426,6 +428,59 @@ TEST_F(CudaBackendTest, TemporariesComeFromTheWarmPoolAndAreFreedEachCall) {
   Result<CudaPoolStats> s2 = cuda_pool_stats(Device::cuda(0));
   ASSERT_TRUE(s2.ok());
   EXPECT_EQ(s2->reserved_bytes, s1->reserved_bytes);
+}
+
+// The builder's default: each segment's intermediates and kernel workspace in a scratch the
+// method's plan places (docs/design.md §6). A run takes nothing from the warm pool, eager or
+// replayed from a CUDA graph, and gives the bits of the warm-pool form (the same kernels on
+// the same values, only at other addresses). Head dim 32 keeps the attention's scores, so
+// the kernels' planned workspace is used too.
+TEST_F(CudaBackendTest, APlannedScratchTakesNothingFromThePoolAndChangesNoOutputBit) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  {
+    builder::TransformerOptions o = small_transformer("cuda-per-block");
+    builder::BuildOptions pool_form;
+    pool_form.plan_cuda_scratch = false;
+    Result<Program> pooled = fixtures::load_transformer(o, pool_form);
+    Result<Program> planned = fixtures::load_transformer(o);
+    ASSERT_TRUE(pooled.ok() && planned.ok());
+    Result<Method> want_m = pooled->load_method("forward");
+    ASSERT_TRUE(want_m.ok()) << want_m.status().to_string();
+    for (bool graphs : {false, true}) {
+      SCOPED_TRACE(graphs ? "CUDA graphs" : "eager");
+      LoadMethodOptions lo;
+      if (graphs) lo.backend_options["cuda"] = {{"use_cuda_graphs", "true"}};
+      Result<Method> m = planned->load_method("forward", lo);
+      ASSERT_TRUE(m.ok()) << m.status().to_string();
+      for (int64_t s : {64, 17, 1}) {
+        std::vector<float> x = make_input(s * 128, 0.3f);
+        Result<std::vector<float>> want = run(*want_m, x, {1, s, 128});
+        ASSERT_TRUE(want.ok()) << want.status().to_string();
+        Result<CudaPoolStats> before = cuda_pool_stats(Device::cuda(0));
+        Result<std::vector<float>> got = run(*m, x, {1, s, 128});
+        ASSERT_TRUE(got.ok()) << got.status().to_string();
+        Result<std::vector<float>> again = run(*m, x, {1, s, 128});
+        ASSERT_TRUE(again.ok()) << again.status().to_string();
+        Result<CudaPoolStats> after = cuda_pool_stats(Device::cuda(0));
+        ASSERT_TRUE(before.ok() && after.ok());
+        EXPECT_EQ(after->allocations, before->allocations) << "S=" << s;
+        EXPECT_EQ(*got, *want) << "S=" << s;
+        EXPECT_EQ(*again, *want) << "S=" << s;
+      }
+    }
+    // The load-time option runs the same program from the pool instead.
+    LoadMethodOptions off;
+    off.backend_options["cuda"] = {{"use_planned_scratch", "false"}};
+    Result<Method> from_pool = planned->load_method("forward", off);
+    ASSERT_TRUE(from_pool.ok()) << from_pool.status().to_string();
+    std::vector<float> x = make_input(9 * 128, 0.1f);
+    Result<CudaPoolStats> before = cuda_pool_stats(Device::cuda(0));
+    Result<std::vector<float>> got = run(*from_pool, x, {1, 9, 128});
+    Result<CudaPoolStats> after = cuda_pool_stats(Device::cuda(0));
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_GT(after->allocations, before->allocations);
+    EXPECT_EQ(*got, *run(*want_m, x, {1, 9, 128}));
+  }
 }
 
 TEST_F(CudaBackendTest, InputOutOfBoundsIsAnErrorAndTheMethodKeepsWorking) {

@@ -15,6 +15,7 @@
 #include "backends/engine/scratch_pool.h"
 #include "planrt/backends/engine.h"
 #include "support/engine_fixtures.h"
+#include "support/program_fixtures.h"
 #include "support/gpu.h"
 
 namespace planrt {
@@ -321,6 +322,62 @@ TEST_F(EngineCudaTest, APooledRunOnACapturingStreamIsRefusedAndTheCaptureSurvive
   Result<std::vector<float>> after = e.run(32, 0.f, s);  // and the engine still runs
   ASSERT_TRUE(after.ok()) << after.status().to_string();
   cudaStreamDestroy(s);
+}
+
+// Planned scratch (docs/design.md §6): the engine takes its scratch from the call (the
+// Delegate's last output, a value of the method's arena), takes no pool lock, and so runs
+// inside a stream capture, which a pooled run refuses; the replayed graph computes the same.
+TEST_F(EngineCudaTest, APlannedEngineRunsInsideAStreamCaptureAndItsReplayIsCorrect) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  EngineFixture f = engine_fixture(16, 256, Device::cuda(0));
+  std::unique_ptr<fb::GraphT> g(flatbuffers::GetRoot<fb::Graph>(f.blob.data())->UnPack());
+  g->scratch_operand = true;
+  const uint64_t scratch_bytes = g->scratch_bytes;
+  ASSERT_GT(scratch_bytes, 0u);
+  f.blob = fixtures::pack_graph(*g);
+  Backend* backend = get_backend("engine");
+  ASSERT_NE(backend, nullptr);
+  Result<BackendHandle> h = backend->init(f.blob, {}, f.context());
+  ASSERT_TRUE(h.ok()) << h.status().to_string();
+  Result<EngineScratchStats> stats = engine_scratch_stats(Device::cuda(0));
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GE(stats->planned_contexts, 1);
+  const int64_t s = 200;
+  std::vector<float> x = make_x(s, 16, 0.5f), y(x.size(), NAN);
+  void *dx = nullptr, *dy = nullptr, *scratch = nullptr;
+  ASSERT_EQ(cudaMalloc(&dx, x.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dy, x.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&scratch, scratch_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  Shape shape = *Shape::from(std::vector<int64_t>{s, 16});
+  TensorView in = TensorView::contiguous(dx, DType::F32, shape, Device::cuda(0));
+  TensorView outs[2] = {TensorView::contiguous(dy, DType::F32, shape, Device::cuda(0)),
+                        TensorView::contiguous(scratch, DType::F32,
+                                               *Shape::from(std::vector<int64_t>{static_cast<int64_t>(scratch_bytes / 4)}),
+                                               Device::cuda(0))};
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  // Without its scratch the call is refused.
+  EXPECT_EQ(backend->execute(*h, {&in, 1}, {outs, 1}, stream).code(), ErrorCode::InvalidArgument);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  Status captured = backend->execute(*h, {&in, 1}, {outs, 2}, stream);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_TRUE(captured.ok()) << captured.to_string();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  ASSERT_TRUE(backend->finish(*h).ok());
+  ASSERT_EQ(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_LE(max_rel_error(y, f.reference(x)), 1e-6);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  backend->destroy(*h);
+  cudaFree(dx);
+  cudaFree(dy);
+  cudaFree(scratch);
 }
 
 TEST_F(EngineCudaTest, TrimReturnsTheDeviceMemory) {

@@ -8,6 +8,7 @@
 
 #include "backends/cuda/device_error_record.h"
 #include "backends/cuda/device_resources.h"
+#include "backends/cuda/planned_workspace.h"
 #include "backends/engine/runner.h"
 #include "backends/engine/scratch_device.h"
 #include "kernels/cuda/cuda_kernel.h"
@@ -21,33 +22,7 @@
 namespace planrt::engine {
 namespace {
 
-// Hands a kernel the workspace planned for its step: one region, carved in call order.
-class PlannedWorkspace final : public kernels::cuda::CudaTempMemory {
- public:
-  void reset(uint8_t* base, uint64_t bytes) {
-    base_ = base;
-    bytes_ = bytes;
-    used_ = 0;
-  }
-  Result<void*> allocate(size_t bytes, cudaStream_t) override {
-    // The plan holds exactly what kernels::cuda_workspace_bytes says (the sum of the
-    // kernel's requests); later requests start aligned, the last may end unaligned.
-    if (base_ == nullptr || used_ > bytes_ || bytes > bytes_ - used_) {
-      return make_error(ErrorCode::Internal,
-                        "the kernel asked for {} bytes of workspace beyond the {} planned for it",
-                        bytes, bytes_ - std::min(used_, bytes_));
-    }
-    void* p = base_ + used_;
-    used_ += (bytes + 255) / 256 * 256;
-    return p;
-  }
-  Status deallocate(void*, size_t, cudaStream_t) override { return {}; }
-
- private:
-  uint8_t* base_ = nullptr;
-  uint64_t bytes_ = 0;
-  uint64_t used_ = 0;
-};
+using backends::PlannedWorkspace;
 
 class CudaRunner final : public EngineRunner {
  public:
