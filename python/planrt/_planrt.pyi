@@ -59,6 +59,7 @@ class SegmentInfo:
     blob_bytes: int
     scratch_bytes: int
     shared_scratch: bool
+    planned_scratch: bool
 
 
 class PlanStat:
@@ -134,7 +135,8 @@ def build(model: PathLike | None = None, *, template: str | None = None,
           shared_scratch: bool = False, external_weights: bool = False, no_reuse: bool = False,
           layers: int = 2, d_model: int = 512, heads: int = 8,
           ffn: Union[int, Sequence[int]] = 2048, max_seq: int = 2048, weights: str = "random:0",
-          method: str = "forward", plan_time_budget_ms: float = 500.0) -> BuiltProgram: ...
+          method: str = "forward", plan_time_budget_ms: float = 500.0,
+          engine_scratch: str = "", cuda_scratch: str = "planned") -> BuiltProgram: ...
 
 
 def engine_scratch_stats(device: str = "cpu") -> dict[str, Any]: ...

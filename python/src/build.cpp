@@ -28,6 +28,7 @@ struct BuildArgs {
   std::string partition, dtype, attention, weights, method;
   std::optional<std::string> device;
   bool shared_scratch = false, external_weights = false, no_reuse = false;
+  std::string engine_scratch, cuda_scratch;
   int64_t layers = 0, d_model = 0, heads = 0, max_seq = 0;
 };
 
@@ -117,7 +118,8 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
                      const std::string& dtype, const std::string& attention, bool shared_scratch,
                      bool external_weights, bool no_reuse, int64_t layers, int64_t d_model,
                      int64_t heads, py::object ffn, int64_t max_seq, const std::string& weights,
-                     const std::string& method, double plan_time_budget_ms) {
+                     const std::string& method, double plan_time_budget_ms,
+                     const std::string& engine_scratch, const std::string& cuda_scratch) {
   BuildArgs a;
   if (!model.is_none()) a.model = fspath(model);
   if (!template_name.is_none()) a.template_name = template_name.cast<std::string>();
@@ -142,6 +144,16 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
   a.method = method;
   if (!device.is_none()) a.device = device.cast<std::string>();
   a.shared_scratch = shared_scratch;
+  if (engine_scratch != "" && engine_scratch != "private" && engine_scratch != "pooled" &&
+      engine_scratch != "planned") {
+    fail(ErrorCode::InvalidArgument,
+         fmt::format("engine_scratch='{}': expected 'private', 'pooled' or 'planned'", engine_scratch));
+  }
+  if (cuda_scratch != "planned" && cuda_scratch != "pool") {
+    fail(ErrorCode::InvalidArgument, fmt::format("cuda_scratch='{}': expected 'planned' or 'pool'", cuda_scratch));
+  }
+  a.engine_scratch = engine_scratch;
+  a.cuda_scratch = cuda_scratch;
   a.external_weights = external_weights;
   a.no_reuse = no_reuse;
   a.layers = layers;
@@ -168,7 +180,9 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
   builder::BuildOptions options;
   options.no_reuse = a.no_reuse;
   options.external_weights = a.external_weights;
-  options.shared_scratch = a.shared_scratch;
+  options.shared_scratch = a.shared_scratch || a.engine_scratch == "pooled";
+  options.plan_engine_scratch = a.engine_scratch == "planned";
+  options.plan_cuda_scratch = a.cuda_scratch == "planned";
   options.producer = "planrt-python";
   if (plan_time_budget_ms < 0) fail(ErrorCode::InvalidArgument, "plan_time_budget_ms must be >= 0");
   options.plan_time_budget_ms = plan_time_budget_ms;
@@ -225,7 +239,8 @@ A program built in memory by ``planrt.build``: save it (``save``), take its byte
         py::arg("external_weights") = false, py::arg("no_reuse") = false, py::arg("layers") = 2,
         py::arg("d_model") = 512, py::arg("heads") = 8, py::arg("ffn") = 2048,
         py::arg("max_seq") = 2048, py::arg("weights") = "random:0", py::arg("method") = "forward",
-        py::arg("plan_time_budget_ms") = 500.0,
+        py::arg("plan_time_budget_ms") = 500.0, py::arg("engine_scratch") = "",
+        py::arg("cuda_scratch") = "planned",
         R"doc(
 Builds a program, as ``planrt build`` does (docs/cli.md), and returns a BuiltProgram.
 
@@ -241,7 +256,10 @@ names the program's method. Template and ONNX: ``partition`` ("cpu", "cuda",
 and ``attention`` ("fused" or "unfused"). Every model: ``shared_scratch`` (engines draw from the
 per-device pool), ``external_weights`` (weights in a .safetensors file beside the program),
 ``no_reuse`` (the no-reuse planner, for debugging), ``plan_time_budget_ms`` (the planner's search
-after the greedy, per planned buffer above its lower bound; 0: none).)doc");
+after the greedy, per planned buffer above its lower bound; 0: none), ``engine_scratch``
+("private", "pooled" or "planned": a value of the method's arena, live only while the engine
+runs; "" follows ``shared_scratch``) and ``cuda_scratch`` ("planned", the default: cuda segments'
+intermediates in the method's arena; "pool": from the warm pool per call).)doc");
 }
 
 }  // namespace planrt::python

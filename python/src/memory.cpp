@@ -41,6 +41,8 @@ py::dict scratch_dict(const EngineScratchStats& s) {
   d["pooled_private_equivalent_bytes"] = s.pooled_private_equivalent_bytes;
   d["private_contexts"] = s.private_contexts;
   d["private_scratch_bytes"] = s.private_scratch_bytes;
+  d["planned_contexts"] = s.planned_contexts;
+  d["planned_scratch_bytes"] = s.planned_scratch_bytes;
   return d;
 }
 

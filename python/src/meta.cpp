@@ -33,6 +33,7 @@ struct PySegment {
   uint32_t num_nodes = 0;
   uint64_t blob_bytes = 0, scratch_bytes = 0;
   bool shared_scratch = false;
+  bool planned_scratch = false;
 };
 
 struct PyPlan {
@@ -103,7 +104,7 @@ py::object meta_to_python(const MethodMeta& meta) {
   }
   for (const SegmentInfo& s : meta.segments) {
     m.segments.push_back({s.name, s.backend, to_string(s.device), s.num_nodes, s.blob_bytes,
-                          s.scratch_bytes, s.shared_scratch});
+                          s.scratch_bytes, s.shared_scratch, s.planned_scratch});
   }
   m.backends = meta.backends;
   for (const PlanStatInfo& p : meta.plan) {
@@ -144,6 +145,7 @@ void register_meta(py::module_& m) {
       .def_readonly("blob_bytes", &PySegment::blob_bytes)
       .def_readonly("scratch_bytes", &PySegment::scratch_bytes)
       .def_readonly("shared_scratch", &PySegment::shared_scratch)
+      .def_readonly("planned_scratch", &PySegment::planned_scratch)
       .def("__repr__", [](const PySegment& s) {
         return fmt::format("SegmentInfo(name='{}', backend='{}', device='{}', num_nodes={})", s.name,
                            s.backend, s.device, s.num_nodes);

@@ -137,14 +137,25 @@ void check_engine(const fb::MethodT& m, const fb::SegmentT& s) {
 }
 
 // A cuda segment's graph as before: intermediates allocated per call, no profile.
+// A cuda segment as the builder makes it by default: intermediates Planned in a scratch the
+// Delegate passes (planned scratch, docs/design.md §6), operands Temporary, and a profile
+// of the method's bounds.
 void check_cuda_segment(const fb::SegmentT& s) {
   SCOPED_TRACE("cuda segment " + s.name);
   ASSERT_EQ(s.backend, "cuda");
   std::unique_ptr<fb::GraphT> g = graph_of(s);
   ASSERT_NE(g, nullptr);
-  for (const auto& v : g->values) EXPECT_NE(v->kind, fb::ValueKind::Planned) << v->name;
-  EXPECT_TRUE(g->profile.empty());
-  EXPECT_EQ(g->scratch_bytes, 0u);
+  std::set<uint32_t> io(g->inputs.begin(), g->inputs.end());
+  io.insert(g->outputs.begin(), g->outputs.end());
+  for (uint32_t i = 0; i < g->values.size(); ++i) {
+    const fb::ValueT& v = *g->values[i];
+    if (v.kind == fb::ValueKind::Constant) continue;
+    EXPECT_EQ(v.kind, io.contains(i) ? fb::ValueKind::Temporary : fb::ValueKind::Planned) << v.name;
+  }
+  EXPECT_FALSE(g->profile.empty());
+  EXPECT_GT(g->scratch_bytes, 0u);
+  EXPECT_TRUE(g->scratch_operand);
+  EXPECT_TRUE(g->scratch_plan_fusion_safe);
 }
 
 // The instructions are: copy x in, one Delegate per segment in order, copy y out (none of

@@ -75,7 +75,8 @@ TEST(Partition, TwoMethodExampleHasCpuAndCudaMethods) {
   const fb::InstructionT& d = *m.instructions[3];
   EXPECT_EQ(d.segment, 1);
   EXPECT_EQ(names(m, d.inputs), (std::vector<std::string>{"h@cuda:0", "x@cuda:0"}));
-  EXPECT_EQ(names(m, d.outputs), std::vector<std::string>{"y@cuda:0"});
+  // The segment's output, then its planned scratch (docs/design.md §6).
+  EXPECT_EQ(names(m, d.outputs), (std::vector<std::string>{"y@cuda:0", "cuda1#scratch"}));
   EXPECT_EQ(names(m, m.instructions[4]->inputs), std::vector<std::string>{"y@cuda:0"});
   EXPECT_EQ(names(m, m.instructions[4]->outputs), std::vector<std::string>{"y"});
   EXPECT_EQ(names(m, m.inputs), std::vector<std::string>{"x"});
@@ -177,7 +178,7 @@ TEST(Partition, ConsecutiveNodesOfOneBackendFormOneSegmentUnlessNamedApart) {
   // x to the device; b passes from one cuda segment to the next without a copy; d comes
   // back to the host for the cpu relu.
   EXPECT_EQ(kinds(f), (std::vector<K>{K::Copy, K::Delegate, K::Delegate, K::Copy, K::Kernel}));
-  EXPECT_EQ(names(f, f.instructions[1]->outputs), std::vector<std::string>{"b"});
+  EXPECT_EQ(names(f, f.instructions[1]->outputs), (std::vector<std::string>{"b", "cuda0#scratch"}));
   EXPECT_EQ(names(f, f.instructions[2]->inputs), std::vector<std::string>{"b"});
   EXPECT_EQ(device_of(f, "b"), Device::cuda(0));
   EXPECT_EQ(names(f, f.instructions[3]->outputs), std::vector<std::string>{"d@cpu"});

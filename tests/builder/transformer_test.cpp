@@ -256,7 +256,11 @@ TEST(Transformer, Bf16ModelHoldsEveryTensorInBf16) {
   ASSERT_OK_AND_ASSIGN(BuiltProgram built, build_program(bf16));
   expect_plans_valid(built.program());
   const fb::MethodT& m = *built.program().methods[0];
-  for (const auto& v : m.values) EXPECT_EQ(v->dtype, fb::DType::BF16) << v->name;
+  for (const auto& v : m.values) {
+    // A planned scratch holds bytes (f32 words) of whatever its segment puts there.
+    if (v->name.ends_with("#scratch")) continue;
+    EXPECT_EQ(v->dtype, fb::DType::BF16) << v->name;
+  }
   ASSERT_EQ(built.plans().size(), built_f32.plans().size());
   for (size_t i = 0; i < built.plans().size(); ++i) {
     EXPECT_EQ(built.plans()[i].planned_bytes * 2, built_f32.plans()[i].planned_bytes);

@@ -65,7 +65,11 @@ TEST(MethodVerifier, APlannedScratchIsOneMoreStaticOutputThatHoldsTheGraphsScrat
   expect_invalid(corrupt(cuda(),
                          [&](fb::ProgramT& p) {
                            with_planned_scratch(words)(p);
-                           method(p).values[4]->buffer = 0;
+                           // Moved to the end of the host buffer, grown to hold it.
+                           fb::MethodT& m = method(p);
+                           m.values[4]->buffer = 0;
+                           m.values[4]->offset = m.planned_buffers[0]->size_bytes;
+                           m.planned_buffers[0]->size_bytes += static_cast<uint64_t>(words) * 4;
                          }),
                  {"value 4 'cuda0#scratch' is not planned on the segment's device"});
 }

@@ -122,3 +122,22 @@ def test_malformed_model_json_is_an_invalid_program(tmp_path):
 def test_save_to_a_missing_folder_is_an_io_error(encoder, tmp_path):
     with pytest.raises(planrt.IoError):
         encoder.save(tmp_path / "no" / "such" / "dir" / "m.prog")
+
+
+def test_planned_engine_scratch_is_in_the_plan_and_runs_like_private():
+    kw = dict(template="transformer", partition="engine-per-block", device="cpu", layers=2,
+              d_model=64, heads=4, ffn=128, max_seq=32, weights="random:3")
+    private = planrt.Module(planrt.build(**kw))
+    planned = planrt.Module(planrt.build(**kw, engine_scratch="planned"))
+    meta = planned.method_meta("forward")
+    assert all(s.planned_scratch for s in meta.segments)
+    assert not any(s.planned_scratch for s in private.method_meta("forward").segments)
+    x = np.sin(np.arange(1 * 20 * 64, dtype=np.float32)).reshape(1, 20, 64)
+    np.testing.assert_array_equal(planned.run("forward", [x])[0], private.run("forward", [x])[0])
+    assert planrt.engine_scratch_stats("cpu")["planned_contexts"] >= 2
+    with pytest.raises(planrt.InvalidArgumentError, match="engine_scratch='sometimes'"):
+        planrt.build(**kw, engine_scratch="sometimes")
+    with pytest.raises(planrt.InvalidArgumentError, match="cuda_scratch='gpu'"):
+        planrt.build(**kw, cuda_scratch="gpu")
+    with pytest.raises(planrt.InvalidArgumentError, match="both pooled"):
+        planrt.build(**kw, engine_scratch="planned", shared_scratch=True)

@@ -654,6 +654,40 @@ TEST_F(CliTest, InspectShowsEachEnginesProfileAndScratch) {
   EXPECT_EQ(text.out.find("compile specs"), std::string::npos) << text.out;
 }
 
+// --engine-scratch planned / --cuda-scratch (docs/cli.md): planned engines are marked in
+// inspect and cost nothing in the estimate's scratch (it is in the planned bytes); the
+// flags refuse what disagrees with --shared-scratch.
+TEST_F(CliTest, PlannedScratchFlagsShowInInspectAndDisagreementsAreUsageErrors) {
+  std::string base = "build --template transformer --layers 2 --d-model 32 --heads 4 --ffn 64 "
+                     "--max-seq 16 ";
+  CommandResult b = planrt(base + "--partition engine-per-block --engine-scratch planned -o " + path("planned.prog"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  CommandResult r = planrt("inspect --json " + path("planned.prog"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json m = nlohmann::json::parse(r.out)["methods"][0];
+  for (const nlohmann::json& e : m["engines"]) {
+    EXPECT_EQ(e["planned_scratch"], true);
+    EXPECT_EQ(e["shared_scratch"], false);
+  }
+  for (const nlohmann::json& e : m["memory_estimate"]) EXPECT_EQ(e["engine_scratch_bytes"], 0u);
+  CommandResult text = planrt("inspect " + path("planned.prog"));
+  EXPECT_NE(text.out.find("B, planned)  lower bound "), std::string::npos) << text.out;
+  // cuda segments: planned by default, the pool form on request.
+  ASSERT_EQ(planrt(base + "--partition cuda -o " + path("cuda.prog")).exit_code, 0);
+  ASSERT_EQ(planrt(base + "--partition cuda --cuda-scratch pool -o " + path("pool.prog")).exit_code, 0);
+  auto segment0 = [&](const std::string& p) {
+    return nlohmann::json::parse(planrt("inspect --json " + p).out)["methods"][0]["segments"][0];
+  };
+  EXPECT_EQ(segment0(path("cuda.prog"))["planned_scratch"], true);
+  EXPECT_EQ(segment0(path("pool.prog"))["planned_scratch"], false);
+  EXPECT_NE(planrt("inspect " + path("cuda.prog")).out.find("planned in the method's arena"), std::string::npos);
+  CommandResult both = planrt(base + "--partition engine --shared-scratch --engine-scratch planned -o " + path("x.prog"));
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--shared-scratch and --engine-scratch planned disagree"), std::string::npos) << both.err;
+  CommandResult bad = planrt(base + "--partition cuda --cuda-scratch heap -o " + path("x.prog"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
 TEST_F(CliTest, SharedScratchIsACompileSpecAndTheEstimateIsTheLargestEngine) {
   std::string base = "build --template transformer --layers 3 --d-model 32 --heads 4 --ffn 64,512,128 "
                      "--max-seq 16 --partition engine-per-block ";
