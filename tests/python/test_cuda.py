@@ -79,6 +79,10 @@ def test_bf16_takes_float32_or_bf16_and_gives_both_back():
 
 
 def test_memory_report_has_the_devices_figures(cuda_encoder):
+    # The warm-pool form, so the report's pool figures have something in them (the default,
+    # planned scratch, takes nothing from the pool).
+    cuda_encoder = planrt.build(template="transformer", layers=2, d_model=64, heads=4, ffn=128,
+                                max_seq=64, partition="cuda", device="cuda:0", cuda_scratch="pool")
     m = planrt.Module(cuda_encoder)
     m.run("forward", [np.ones((1, 32, 64), np.float32)])
     report = m.memory_report()
@@ -94,8 +98,11 @@ def test_memory_report_has_the_devices_figures(cuda_encoder):
     assert planrt.device_memory("cuda:0")["total_bytes"] == gpu["device_total_bytes"]
 
 
-def test_device_memory_comes_back_when_a_module_is_dropped(cuda_encoder):
-    x = np.ones((1, 64, 64), np.float32)
+def test_device_memory_comes_back_when_a_module_is_dropped():
+    # Large enough that its weights and planned arena show in cudaMemGetInfo's 2 MiB steps.
+    cuda_encoder = planrt.build(template="transformer", layers=2, d_model=256, heads=4, ffn=1024,
+                                max_seq=1024, partition="cuda", device="cuda:0")
+    x = np.ones((1, 64, 256), np.float32)
 
     def cycle():
         m = planrt.Module(cuda_encoder)

@@ -323,7 +323,18 @@ TEST_F(CliTest, HostProgramRunsWithoutStreamsOrWaits) {
 // once per run, and the report carries the device's own figures and the pool's.
 TEST_F(CliTest, CudaRunReportsStreamsWaitsPoolAndDeviceMemory) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
-  std::string prog = build_small_program("--partition cuda-per-op");
+  {
+    // Planned scratch (the default): the pool is reported, and nothing came from it.
+    std::string planned = build_small_program("--partition cuda-per-op");
+    CommandResult r = planrt("run " + planned + " --random-inputs 1 --dim S=8 --iterations 3 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const nlohmann::json& d : nlohmann::json::parse(r.out)["memory"]["devices"]) {
+      if (d["device"] != "cuda:0") continue;
+      ASSERT_TRUE(d.contains("pool")) << r.out;
+      EXPECT_EQ(d["pool"]["allocations"].get<int64_t>(), 0);
+    }
+  }
+  std::string prog = build_small_program("--partition cuda-per-op --cuda-scratch pool");
   for (const char* pool : {"true", "false"}) {
     CommandResult r = planrt("run " + prog + " --random-inputs 1 --dim S=8 --iterations 3 --json "
                              "--backend-option cuda.use_private_pool=" + std::string(pool));

@@ -224,7 +224,22 @@ TEST_F(AllocationSweepCuda, TheMixedProgramsDeviceMethodLoadsAndRunsOrFailsClean
 }
 
 TEST_F(AllocationSweepCuda, TheCudaPartitionLoadsAndRunsOrFailsCleanly) {
-  Result<Program> p = fixtures::load_transformer(transformer("cuda"));
+  // A planned scratch (the builder's default) allocates nothing per call: one point, the
+  // success. The warm-pool form's temporaries are swept below.
+  {
+    Result<Program> planned = fixtures::load_transformer(transformer("cuda"));
+    ASSERT_TRUE(planned.ok()) << planned.status().to_string();
+    auto run = [](Method& m) { return forward(m, 48); };
+    const std::vector<float> want = reference(*planned, "forward", {}, run);
+    Result<Method> m = planned->load_method("forward");
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ(run_sweep("gpu execute transformer cuda partition, planned scratch", "method 'forward'",
+                        execute_attempt(*m, run, want, false)),
+              1);
+  }
+  builder::BuildOptions pool_form;
+  pool_form.plan_cuda_scratch = false;
+  Result<Program> p = fixtures::load_transformer(transformer("cuda"), pool_form);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   auto run = [](Method& m) { return forward(m, 48); };
   const std::vector<float> want = reference(*p, "forward", {}, run);
