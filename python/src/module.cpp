@@ -70,11 +70,13 @@ std::vector<uint8_t> bytes_of(py::handle source) {
 class PyModule {
  public:
   PyModule(py::object source, py::object options, bool share_memory_arenas,
-           uint64_t max_planned_bytes_per_device, bool synchronize_each_step) {
+           uint64_t max_planned_bytes_per_device, bool synchronize_each_step,
+           bool share_device_arenas) {
     options_.backend_options = backend_options(options);
     options_.share_memory_arenas = share_memory_arenas;
     options_.max_planned_bytes_per_device = max_planned_bytes_per_device;
     options_.synchronize_each_step = synchronize_each_step;
+    options_.share_device_arenas = share_device_arenas;
     if (py::isinstance(source, py::module_::import("planrt._planrt").attr("BuiltProgram"))) {
       source = source.attr("to_bytes")();
     }
@@ -265,16 +267,18 @@ void register_module(py::module_& m) {
 A program loaded for running: its methods, their metadata and memory, and runs.
 
 ``Module(source, backend_options=None, share_memory_arenas=True,
-max_planned_bytes_per_device=0, synchronize_each_step=False)`` loads and verifies a program
+max_planned_bytes_per_device=0, synchronize_each_step=False, share_device_arenas=False)`` loads
+and verifies a program
 from a path, from bytes, or from a ``BuiltProgram``; no method memory is allocated until a
 method is loaded (by ``load_method`` or its first ``run``). ``backend_options`` are load-time
 options per backend, ``{"cuda": {"use_cuda_graphs": True}}`` or
 ``{"cuda.use_cuda_graphs": True}``, as ``planrt run --backend-option`` takes them.
 
 A Module may be shared by Python threads; the GIL is released while methods load and run.)doc")
-      .def(py::init<py::object, py::object, bool, uint64_t, bool>(), py::arg("source"),
+      .def(py::init<py::object, py::object, bool, uint64_t, bool, bool>(), py::arg("source"),
            py::arg("backend_options") = py::none(), py::arg("share_memory_arenas") = true,
-           py::arg("max_planned_bytes_per_device") = 0, py::arg("synchronize_each_step") = false)
+           py::arg("max_planned_bytes_per_device") = 0, py::arg("synchronize_each_step") = false,
+           py::arg("share_device_arenas") = false)
       .def("method_names", &PyModule::method_names, "The program's methods, in file order.")
       .def("method_meta", &PyModule::method_meta, py::arg("name"),
            "The method's inputs, outputs, dims, planned buffers, segments and per-device memory "

@@ -139,7 +139,11 @@ struct Method::Impl {
   std::vector<uint32_t> outputs;
   std::vector<Step> steps;
   std::shared_ptr<ArenaSet> arenas;
-  bool shared_arenas = false;
+  bool shared_arenas = false;         // the program's host set (rule 2)
+  bool shared_device_arenas = false;  // the program's device set (share_device_arenas)
+  // Per planned buffer of the method, its index in `arenas` (the identity unless sharing
+  // device arenas, whose set has one buffer per device).
+  std::vector<uint32_t> buffer_in_set;
   // The host arenas device-to-host copies write, pinned by the device's allocator so those
   // copies run as DMA. After `arenas`: unpinned before the memory is freed (and after the
   // streams, declared later, have drained).

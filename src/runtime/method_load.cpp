@@ -576,7 +576,10 @@ class Loader {
       sizes.push_back(b.size_bytes);
       devices.push_back(b.device);
     }
-    // Rule 3: a device method never shares; rule 2: host methods share unless told not to.
+    impl_.buffer_in_set.resize(sizes.size());
+    for (uint32_t i = 0; i < sizes.size(); ++i) impl_.buffer_in_set[i] = i;
+    if (meta.uses_device_memory() && options_.share_device_arenas) return place_shared_device_arenas();
+    // Rule 3: a device method shares only when asked; rule 2: host methods share unless told not to.
     bool own = meta.uses_device_memory() || !options_.share_memory_arenas;
     PLANRT_RETURN_IF_ERROR(check_planned_limits(!own));
     if (own) {
@@ -596,6 +599,37 @@ class Loader {
                                  i, sizes[i]));
       }
     }
+    return {};
+  }
+
+  // share_device_arenas: the program's one set, one arena per device, each the largest any
+  // device method plans there; this method's buffer on device d is the set's arena of d.
+  Status place_shared_device_arenas() {
+    const MethodMeta& meta = impl_.meta;
+    const auto& sizes = impl_.program->shared_device_sizes;
+    std::set<Device> seen;
+    for (uint32_t i = 0; i < meta.planned_buffers.size(); ++i) {
+      const Device d = meta.planned_buffers[i].device;
+      if (!seen.insert(d).second) {
+        return error(ErrorCode::InvalidArgument,
+                     fmt::format("share_device_arenas: the method plans two buffers on {}, and a "
+                                 "shared set holds one arena per device", to_string(d)));
+      }
+      auto it = sizes.find(d);
+      if (it == sizes.end() || it->second < meta.planned_buffers[i].size_bytes) {
+        return error(ErrorCode::Internal,
+                     fmt::format("planned buffer {} does not fit the shared device arenas", i));
+      }
+      impl_.buffer_in_set[i] = static_cast<uint32_t>(std::distance(sizes.begin(), it));
+    }
+    for (const auto& [device, bytes] : sizes) {
+      PLANRT_RETURN_IF_ERROR(check_limit(
+          device, bytes,
+          "the program's shared device arenas (the largest any method with device memory plans "
+          "on this device; load without share_device_arenas to size arenas for this method alone)"));
+    }
+    PLANRT_ASSIGN_OR_RETURN(impl_.arenas, impl_.program->acquire_shared_device(name_));
+    impl_.shared_device_arenas = true;
     return {};
   }
 
@@ -656,7 +690,7 @@ class Loader {
     const MemoryManager& memory = impl_.arenas->memory;
     for (ValueSlot& v : impl_.values) {
       if (v.kind != fb::ValueKind::Planned) continue;
-      auto* base = static_cast<uint8_t*>(memory.buffer(v.buffer));
+      auto* base = static_cast<uint8_t*>(memory.buffer(impl_.buffer_in_set[v.buffer]));
       v.data = base == nullptr ? nullptr : base + v.offset;
     }
   }

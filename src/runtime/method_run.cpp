@@ -325,15 +325,37 @@ Method::~Method() = default;
 const std::string& Method::name() const { return impl_->meta.name; }
 const MethodMeta& Method::meta() const { return impl_->meta; }
 bool Method::shares_memory_arenas() const { return impl_->shared_arenas; }
+bool Method::shares_device_arenas() const { return impl_->shared_device_arenas; }
 uint64_t Method::packed_weight_bytes() const { return impl_->packed_weight_bytes; }
 
+namespace {
+
+// The arena set's lock, held for a run: a host set's runs wait for each other; a shared
+// device set refuses a run that would wait (LoadMethodOptions::share_device_arenas).
+Result<std::unique_lock<std::mutex>> lock_for_run(const Method::Impl& impl) {
+  ArenaSet& set = *impl.arenas;
+  if (!set.refuse_overlap) return std::unique_lock(set.run_mu);
+  std::unique_lock lock(set.run_mu, std::try_to_lock);
+  std::lock_guard names(set.running_mu);
+  if (!lock.owns_lock()) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "method '{}' shares its device arenas (share_device_arenas) with method '{}', "
+                      "which is running: runs of methods sharing device arenas may not overlap",
+                      impl.meta.name, set.running);
+  }
+  set.running = impl.meta.name;
+  return lock;
+}
+
+}  // namespace
+
 Status Method::run(std::span<const TensorView> inputs) {
-  std::lock_guard lock(impl_->arenas->run_mu);
+  PLANRT_ASSIGN_OR_RETURN(std::unique_lock<std::mutex> lock, lock_for_run(*impl_));
   return impl_->run_locked(inputs);
 }
 
 Result<std::vector<Tensor>> Method::execute(std::span<const TensorView> inputs) {
-  std::lock_guard lock(impl_->arenas->run_mu);
+  PLANRT_ASSIGN_OR_RETURN(std::unique_lock<std::mutex> lock, lock_for_run(*impl_));
   PLANRT_RETURN_IF_ERROR(impl_->run_locked(inputs));
   std::vector<Tensor> out;
   out.reserve(impl_->outputs.size());

@@ -40,6 +40,12 @@ Program::State::State(format::ProgramFile f) : file(std::move(f)) {
   const fb::Program& program = file.program();
   if (program.methods() == nullptr) return;
   for (const fb::Method* m : *program.methods()) {
+    if (!is_host_method(*m) && m->planned_buffers() != nullptr) {
+      for (const fb::PlannedBuffer* b : *m->planned_buffers()) {
+        uint64_t& size = shared_device_sizes[to_device(b->device())];
+        size = std::max(size, b->size_bytes());
+      }
+    }
     if (!is_host_method(*m) || m->planned_buffers() == nullptr) continue;
     const auto& buffers = *m->planned_buffers();
     if (shared_sizes.size() < buffers.size()) shared_sizes.resize(buffers.size(), 0);
@@ -62,6 +68,28 @@ Result<std::shared_ptr<ArenaSet>> Program::State::acquire_shared_host(std::strin
   shared_host_ = set;
   PLANRT_LOG_DEBUG("allocated the shared host arenas ({} buffers) for host method '{}'",
                    shared_sizes.size(), method_name);
+  return set;
+}
+
+Result<std::shared_ptr<ArenaSet>> Program::State::acquire_shared_device(std::string_view method_name) {
+  std::lock_guard lock(mu_);
+  if (auto live = shared_device_.lock()) return live;
+  std::vector<uint64_t> sizes;
+  std::vector<Device> devices;
+  for (const auto& [device, size] : shared_device_sizes) {
+    devices.push_back(device);
+    sizes.push_back(size);
+  }
+  Result<MemoryManager> memory = MemoryManager::create(sizes, devices, method_name);
+  if (!memory.ok()) {
+    return memory.status().with_context("allocating the program's shared device arenas");
+  }
+  auto set = std::make_shared<ArenaSet>();
+  set->memory = std::move(memory).value();
+  set->refuse_overlap = true;
+  shared_device_ = set;
+  PLANRT_LOG_DEBUG("allocated the shared device arenas ({} devices) for method '{}'", sizes.size(),
+                   method_name);
   return set;
 }
 

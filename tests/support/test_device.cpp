@@ -380,6 +380,7 @@ Result<BackendHandle> TestDeviceBackend::init(std::span<const uint8_t> blob,
 Status TestDeviceBackend::execute(BackendHandle h, std::span<const TensorView> inputs,
                                   std::span<const TensorView> outputs, void* stream) {
   auto* g = static_cast<GraphHandle*>(h);
+  if (execute_hook_) execute_hook_();
   {
     std::lock_guard lock(mu_);
     ++counts_.executes;

@@ -179,6 +179,9 @@ class TestDeviceBackend final : public Backend {
   // Test hooks: the next init fails with Internal; options seen by the last init.
   void fail_next_init() { fail_next_init_ = true; }
   std::vector<BackendOption> last_options() const;
+  // Called at the start of every execute (from the executing thread), e.g. to hold a run
+  // inside the backend while a test does something else. Set before the runs start.
+  void set_execute_hook(std::function<void()> hook) { execute_hook_ = std::move(hook); }
   std::vector<BackendOption> last_compile_specs() const;
   BackendCounts counts() const;
 
@@ -189,6 +192,7 @@ class TestDeviceBackend final : public Backend {
   bool fail_next_init_ = false;
   std::vector<BackendOption> last_options_;
   std::vector<BackendOption> last_compile_specs_;
+  std::function<void()> execute_hook_;
 };
 
 // Registers a TestDeviceBackend under `name` while in scope.

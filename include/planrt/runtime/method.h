@@ -24,7 +24,11 @@
 //   host methods sharing one arena set (rule 2), are serialized rather than racing. Methods
 //   with arenas of their own (device methods, share_memory_arenas = false) run in parallel;
 //   pooled engines among them take turns on the pool's buffer (planrt/backends/engine.h).
-// - name(), meta() and shares_memory_arenas() read what loading fixed and take no lock.
+//   Methods loaded with share_device_arenas are the exception: a run (execute or run) that
+//   would overlap another run on their shared set, of any method of it or of the same one,
+//   is refused with InvalidArgument instead of waiting.
+// - name(), meta(), shares_memory_arenas() and shares_device_arenas() read what loading
+//   fixed and take no lock.
 // - outputs()' views, and the planned memory copy_outputs_into() reads, hold the last run's
 //   values only until the next run of any method sharing the arena set: a caller reading
 //   them while another thread may run such a method serializes the two itself. execute()
@@ -56,6 +60,16 @@ struct LoadMethodOptions {
   BackendOptions backend_options;
   // Host methods share one set of host arenas (rule 2). Off: this method gets its own.
   bool share_memory_arenas = true;
+  // Methods with device memory (rule 3) share one arena set per program, opt-in: one arena
+  // per device, sized to the largest any device method of the program plans there, so N
+  // loads cost the largest method, not the sum (encoder/decoder, prefill/decode, several
+  // loads of one method). Their runs must not overlap: a run started while another method
+  // of the set is running is refused with InvalidArgument naming both, never serialized
+  // and never a race. Loaded with the option only: methods loaded without it keep their
+  // own arenas. A method with two planned buffers on one device cannot share
+  // (InvalidArgument). As for host sharing, a method's outputs() views are overwritten by
+  // the next run of any method of the set; execute() returns copies.
+  bool share_device_arenas = false;
   // Debugging: wait for the device after every device step and collect each segment's
   // errors right there, so an asynchronous failure names the step that caused it (the
   // way CUDA_LAUNCH_BLOCKING does). Costs one host wait per device step.
@@ -97,6 +111,8 @@ class Method {
   const MethodMeta& meta() const;
   // True when this method uses the program's shared host arenas.
   bool shares_memory_arenas() const;
+  // True when it was loaded with share_device_arenas and uses the program's shared set.
+  bool shares_device_arenas() const;
 
   // Binds dims, copies `inputs` (contiguous views, in the method's input order) in, runs
   // every instruction and returns the outputs as owned tensors. An input that only a copy to
