@@ -332,7 +332,23 @@ TEST_F(CliTest, CudaRunReportsStreamsWaitsPoolAndDeviceMemory) {
       if (d["device"] != "cuda:0") continue;
       ASSERT_TRUE(d.contains("pool")) << r.out;
       EXPECT_EQ(d["pool"]["allocations"].get<int64_t>(), 0);
+      // The ledger: its lines, which with the remainder make the measured delta.
+      ASSERT_TRUE(d.contains("ledger")) << r.out;
+      const nlohmann::json& l = d["ledger"];
+      std::vector<std::string> names;
+      uint64_t named = 0;
+      for (const nlohmann::json& line : l["lines"]) {
+        names.push_back(line["name"]);
+        named += line["bytes"].get<uint64_t>();
+      }
+      EXPECT_EQ(names, (std::vector<std::string>{"weights", "arenas", "engine scratch", "scratch pool",
+                                                 "warm pool", "library handles", "CUDA graphs"}));
+      EXPECT_EQ(l["named_bytes"].get<uint64_t>(), named);
+      EXPECT_EQ(l["measured_bytes"].get<int64_t>(), static_cast<int64_t>(named) + l["remainder_bytes"].get<int64_t>());
     }
+    CommandResult text = planrt("run " + planned + " --random-inputs 1 --dim S=8 --iterations 3");
+    EXPECT_NE(text.out.find("ledger, since before the load: measured"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("remainder"), std::string::npos) << text.out;
   }
   std::string prog = build_small_program("--partition cuda-per-op --cuda-scratch pool");
   for (const char* pool : {"true", "false"}) {

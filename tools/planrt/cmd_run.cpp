@@ -29,6 +29,7 @@
 #include "planrt/runtime/program.h"
 #ifdef PLANRT_HAVE_CUDA
 #include "planrt/backends/cuda.h"
+#include "planrt/backends/memory_ledger.h"
 #include "planrt/platform/cuda.h"
 #endif
 #include "progress.h"
@@ -327,6 +328,20 @@ void read_device_used(std::vector<DeviceMemory>& memory, uint64_t DeviceFigures:
   }
 }
 
+// The ledger after the runs, against the device's use before the load.
+void read_ledger(std::vector<DeviceMemory>& memory) {
+  for (DeviceMemory& d : memory) {
+    if (d.device.type != DeviceType::CUDA || !d.figures.known) continue;
+    Result<DeviceMemoryLedger> l = device_memory_ledger(d.device, d.figures.used_before_load);
+    if (!l.ok()) continue;
+    d.ledger.known = true;
+    for (const DeviceMemoryLine& line : l->lines) d.ledger.lines.push_back({line.name, line.bytes, line.detail});
+    d.ledger.measured_bytes = l->measured_bytes();
+    d.ledger.named_bytes = l->named_bytes();
+    d.ledger.remainder_bytes = l->remainder_bytes();
+  }
+}
+
 void read_pool_stats(std::vector<DeviceMemory>& memory) {
   for (DeviceMemory& d : memory) {
     if (d.device.type != DeviceType::CUDA) continue;
@@ -390,6 +405,7 @@ void read_after_runs(const Method& method, RunReport& report) {
 #ifdef PLANRT_HAVE_CUDA
   read_device_used(report.memory, &DeviceFigures::used_after_run);
   read_pool_stats(report.memory);
+  read_ledger(report.memory);
 #endif
   report.run_stats = method.run_stats();
   for (DeviceMemory& d : report.memory) {

@@ -16,4 +16,9 @@ std::string format_bytes(uint64_t bytes) {
   return fmt::format("{:.2f} {}", v, kUnits[unit]);
 }
 
+std::string format_signed_bytes(int64_t bytes) {
+  const uint64_t magnitude = bytes < 0 ? 0 - static_cast<uint64_t>(bytes) : static_cast<uint64_t>(bytes);
+  return fmt::format("{}{}", bytes < 0 ? "-" : "+", format_bytes(magnitude));
+}
+
 }  // namespace planrt::cli

@@ -7,5 +7,7 @@
 namespace planrt::cli {
 
 std::string format_bytes(uint64_t bytes);
+// A difference: "+1.50 MiB", "-512 B".
+std::string format_signed_bytes(int64_t bytes);
 
 }  // namespace planrt::cli

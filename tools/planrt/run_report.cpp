@@ -86,6 +86,16 @@ json device_json(const DeviceMemory& d, const RunReport& r) {
     dj["device_used_after_run_bytes"] = f.used_after_run;
   }
   if (f.pool_known) dj["pool"] = pool_json(f);
+  if (d.ledger.known) {
+    json lines = json::array();
+    for (const LedgerFigures::Line& l : d.ledger.lines) {
+      lines.push_back({{"name", l.name}, {"bytes", l.bytes}, {"detail", l.detail}});
+    }
+    dj["ledger"] = {{"lines", lines},
+                    {"measured_bytes", d.ledger.measured_bytes},
+                    {"named_bytes", d.ledger.named_bytes},
+                    {"remainder_bytes", d.ledger.remainder_bytes}};
+  }
   const EngineScratchStats& es = d.scratch.stats;
   dj["scratch_private_bytes"] = es.private_scratch_bytes;
   dj["scratch_pool_capacity_bytes"] = es.pool_capacity_bytes;
@@ -171,6 +181,15 @@ void print_device_memory(const DeviceMemory& d, bool arenas_are_shared) {
   }
   if (d.scratch.known) print_engine_scratch(d.scratch.stats);
   print_device_figures(d.figures);
+  if (d.ledger.known) {
+    fmt::print("          ledger, since before the load: measured {}, of which\n",
+               format_signed_bytes(d.ledger.measured_bytes));
+    for (const LedgerFigures::Line& l : d.ledger.lines) {
+      if (l.bytes != 0) fmt::print("            {:<16} {:>12}  {}\n", l.name, format_bytes(l.bytes), l.detail);
+    }
+    fmt::print("            {:<16} {:>12}  named by nothing: kernel images, streams, the driver, others\n",
+               "remainder", format_signed_bytes(d.ledger.remainder_bytes));
+  }
 }
 
 void print_memory(const RunReport& r) {

@@ -61,6 +61,21 @@ struct PlannedArena {
   uint64_t size_bytes = 0;
 };
 
+// The device-memory ledger after the runs (planrt/backends/memory_ledger.h, CUDA devices):
+// named lines beside the measured delta since before the load.
+struct LedgerFigures {
+  struct Line {
+    std::string name;
+    uint64_t bytes = 0;
+    std::string detail;
+  };
+  bool known = false;
+  std::vector<Line> lines;
+  int64_t measured_bytes = 0;
+  uint64_t named_bytes = 0;
+  int64_t remainder_bytes = 0;
+};
+
 // One device's memory: what the plan says (arenas, weights), then what was measured.
 struct DeviceMemory {
   Device device;
@@ -71,6 +86,7 @@ struct DeviceMemory {
   // CPU: the weights the method reordered at load for the matrix products (cpu.pack_weights).
   uint64_t packed_weights_bytes = 0;
   DeviceFigures figures;
+  LedgerFigures ledger;
 
   uint64_t total_bytes() const { return planned_bytes + weights_bytes + packed_weights_bytes; }
 };

@@ -16,10 +16,12 @@
 //   the last segment using them is destroyed (so when the program's last method goes).
 //   The cache is keyed by the constant's host bytes (address and size) in the program's
 //   mapping, which stays valid as long as any method of that program exists.
-// - execute: binds the named dims from the operands, allocates the graph's Temporary
-//   values (and its scratch, when the graph plans one) from the warm pool on the stream
-//   just before their first use and frees them stream-ordered after their last, and
-//   enqueues every kernel in order.
+// - execute: binds the named dims from the operands and places the graph's intermediates:
+//   with a planned scratch (the builder's default, docs/design.md §6) at their offsets in
+//   the scratch the Delegate passes as its last output, each kernel's workspace at its
+//   planned offset there, nothing allocated; otherwise the Temporary values (and a scratch
+//   the graph plans) from the warm pool on the stream just before their first use, freed
+//   stream-ordered after their last. Then it enqueues every kernel in order.
 //   Streams: the runtime passes the method's stream on the segment's device; everything is
 //   enqueued there and nothing synchronizes (the runtime synchronizes once, where the host
 //   must read). The kernels' data-dependent errors (an embedding id out of range) land in a
@@ -36,6 +38,8 @@
 //   "fuse_kernels"           "true" | "false" (default true): an add whose result a
 //                            layer_norm reads next runs as one kernel; false runs every op
 //                            as its own kernel (for A/B measurements)
+//   "use_planned_scratch"    "true" | "false" (default true): false runs a segment the program
+//                            gives a planned scratch from the warm pool instead (A/B)
 //   "use_private_pool"       "true" | "false" (default true): false draws the temporaries
 //                            from the device's default pool instead (for A/B measurements)
 //   "pool_release_threshold" bytes or "max" (default max): what the private pool keeps

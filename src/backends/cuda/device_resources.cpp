@@ -1,8 +1,38 @@
 #include "backends/cuda/device_resources.h"
 
+#include <cuda_runtime.h>
+
 #include "platform/cuda/cuda_allocator.h"
 
 namespace planrt::backends {
+namespace {
+
+// Device memory in use now on the current device (0 if CUDA cannot say).
+uint64_t used_now() {
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return total_b - free_b;
+}
+
+uint64_t added_since(uint64_t before) {
+  const uint64_t now = used_now();
+  return now > before ? now - before : 0;
+}
+
+struct HandleRegistry {
+  std::mutex mu;
+  std::map<std::pair<int, bool>, std::weak_ptr<SharedCublas>> handles;
+};
+
+HandleRegistry& handle_registry() {
+  static HandleRegistry* registry = new HandleRegistry();  // never destroyed, as the cache
+  return *registry;
+}
+
+}  // namespace
 
 WeightCache& weight_cache() {
   static WeightCache* cache = new WeightCache();  // never destroyed: handles may outlive statics
@@ -11,16 +41,18 @@ WeightCache& weight_cache() {
 
 // The current device must be `device` (the handle binds to it).
 Result<std::shared_ptr<SharedCublas>> shared_cublas(int device, bool allow_tf32) {
-  static std::mutex registry_mu;
-  static std::map<std::pair<int, bool>, std::weak_ptr<SharedCublas>> registry;
-  std::lock_guard lock(registry_mu);
-  std::weak_ptr<SharedCublas>& slot = registry[{device, allow_tf32}];
+  HandleRegistry& r = handle_registry();
+  std::lock_guard lock(r.mu);
+  std::weak_ptr<SharedCublas>& slot = r.handles[{device, allow_tf32}];
   if (std::shared_ptr<SharedCublas> live = slot.lock()) return live;
+  const uint64_t before = used_now();
   PLANRT_ASSIGN_OR_RETURN(kernels::cuda::CublasHandle handle,
                           kernels::cuda::CublasHandle::create(kernels::cuda::CublasOptions{allow_tf32}));
   auto shared = std::make_shared<SharedCublas>();
   shared->handle = std::move(handle);
   shared->allow_tf32 = allow_tf32;
+  shared->device = device;
+  shared->cublas_bytes = added_since(before);
   slot = shared;
   return shared;
 }
@@ -28,8 +60,24 @@ Result<std::shared_ptr<SharedCublas>> shared_cublas(int device, bool allow_tf32)
 Status ensure_cudnn(SharedCublas& shared) {
   std::lock_guard lock(shared.mu);
   if (shared.cudnn.get() != nullptr) return {};
+  const uint64_t before = used_now();
   PLANRT_ASSIGN_OR_RETURN(shared.cudnn, kernels::cuda::CudnnHandle::create(shared.allow_tf32));
+  shared.cudnn_bytes = added_since(before);
   return {};
+}
+
+uint64_t library_handle_bytes(int device) {
+  HandleRegistry& r = handle_registry();
+  std::lock_guard lock(r.mu);
+  uint64_t bytes = 0;
+  for (const auto& [key, weak] : r.handles) {
+    if (key.first != device) continue;
+    if (std::shared_ptr<SharedCublas> live = weak.lock()) {
+      std::lock_guard handle_lock(live->mu);
+      bytes += live->cublas_bytes + live->cudnn_bytes;
+    }
+  }
+  return bytes;
 }
 
 }  // namespace planrt::backends

@@ -83,6 +83,14 @@ class WeightCache {
     entries_.erase(it);
   }
 
+  // Bytes resident on `device` now.
+  uint64_t resident_bytes_on(int device) {
+    std::lock_guard lock(mu_);
+    uint64_t bytes = 0;
+    for (const auto& [key, entry] : entries_) bytes += key.device == device ? key.nbytes : 0;
+    return bytes;
+  }
+
   void stats(CudaBackendStats& out) {
     std::lock_guard lock(mu_);
     out.weight_uploads = uploads_;
@@ -106,7 +114,15 @@ struct SharedCublas {
   kernels::cuda::CublasHandle handle;
   bool allow_tf32 = false;
   kernels::cuda::CudnnHandle cudnn;  // empty until ensure_cudnn
+  int device = 0;
+  // Device memory each handle's creation added (cudaMemGetInfo around the call: the
+  // libraries do not say; another thread allocating meanwhile would be counted too).
+  uint64_t cublas_bytes = 0;
+  uint64_t cudnn_bytes = 0;
 };
+
+// What the live handles of `device` took when they were made (the ledger's line).
+uint64_t library_handle_bytes(int device);
 
 // The current device must be `device` (the handle binds to it).
 Result<std::shared_ptr<SharedCublas>> shared_cublas(int device, bool allow_tf32);

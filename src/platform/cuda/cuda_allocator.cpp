@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "planrt/core/log.h"
@@ -60,7 +61,15 @@ Result<void*> CudaAllocator::allocate(size_t nbytes, Device device) {
   if (err != cudaSuccess) {
     return cuda_error(err, fmt::format("allocating {} bytes (cudaMalloc)", nbytes), device.index);
   }
+  std::lock_guard lock(mu_);
+  live_[device.index] += nbytes;
   return p;
+}
+
+uint64_t CudaAllocator::live_bytes(Device device) const {
+  std::lock_guard lock(mu_);
+  auto it = live_.find(device.index);
+  return it == live_.end() ? 0 : it->second;
 }
 
 void CudaAllocator::deallocate(void* ptr, size_t nbytes, Device device) {
@@ -77,6 +86,9 @@ void CudaAllocator::deallocate(void* ptr, size_t nbytes, Device device) {
                                       device.index)
                                .to_string());
   }
+  std::lock_guard lock(mu_);
+  uint64_t& live = live_[device.index];
+  live -= std::min<uint64_t>(live, nbytes);
 }
 
 Status CudaAllocator::copy_host_to_device(void* dst, const void* src, size_t nbytes,
@@ -189,8 +201,9 @@ uint64_t CudaAllocator::total_memory(Device device) {
 }
 
 CudaAllocator& cuda_allocator() {
-  static CudaAllocator allocator;  // stateless; never destroyed before its users by design
-  return allocator;
+  // Never destroyed: Methods and weights freed during static destruction still count here.
+  static CudaAllocator* allocator = new CudaAllocator();
+  return *allocator;
 }
 
 }  // namespace planrt::cuda

@@ -16,6 +16,9 @@
 // concurrently; the object holds no state.
 #pragma once
 
+#include <map>
+#include <mutex>
+
 #include "planrt/platform/device_allocator.h"
 
 namespace planrt::cuda {
@@ -44,6 +47,14 @@ class CudaAllocator final : public DeviceAllocator {
   void unpin_host_memory(void* ptr, size_t nbytes, Device device) override;
   // cudaMemGetInfo's total; 0 (unknown) for a device that is not there.
   uint64_t total_memory(Device device) override;
+  // What allocate() has handed out on `device` and deallocate() has not taken back (by the
+  // sizes the callers give): planned arenas, private engine scratch, uploaded weights, the
+  // kernels' error records. For the device-memory ledger (planrt/backends/memory_ledger.h).
+  uint64_t live_bytes(Device device) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<int, uint64_t> live_;  // per device index
 };
 
 // The process's instance (the one register_cuda_allocator() registers).

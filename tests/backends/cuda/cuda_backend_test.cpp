@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "planrt/backends/cuda.h"
+#include "planrt/backends/memory_ledger.h"
 #include "planrt/builder/builder.h"
 #include "planrt/platform/cuda.h"
 #include "planrt/runtime/backend.h"
@@ -481,6 +483,46 @@ TEST_F(CudaBackendTest, APlannedScratchTakesNothingFromThePoolAndChangesNoOutput
     EXPECT_GT(after->allocations, before->allocations);
     EXPECT_EQ(*got, *run(*want_m, x, {1, 9, 128}));
   }
+}
+
+// The device-memory ledger (planrt/backends/memory_ledger.h) of a loaded, run method: the
+// weights line is the method's weights, the arenas line holds its planned buffers, nothing
+// comes from the warm pool (planned scratch), and what no line names stays within a few
+// MiB (measured on the H200: ~2 MiB, kernel images and streams; cudaMemGetInfo moves in
+// 2 MiB steps).
+TEST_F(CudaBackendTest, TheLedgerNamesWhatAMethodHoldsAndLittleIsLeftOver) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  warm_up();
+  ASSERT_TRUE(trim_cuda_pool(Device::cuda(0)).ok());
+  const int64_t before = device_used();
+  Result<DeviceMemoryLedger> empty = device_memory_ledger(Device::cuda(0), static_cast<uint64_t>(before));
+  ASSERT_TRUE(empty.ok()) << empty.status().to_string();
+  builder::TransformerOptions o = small_transformer("cuda-per-block");
+  o.max_seq = 2048;  // arenas of some MiB, so they show in cudaMemGetInfo
+  Result<Program> p = fixtures::load_transformer(o);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  Result<Method> m = p->load_method("forward");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  std::vector<float> x = make_input(512 * 128, 0.f);
+  ASSERT_TRUE(run(*m, x, {1, 512, 128}).ok());
+  Result<DeviceMemoryLedger> l = device_memory_ledger(Device::cuda(0), static_cast<uint64_t>(before));
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
+  std::map<std::string, uint64_t> line;
+  for (const DeviceMemoryLine& d : l->lines) line[d.name] = d.bytes;
+  const MemoryEstimate* estimate = nullptr;
+  for (const MemoryEstimate& e : m->meta().memory) {
+    if (e.device == Device::cuda(0)) estimate = &e;
+  }
+  ASSERT_NE(estimate, nullptr);
+  EXPECT_EQ(line["weights"], estimate->weights_bytes);
+  EXPECT_GE(line["arenas"], estimate->planned_bytes);
+  EXPECT_LE(line["arenas"], estimate->planned_bytes + kMiB) << "error records are small";
+  EXPECT_EQ(line["warm pool"], 0u) << "planned scratch takes nothing from the pool";
+  EXPECT_EQ(line["engine scratch"], 0u);
+  EXPECT_EQ(l->measured_bytes(), static_cast<int64_t>(l->named_bytes()) + l->remainder_bytes());
+  EXPECT_LE(std::abs(l->remainder_bytes()), 8 * kMiB)
+      << "measured " << l->measured_bytes() << ", named " << l->named_bytes();
+  EXPECT_EQ(device_memory_ledger(Device::cpu(), 0).status().code(), ErrorCode::InvalidArgument);
 }
 
 TEST_F(CudaBackendTest, InputOutOfBoundsIsAnErrorAndTheMethodKeepsWorking) {
