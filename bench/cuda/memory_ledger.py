@@ -6,7 +6,9 @@ device's ledger read from the report: the measured delta (cudaMemGetInfo after t
 before the load) split by line (weights, arenas, engine scratch, scratch pool, warm pool,
 library handles, CUDA graphs) and the remainder no line names; beside it "beyond the plan",
 the delta less weights, planned arenas and engine scratch (issue 19's target 3: at most
-16 MiB). Models: the 12-block encoder (d 512, 8 heads, FFN 2048) on cuda and engine-per-block
+16 MiB), and the prediction `planrt inspect` gives before loading
+(MemoryEstimate::predicted_bytes) with its error against the measured delta (target 2: within
+2% or 4 MiB, whichever is larger). Models: the 12-block encoder (d 512, 8 heads, FFN 2048) on cuda and engine-per-block
 at S = 128 and 2048 in f32 and at S = 2048 in bf16, and, when torchvision is importable,
 resnet18 and mobilenet_v2 exported to ONNX at batch 1 and 32 (224x224, f32, cuda).
 
@@ -105,13 +107,19 @@ def main():
             prog = os.path.join(tmp, f"{i}.prog")
             run([a.planrt, "build", *build, "-o", prog])
             r = ledger_of(a.planrt, prog, dims, 3 if a.smoke else 20)
+            meta = json.loads(run([a.planrt, "inspect", "--json", prog]))["methods"][0]
+            predicted = next(e for e in meta["memory_estimate"] if e["device"].startswith("cuda"))["predicted_bytes"]
+            r["predicted_bytes"] = predicted
+            r["prediction_error_bytes"] = r["measured_bytes"] - predicted
+            r["prediction_within_target"] = abs(r["prediction_error_bytes"]) <= max(0.02 * r["measured_bytes"], 4 * MiB)
             line = {"bench": "memory_ledger", "commit": commit, "model": name, **r, "smoke": a.smoke,
                     "command": " ".join(sys.argv)}
             lines.append(line)
             led = r["ledger"]
             print(f"{name:36s} measured {r['measured_bytes'] / MiB:8.1f} MiB = " +
                   " + ".join(f"{k} {v / MiB:.1f}" for k, v in led.items() if v) +
-                  f" + remainder {r['remainder_bytes'] / MiB:.1f};  beyond the plan {r['beyond_plan_bytes'] / MiB:.1f} MiB")
+                  f" + remainder {r['remainder_bytes'] / MiB:.1f};  beyond the plan {r['beyond_plan_bytes'] / MiB:.1f} MiB;"
+                  f"  predicted {predicted / MiB:.1f} ({'within' if r['prediction_within_target'] else 'OUTSIDE'} target)")
             if r["named_bytes"] + r["remainder_bytes"] != r["measured_bytes"]:
                 failures.append(f"{name}: the lines and the remainder do not add up to the measured delta")
             if led["warm pool"] != 0:

@@ -28,6 +28,32 @@ TensorSpec spec_of(const fb::Method& method, uint32_t id) {
   return TensorSpec{std::string(str(v->name())), to_dtype(v->dtype()), to_dim_refs(v->shape())};
 }
 
+// What a math library's handle adds on a CUDA device (MemoryEstimate::library_bytes):
+// measured with cudaMemGetInfo on an H200 with CUDA 13 (cuBLAS 13.1 without its default
+// workspace, cuDNN 9): bench/results/library_memory.jsonl.
+constexpr uint64_t kCublasHandleBytes = uint64_t{4} << 20;
+constexpr uint64_t kCudnnHandleBytes = uint64_t{8} << 20;
+
+// Whether a delegate graph runs a convolution (cuDNN on CUDA), and whether it takes
+// intermediates from the warm pool (a cuda graph with Temporary values beyond its operands).
+bool graph_has_op(const fb::Graph& g, std::string_view op) {
+  if (g.instructions() == nullptr) return false;
+  return std::any_of(g.instructions()->begin(), g.instructions()->end(),
+                     [&](const fb::Instruction* i) { return str(i->op()) == op; });
+}
+
+bool graph_uses_pool(const fb::Graph& g) {
+  if (g.values() == nullptr) return false;
+  std::set<uint32_t> operands;
+  for (const auto* ids : {g.inputs(), g.outputs()}) {
+    if (ids != nullptr) operands.insert(ids->begin(), ids->end());
+  }
+  for (uint32_t i = 0; i < g.values()->size(); ++i) {
+    if (g.values()->Get(i)->kind() == fb::ValueKind::Temporary && !operands.contains(i)) return true;
+  }
+  return !g.scratch_operand() && g.scratch_bytes() > 0;
+}
+
 // The engine backend's option key (planrt/backends/engine.h kSharedScratchOption; the
 // runtime does not depend on a backend).
 constexpr std::string_view kSharedScratchSpec = "use_shared_activation_scratch";
@@ -105,6 +131,11 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
       }
       MemoryEstimate& m = memory[info.device];
       m.device = info.device;
+      if (info.device.type == DeviceType::CUDA && graph != nullptr) {
+        m.library_bytes = std::max(m.library_bytes, kCublasHandleBytes);
+        if (graph_has_op(*graph, "conv2d")) m.library_bytes = kCublasHandleBytes + kCudnnHandleBytes;
+        if (info.backend == "cuda" && graph_uses_pool(*graph)) m.uses_warm_pool = true;
+      }
       info.shared_scratch = info.backend == "engine" && !info.planned_scratch &&
                             shared_scratch_spec(s->compile_specs(), program_shared);
       if (info.planned_scratch) {

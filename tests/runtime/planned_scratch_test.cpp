@@ -271,3 +271,50 @@ TEST(PlannedScratch, TheLoadTimeOptionRunsAPlannedProgramPrivateAndRefusesAnUnpl
 
 }  // namespace
 }  // namespace planrt
+
+namespace planrt {
+namespace {
+
+const MemoryEstimate* on_device(const MethodMeta& m, Device d) {
+  for (const MemoryEstimate& e : m.memory) {
+    if (e.device == d) return &e;
+  }
+  return nullptr;
+}
+
+// MemoryEstimate's prediction (issue 19 item 2): the plan's bytes, the weights, engine
+// scratch and the math libraries' handles a CUDA device needs, from the file alone; a
+// program whose cuda segments take the warm pool says its prediction is a lower bound.
+TEST(PredictedDeviceBytes, AddTheLibraryHandlesTheDevicesSegmentsNeed) {
+  constexpr uint64_t kMiB = 1 << 20;
+  ASSERT_OK_AND_ASSIGN(Program planned, fixtures::load_transformer(small(1, "cuda")));
+  ASSERT_OK_AND_ASSIGN(MethodMeta m, planned.method_meta("forward"));
+  const MemoryEstimate* cuda = on_device(m, Device::cuda(0));
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_EQ(cuda->library_bytes, 4 * kMiB) << "a cuBLAS handle";
+  EXPECT_FALSE(cuda->uses_warm_pool);
+  EXPECT_EQ(cuda->predicted_bytes(),
+            cuda->planned_bytes + cuda->weights_bytes + cuda->engine_scratch_bytes + cuda->library_bytes);
+  EXPECT_EQ(on_device(m, Device::cpu())->library_bytes, 0u);
+
+  BuildOptions pool;
+  pool.plan_cuda_scratch = false;
+  ASSERT_OK_AND_ASSIGN(Program pooled, fixtures::load_transformer(small(1, "cuda"), pool));
+  ASSERT_OK_AND_ASSIGN(MethodMeta pm, pooled.method_meta("forward"));
+  EXPECT_TRUE(on_device(pm, Device::cuda(0))->uses_warm_pool);
+
+  // A convolution on the device needs cuDNN's handle too.
+  const std::string text = R"({"format": "planrt-model/1", "weights": {"random": {"seed": 3}},
+    "constants": {"w": {"dtype": "f32", "shape": [4, 3, 3, 3]}},
+    "methods": [{"name": "forward", "backend": "cuda", "dims": {"N": {"min": 1, "max": 2}},
+      "inputs": [{"name": "x", "dtype": "f32", "shape": ["N", 3, 8, 8]}], "outputs": ["y"],
+      "nodes": [{"op": "conv2d", "inputs": ["x", "w"], "outputs": ["c"]},
+                {"op": "relu", "inputs": ["c"], "outputs": ["y"]}]}]})";
+  ASSERT_OK_AND_ASSIGN(builder::Model model, builder::parse_model_json(text));
+  ASSERT_OK_AND_ASSIGN(Program conv, fixtures::load_built_program(model));
+  ASSERT_OK_AND_ASSIGN(MethodMeta cm, conv.method_meta("forward"));
+  EXPECT_EQ(on_device(cm, Device::cuda(0))->library_bytes, 12 * kMiB) << "cuBLAS and cuDNN";
+}
+
+}  // namespace
+}  // namespace planrt

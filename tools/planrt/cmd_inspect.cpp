@@ -122,7 +122,10 @@ nlohmann::json method_json(const MethodMeta& m, const std::vector<EngineReport>&
                       {"planned_bytes", e.planned_bytes},
                       {"weights_bytes", e.weights_bytes},
                       {"engine_scratch_bytes", e.engine_scratch_bytes},
-                      {"total_bytes", e.planned_bytes + e.weights_bytes + e.engine_scratch_bytes}});
+                      {"total_bytes", e.planned_bytes + e.weights_bytes + e.engine_scratch_bytes},
+                      {"library_bytes", e.library_bytes},
+                      {"uses_warm_pool", e.uses_warm_pool},
+                      {"predicted_bytes", e.predicted_bytes()}});
   }
   nlohmann::json engines = nlohmann::json::array();
   for (const EngineReport& e : engine_reports) {
@@ -199,6 +202,12 @@ void print_method(const MethodMeta& m, const std::vector<EngineReport>& engines)
                to_string(e.device), format_bytes(e.planned_bytes), format_bytes(e.weights_bytes),
                format_bytes(e.engine_scratch_bytes),
                format_bytes(e.planned_bytes + e.weights_bytes + e.engine_scratch_bytes));
+    if (e.device.type == DeviceType::CUDA) {
+      fmt::print("            + library handles {:>12}  = predicted {:>12}{}\n", format_bytes(e.library_bytes),
+                 format_bytes(e.predicted_bytes()),
+                 e.uses_warm_pool ? " and the warm pool's reserve (a cuda segment takes its intermediates from it)"
+                                  : " (kernel images loaded on first launch not included)");
+    }
   }
 }
 

@@ -67,6 +67,23 @@ struct MemoryEstimate {
   // override the compile spec when the method is loaded (read SegmentInfo::shared_scratch
   // as "what the program asks for").
   uint64_t engine_scratch_bytes = 0;
+  // CUDA devices: what the math libraries' handles add when this method is the first in the
+  // process to use them on the device (the handles are shared after that): cuBLAS for any
+  // cuda or engine segment there, cuDNN as well where one runs a convolution. The figures
+  // planrt measured (docs/performance.md, "Device memory beyond the plan"): a handle's
+  // cost depends on the library's version, and the ledger measures the real one.
+  uint64_t library_bytes = 0;
+  // Some cuda segment here takes its intermediates from the warm pool (a program built
+  // with --cuda-scratch pool), whose reserve no plan bounds: predicted_bytes() is then a
+  // lower bound.
+  bool uses_warm_pool = false;
+  // What loading and running the method adds on this device, as far as the program says:
+  // planned + weights + engine scratch + library handles. Not counted: kernel images the
+  // driver loads on first launch and per-delegate streams (the ledger's remainder, a few
+  // MiB; docs/performance.md has it per model).
+  uint64_t predicted_bytes() const {
+    return planned_bytes + weights_bytes + engine_scratch_bytes + library_bytes;
+  }
 };
 
 struct MethodMeta {
