@@ -75,8 +75,12 @@ class MemoryEstimate:
     planned_bytes: int
     weights_bytes: int
     engine_scratch_bytes: int
+    library_bytes: int
+    uses_warm_pool: bool
     @property
     def total_bytes(self) -> int: ...
+    @property
+    def predicted_bytes(self) -> int: ...
 
 
 class MethodMeta:

@@ -141,3 +141,13 @@ def test_planned_engine_scratch_is_in_the_plan_and_runs_like_private():
         planrt.build(**kw, cuda_scratch="gpu")
     with pytest.raises(planrt.InvalidArgumentError, match="both pooled"):
         planrt.build(**kw, engine_scratch="planned", shared_scratch=True)
+
+
+def test_the_estimate_predicts_the_library_handles_of_a_cuda_method():
+    built = planrt.build(template="transformer", partition="cuda", device="cuda:0", layers=1,
+                         d_model=64, heads=4, ffn=128, max_seq=32)
+    est = {e.device: e for e in planrt.Module(built).method_meta("forward").memory}
+    gpu = est["cuda:0"]
+    assert gpu.library_bytes == 4 << 20 and not gpu.uses_warm_pool
+    assert gpu.predicted_bytes == gpu.total_bytes + gpu.library_bytes
+    assert est["cpu"].library_bytes == 0
