@@ -152,6 +152,10 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
   if (cuda_scratch != "planned" && cuda_scratch != "pool") {
     fail(ErrorCode::InvalidArgument, fmt::format("cuda_scratch='{}': expected 'planned' or 'pool'", cuda_scratch));
   }
+  if (shared_scratch && engine_scratch != "" && engine_scratch != "pooled") {
+    fail(ErrorCode::InvalidArgument,
+         fmt::format("shared_scratch=True and engine_scratch='{}' disagree", engine_scratch));
+  }
   a.engine_scratch = engine_scratch;
   a.cuda_scratch = cuda_scratch;
   a.external_weights = external_weights;

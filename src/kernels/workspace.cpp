@@ -28,7 +28,13 @@ Result<AttentionWorkspace> attention_workspace(const AttentionPlan& plan, DType 
   }
   const int64_t head_bytes = plan.sq * plan.sk * int64_t{sizeof(float)};
   ws.head_group = attention_head_group(plan.heads, head_bytes);
-  ws.bytes = static_cast<uint64_t>(ws.head_group * head_bytes);
+  // The whole budget once the heads do not all fit, not the group's exact bytes: those shrink
+  // and grow again as the shapes shrink (a group of 1 head at 151 MB becomes 3 at 67 MB =
+  // 201 MB), and a plan made at the shapes' max must hold every smaller call. This way the
+  // bytes only grow with the shapes; the group, and so the kernel's work, is unchanged.
+  const bool all_heads_fit = plan.heads <= kScoreBudget / head_bytes;
+  ws.bytes = static_cast<uint64_t>(all_heads_fit ? plan.heads * head_bytes
+                                                 : std::max(head_bytes, kScoreBudget));
   return ws;
 }
 

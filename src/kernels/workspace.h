@@ -38,7 +38,10 @@ int64_t attention_head_group(int64_t heads, int64_t head_bytes);
 struct AttentionWorkspace {
   bool fused = false;      // attention_runs_fused(plan): no scores, no workspace
   int64_t head_group = 0;  // unfused: heads whose [Sq, Sk] f32 scores are computed at once
-  uint64_t bytes = 0;      // unfused: head_group score matrices; 0 for an empty call
+  // Unfused: every head's scores when they fit kScoreBudget, else the larger of the budget
+  // and one head's (at least head_group score matrices); 0 for an empty call. Never smaller
+  // for smaller shapes, so a workspace planned at the shapes' max holds every call.
+  uint64_t bytes = 0;
 };
 // OutOfMemory when one head's score matrix overflows 64 bits. bf16 runs fused only (the
 // kernel refuses the rest before asking for anything): 0 bytes.

@@ -43,6 +43,9 @@ bool graph_has_op(const fb::Graph& g, std::string_view op) {
 }
 
 bool graph_uses_pool(const fb::Graph& g) {
+  if (g.scratch_operand()) return false;
+  // Kernel workspace comes from the pool too where the scratch is not planned.
+  if (graph_has_op(g, "matmul") || graph_has_op(g, "scaled_dot_product_attention")) return true;
   if (g.values() == nullptr) return false;
   std::set<uint32_t> operands;
   for (const auto* ids : {g.inputs(), g.outputs()}) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "kernels/cpu/threading.h"
 #include "method_impl.h"
@@ -92,6 +93,9 @@ void Method::Impl::find_inputs_read_only_by_device_copies() {
 
 Status Method::Impl::pin_device_copy_destinations() {
   if (shared_arenas) return {};  // host-only methods: no device copies
+  // A shared device set's host arena is written by every method of the set: pinned by one,
+  // it would be unpinned when that one goes while the others copy into it. Pageable then.
+  if (shared_device_arenas) return {};
   const MemoryManager& memory = arenas->memory;
   for (const Step& s : steps) {
     if (s.kind != fb::InstructionKind::Copy || s.copy != CopyKind::DeviceToHost) continue;
@@ -330,32 +334,60 @@ uint64_t Method::packed_weight_bytes() const { return impl_->packed_weight_bytes
 
 namespace {
 
-// The arena set's lock, held for a run: a host set's runs wait for each other; a shared
-// device set refuses a run that would wait (LoadMethodOptions::share_device_arenas).
-Result<std::unique_lock<std::mutex>> lock_for_run(const Method::Impl& impl) {
-  ArenaSet& set = *impl.arenas;
-  if (!set.refuse_overlap) return std::unique_lock(set.run_mu);
-  std::unique_lock lock(set.run_mu, std::try_to_lock);
-  std::lock_guard names(set.running_mu);
-  if (!lock.owns_lock()) {
-    return make_error(ErrorCode::InvalidArgument,
-                      "method '{}' shares its device arenas (share_device_arenas) with method '{}', "
-                      "which is running: runs of methods sharing device arenas may not overlap",
-                      impl.meta.name, set.running);
+// Held for a run: the arena set's lock, and on a shared device set the mark of the run in
+// progress, cleared when the run ends.
+class RunGuard {
+ public:
+  RunGuard() = default;
+  RunGuard(RunGuard&& other) noexcept
+      : lock_(std::move(other.lock_)), marked_(std::exchange(other.marked_, nullptr)) {}
+  RunGuard& operator=(RunGuard&&) = delete;
+  ~RunGuard() {
+    if (marked_ == nullptr) return;
+    {
+      // The mark first: a run arriving now marks itself and waits the moment until the
+      // lock below goes, rather than being refused.
+      std::lock_guard names(marked_->running_mu);
+      marked_->running.clear();
+    }
+    lock_.unlock();
   }
-  set.running = impl.meta.name;
-  return lock;
+
+  std::unique_lock<std::mutex> lock_;
+  ArenaSet* marked_ = nullptr;
+};
+
+// A host set's runs wait for each other; a shared device set refuses a run while another is
+// in progress (LoadMethodOptions::share_device_arenas). The mark, not the lock, says a run is
+// in progress: outputs(), run_stats() and copy_outputs_into() hold the lock briefly and make
+// a run wait for them, never fail.
+Result<RunGuard> lock_for_run(const Method::Impl& impl) {
+  ArenaSet& set = *impl.arenas;
+  RunGuard guard;
+  if (set.refuse_overlap) {
+    std::lock_guard names(set.running_mu);
+    if (!set.running.empty()) {
+      return make_error(ErrorCode::InvalidArgument,
+                        "method '{}' shares its device arenas (share_device_arenas) with method '{}', "
+                        "which is running: runs of methods sharing device arenas may not overlap",
+                        impl.meta.name, set.running);
+    }
+    set.running = impl.meta.name;
+    guard.marked_ = &set;
+  }
+  guard.lock_ = std::unique_lock(set.run_mu);
+  return guard;
 }
 
 }  // namespace
 
 Status Method::run(std::span<const TensorView> inputs) {
-  PLANRT_ASSIGN_OR_RETURN(std::unique_lock<std::mutex> lock, lock_for_run(*impl_));
+  PLANRT_ASSIGN_OR_RETURN(RunGuard guard, lock_for_run(*impl_));
   return impl_->run_locked(inputs);
 }
 
 Result<std::vector<Tensor>> Method::execute(std::span<const TensorView> inputs) {
-  PLANRT_ASSIGN_OR_RETURN(std::unique_lock<std::mutex> lock, lock_for_run(*impl_));
+  PLANRT_ASSIGN_OR_RETURN(RunGuard guard, lock_for_run(*impl_));
   PLANRT_RETURN_IF_ERROR(impl_->run_locked(inputs));
   std::vector<Tensor> out;
   out.reserve(impl_->outputs.size());

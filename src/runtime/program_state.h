@@ -24,7 +24,7 @@ struct ArenaSet {
   std::mutex run_mu;
   bool refuse_overlap = false;
   std::mutex running_mu;  // guards `running`
-  std::string running;    // refuse_overlap: the method that took run_mu last
+  std::string running;    // refuse_overlap: the method running now ("" when none)
 };
 
 struct Program::State {

@@ -139,8 +139,10 @@ def test_planned_engine_scratch_is_in_the_plan_and_runs_like_private():
         planrt.build(**kw, engine_scratch="sometimes")
     with pytest.raises(planrt.InvalidArgumentError, match="cuda_scratch='gpu'"):
         planrt.build(**kw, cuda_scratch="gpu")
-    with pytest.raises(planrt.InvalidArgumentError, match="both pooled"):
+    with pytest.raises(planrt.InvalidArgumentError, match="disagree"):
         planrt.build(**kw, engine_scratch="planned", shared_scratch=True)
+    with pytest.raises(planrt.InvalidArgumentError, match="disagree"):
+        planrt.build(**kw, engine_scratch="private", shared_scratch=True)
 
 
 def test_the_estimate_predicts_the_library_handles_of_a_cuda_method():

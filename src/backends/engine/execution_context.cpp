@@ -65,6 +65,15 @@ Status ExecutionContext::enqueue(std::span<const TensorView> inputs,
   }
   void* scratch = installed_;
   if (strategy_ == ScratchStrategy::Static) {
+    // The bound shapes' plan is at most the profile max's (engine_scratch.h); checked, so a
+    // plan that is not never writes past the private buffer.
+    if (plan_->scratch_bytes > private_bytes_) {
+      const uint64_t needed = plan_->scratch_bytes;
+      plan_ = nullptr;
+      return make_error(ErrorCode::Internal,
+                        "engine '{}': the call's scratch plan needs {} bytes, above the private {}",
+                        engine_.name(), needed, private_bytes_);
+    }
     scratch = private_scratch_;
   } else if (plan_->scratch_bytes != 0 && installed_ == nullptr) {
     return make_error(ErrorCode::InvalidArgument,

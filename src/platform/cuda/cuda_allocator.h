@@ -13,7 +13,7 @@
 // call returns, as CUDA documents for pageable memory).
 // deallocate() uses cudaFree, which waits for the device to be idle; arenas are freed when
 // a method is unloaded, not on a hot path. Thread safety: all methods may be called
-// concurrently; the object holds no state.
+// concurrently; the only state is the per-device count of live bytes, under a lock.
 #pragma once
 
 #include <map>

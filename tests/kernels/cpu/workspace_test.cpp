@@ -1,0 +1,53 @@
+// The CUDA kernels' workspace sizes (kernels/workspace.h), which every planner of a workspace
+// reads: for unfused attention, the bytes never shrink as the shapes grow, so a workspace
+// planned at the shapes' max (an engine's scratch, a cuda segment's planned scratch) holds
+// every smaller call. Mutation caught: sizing the workspace as head_group score matrices
+// exactly (as before 2026-12-03) fails the sweep (16 heads at S = 4096 ask 268 MB where
+// S = 6144 asked 151 MB).
+#include <gtest/gtest.h>
+
+#include "kernels/workspace.h"
+
+namespace planrt::kernels {
+namespace {
+
+AttentionPlan unfused(int64_t heads, int64_t sq, int64_t sk) {
+  AttentionPlan p;
+  p.heads = heads;
+  p.sq = sq;
+  p.sk = sk;
+  p.d = p.dv = 128;
+  p.fused = false;
+  return p;
+}
+
+TEST(AttentionWorkspace, NeverShrinksAsTheShapesGrowAndHoldsItsGroup) {
+  for (int64_t heads : {1, 3, 8, 16, 64}) {
+    uint64_t previous = 0;
+    for (int64_t s = 1; s <= 12288; s += s < 64 ? 1 : 61) {
+      SCOPED_TRACE(::testing::Message() << heads << " heads, S = " << s);
+      auto ws = attention_workspace(unfused(heads, s, s), DType::F32);
+      ASSERT_TRUE(ws.ok());
+      const uint64_t head_bytes = static_cast<uint64_t>(s * s) * 4;
+      EXPECT_GE(ws->bytes, previous);
+      EXPECT_GE(ws->bytes, static_cast<uint64_t>(ws->head_group) * head_bytes) << "the group's scores fit";
+      EXPECT_LE(ws->bytes, std::max<uint64_t>(kScoreBudget, head_bytes)) << "at most the budget or one head";
+      EXPECT_GE(ws->head_group, 1);
+      EXPECT_LE(ws->head_group, heads);
+      previous = ws->bytes;
+    }
+  }
+  // The case a plan at S = 6144 used to miss: 16 heads at S = 4096.
+  auto at_max = attention_workspace(unfused(16, 6144, 6144), DType::F32);
+  auto smaller = attention_workspace(unfused(16, 4096, 4096), DType::F32);
+  ASSERT_TRUE(at_max.ok() && smaller.ok());
+  EXPECT_LE(smaller->bytes, at_max->bytes);
+  // All heads that fit the budget: exactly their scores, as the seed's figures assume.
+  auto small = attention_workspace(unfused(8, 2048, 2048), DType::F32);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->head_group, 8);
+  EXPECT_EQ(small->bytes, uint64_t{8} * 2048 * 2048 * 4);
+}
+
+}  // namespace
+}  // namespace planrt::kernels
