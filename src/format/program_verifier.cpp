@@ -228,6 +228,18 @@ Status check_delegate(const Scope& s, const std::string& label, const fb::Instru
     if (id == kNoValue) {
       return invalid(fmt::format("{} passes no planned scratch to segment {}", label, ins.segment()));
     }
+    // Its own value: the backend writes it throughout the call, so it may not also be one of
+    // the instruction's other operands (which the in-place exemption of the overlap check
+    // below would otherwise let through).
+    for (const Ids* ids : {ins.inputs(), ins.outputs()}) {
+      for (uint32_t i = 0; i < count(ids); ++i) {
+        if (ids == ins.outputs() && i + 1 == count(ids)) continue;
+        if (ids->Get(i) == id) {
+          return invalid(fmt::format("{} passes {} as its planned scratch and as another operand",
+                                     label, value_label(s, id)));
+        }
+      }
+    }
     // A static shape, so that it holds the plan at whatever dims a call binds.
     const fb::Value& v = s.value(id);
     const bool is_static = v.shape() == nullptr ||

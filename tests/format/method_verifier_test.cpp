@@ -61,6 +61,13 @@ TEST(MethodVerifier, APlannedScratchIsOneMoreStaticOutputThatHoldsTheGraphsScrat
                  {"passes planned scratch", "value 4 'cuda0#scratch'", "whose graph needs " + std::to_string(need)});
   expect_invalid(corrupt(cuda(), with_planned_scratch(words, {fixtures::named_dim(0, words)})),
                  {"value 4 'cuda0#scratch' with a dynamic shape"});
+  // The scratch may not also be another operand (here the delegate's input).
+  expect_invalid(corrupt(cuda(),
+                         [&](fb::ProgramT& p) {
+                           with_planned_scratch(words)(p);
+                           method(p).instructions[1]->outputs.back() = method(p).instructions[1]->inputs[0];
+                         }),
+                 {"as its planned scratch and as another operand"});
   // A scratch operand that is not planned on the segment's device.
   expect_invalid(corrupt(cuda(),
                          [&](fb::ProgramT& p) {
