@@ -16,19 +16,8 @@
 #include <cudnn.h>
 #include <cuda_runtime.h>
 
-static size_t used() {
-  size_t f = 0, t = 0;
-  cudaMemGetInfo(&f, &t);
-  return t - f;
-}
-static size_t last = 0;
-static void step(const char* what) {
-  cudaDeviceSynchronize();
-  const size_t u = used();
-  std::printf("{\"step\": \"%s\", \"used_mib\": %.2f, \"delta_mib\": %.2f}\n", what, u / 1048576.0,
-              (double(u) - double(last)) / 1048576.0);
-  last = u;
-}
+#include "memory_steps.h"
+
 __global__ void add_one(float* x, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] += 1.0f;

@@ -7,42 +7,31 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
-static size_t used() {
-  size_t f = 0, t = 0;
-  cudaMemGetInfo(&f, &t);
-  return t - f;
-}
-static size_t last = 0;
-static void step(const char* what) {
-  cudaDeviceSynchronize();
-  const size_t u = used();
-  std::printf("{\"probe\": \"runner_memory\", \"step\": \"%s\", \"used_mib\": %.2f, \"delta_mib\": %.2f}\n", what,
-              u / 1048576.0, (double(u) - double(last)) / 1048576.0);
-  last = u;
-}
+#include "memory_steps.h"
+
 
 __global__ void touch(int* p) { if (p) *p = 1; }
 
 int main() {
   cudaFree(nullptr);
-  step("context");
+  step("context", "runner_memory");
   touch<<<1, 1>>>(nullptr);
-  step("first kernel");
+  step("first kernel", "runner_memory");
   cudaStream_t s[12];
   for (auto& x : s) cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking);
-  step("12 non-blocking streams");
+  step("12 non-blocking streams", "runner_memory");
   for (auto& x : s) touch<<<1, 1, 0, x>>>(nullptr);
-  step("a kernel on each of the 12 streams");
+  step("a kernel on each of the 12 streams", "runner_memory");
   cudaEvent_t e[12];
   for (auto& x : e) cudaEventCreateWithFlags(&x, cudaEventDisableTiming);
-  step("12 events");
+  step("12 events", "runner_memory");
   void* m[12];
   for (auto& x : m) cudaMalloc(&x, 64);
-  step("12 cudaMalloc of 64 bytes");
+  step("12 cudaMalloc of 64 bytes", "runner_memory");
   void* h[12];
   for (auto& x : h) cudaHostAlloc(&x, 64, cudaHostAllocDefault);
-  step("12 cudaHostAlloc of 64 bytes");
+  step("12 cudaHostAlloc of 64 bytes", "runner_memory");
   for (auto& x : s) cudaStreamDestroy(x);
-  step("the 12 streams destroyed");
+  step("the 12 streams destroyed", "runner_memory");
   return 0;
 }
