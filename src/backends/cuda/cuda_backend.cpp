@@ -87,8 +87,14 @@ Status CudaBackend::execute(BackendHandle handle, std::span<const TensorView> in
   Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(seg->device);
   if (!guard.ok()) return guard.status().with_context(fmt::format("segment '{}'", seg->name));
   bool own = stream == nullptr;
-  cudaStream_t s = own ? seg->stream.get() : static_cast<cudaStream_t>(stream);
   std::string where = fmt::format("segment '{}'", seg->name);
+  if (own && seg->stream.empty()) {
+    // Made on the first call without a stream, not at init: the runtime always passes one.
+    Result<cuda::Stream> made = cuda::Stream::create(seg->device);
+    if (!made.ok()) return made.status().with_context(where + ": creating its own stream");
+    seg->stream = std::move(made).value();
+  }
+  cudaStream_t s = own ? seg->stream.get() : static_cast<cudaStream_t>(stream);
   if (own) {
     // The runtime's host-to-device copies are cudaMemcpy on the legacy default stream; a
     // pageable one may return before its DMA lands, and our stream is non-blocking.

@@ -73,8 +73,7 @@ uint64_t library_handle_bytes(int device) {
   for (const auto& [key, weak] : r.handles) {
     if (key.first != device) continue;
     if (std::shared_ptr<SharedCublas> live = weak.lock()) {
-      std::lock_guard handle_lock(live->mu);
-      bytes += live->cublas_bytes + live->cudnn_bytes;
+      bytes += live->cublas_bytes.load() + live->cudnn_bytes.load();
     }
   }
   return bytes;

@@ -13,6 +13,7 @@
 // Thread safety: both may be used from any thread.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -117,8 +118,9 @@ struct SharedCublas {
   int device = 0;
   // Device memory each handle's creation added (cudaMemGetInfo around the call: the
   // libraries do not say; another thread allocating meanwhile would be counted too).
-  uint64_t cublas_bytes = 0;
-  uint64_t cudnn_bytes = 0;
+  // Atomics, so the ledger reads them without the handle's lock (a long run holds it).
+  std::atomic<uint64_t> cublas_bytes{0};
+  std::atomic<uint64_t> cudnn_bytes{0};
 };
 
 // What the live handles of `device` took when they were made (the ledger's line).

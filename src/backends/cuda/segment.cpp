@@ -206,7 +206,6 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
     Status opened = backends::ensure_cudnn(*seg.cublas);
     if (!opened.ok()) return opened.with_context(where);
   }
-  PLANRT_ASSIGN_OR_RETURN(seg.stream, cuda::Stream::create(seg.device));
   PLANRT_ASSIGN_OR_RETURN(seg.legacy_done, cuda::Event::create(seg.device));
   PLANRT_ASSIGN_OR_RETURN(seg.errors, backends::DeviceErrorRecord::create(seg.device, where));
   // Weights this graph reads: once per device and program constant (the cache).

@@ -13,7 +13,9 @@
 //   from the warm pool before their first step and freed after their last, and kernel
 //   workspace from the pool.
 // The device resources: the pool handle, the
-// device's shared cuBLAS handle, a stream for calls without one, the kernels' error record
+// device's shared cuBLAS handle, a stream for calls without one (made by the first such call:
+// a stream costs ~0.5 MiB of device memory, and a method run by the runtime passes its own),
+// the kernels' error record
 // and the uploaded weights. Ownership: the Segment owns all of it; its destructor waits for
 // its stream and gives everything back. Thread safety: one call at a time per Segment (the
 // Backend contract); the device's cuBLAS handle is shared and locked by the caller.
@@ -108,7 +110,7 @@ struct Segment {
   cuda::PoolHandle pool;
   std::unique_ptr<PoolTempMemory> temp;
   std::shared_ptr<backends::SharedCublas> cublas;  // shared by every segment on this device
-  cuda::Stream stream;      // used when the caller gives none
+  cuda::Stream stream;      // used when the caller gives none; created by the first such call
   cuda::Event legacy_done;  // the legacy default stream's work, waited for on `stream`
   backends::DeviceErrorRecord errors;
 

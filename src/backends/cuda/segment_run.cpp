@@ -62,16 +62,18 @@ Status bind_views(Segment& seg, std::span<const TensorView> inputs,
   }
   for (size_t i = 0; i < inputs.size(); ++i) seg.views[seg.inputs[i]].data = inputs[i].data;
   for (size_t i = 0; i < outputs.size(); ++i) seg.views[seg.outputs[i]].data = outputs[i].data;
+  // A passed planned scratch is checked even where the graph has no Planned values: its
+  // kernels' workspaces are in it too (a workspace-only segment).
+  if (planned != nullptr && seg.scratch_bytes != 0 &&
+      (planned->nbytes() < seg.scratch_bytes || planned->data == nullptr || planned->device != device)) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "segment '{}': the planned scratch passed holds {} bytes on {}, but the "
+                      "graph needs {} on {}", seg.name, planned->nbytes(), to_string(planned->device),
+                      seg.scratch_bytes, to_string(device));
+  }
   if (!seg.has_planned || seg.scratch_bytes == 0) return {};
   void* base = nullptr;
   if (planned != nullptr) {
-    if (planned->nbytes() < seg.scratch_bytes || planned->data == nullptr ||
-        planned->device != device) {
-      return make_error(ErrorCode::InvalidArgument,
-                        "segment '{}': the planned scratch passed holds {} bytes on {}, but the "
-                        "graph needs {} on {}", seg.name, planned->nbytes(), to_string(planned->device),
-                        seg.scratch_bytes, to_string(device));
-    }
     base = planned->data;
   } else {
     Result<void*> scratch = seg.pool.allocate(seg.scratch_bytes, stream);

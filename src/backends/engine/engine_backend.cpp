@@ -129,8 +129,13 @@ Status EngineBackend::execute(BackendHandle handle, std::span<const TensorView> 
   ExecutionContext& ctx = *seg->context;
   // A call without a stream on a device with streams runs on the runner's own and
   // finishes before returning.
-  const bool own = stream == nullptr && ctx.runner().own_stream() != nullptr;
-  void* s = own ? ctx.runner().own_stream() : stream;
+  void* s = stream;
+  if (s == nullptr) {
+    Result<void*> mine = ctx.runner().own_stream();
+    if (!mine.ok()) return mine.status().with_context(fmt::format("engine '{}'", ctx.engine().name()));
+    s = *mine;
+  }
+  const bool own = stream == nullptr && s != nullptr;
   // A planned scratch is the last output, after the graph's own.
   std::optional<TensorView> scratch_view;
   if (seg->scratch_operand) {

@@ -26,8 +26,10 @@ class EngineRunner {
                      std::span<const int64_t> bound, std::span<const TensorView> inputs,
                      std::span<const TensorView> outputs, void* stream) = 0;
   virtual Status finish() { return {}; }
-  // The runner's own stream, for a call that brings none (nullptr: the device has none).
-  virtual void* own_stream() { return nullptr; }
+  // The runner's own stream, for a call that brings none (nullptr: the device has none);
+  // a CUDA runner creates it on the first such call (a stream costs device memory, and a
+  // method run by the runtime always passes one).
+  virtual Result<void*> own_stream() { return static_cast<void*>(nullptr); }
   // Waits for the work on own_stream().
   virtual Status synchronize_own() { return {}; }
 };

@@ -70,7 +70,6 @@ class CudaRunner final : public EngineRunner {
       Status opened = backends::ensure_cudnn(*r->cublas_);
       if (!opened.ok()) return opened.with_context(where);
     }
-    PLANRT_ASSIGN_OR_RETURN(r->stream_, cuda::Stream::create(device));
     PLANRT_ASSIGN_OR_RETURN(r->legacy_done_, cuda::Event::create(device));
     PLANRT_ASSIGN_OR_RETURN(r->errors_, backends::DeviceErrorRecord::create(device, where));
     return std::unique_ptr<EngineRunner>(std::move(r));
@@ -93,7 +92,7 @@ class CudaRunner final : public EngineRunner {
       }
     }
     auto s = static_cast<cudaStream_t>(stream);
-    if (s == stream_.get()) {
+    if (!stream_.empty() && s == stream_.get()) {
       // Our own stream (a call without one): the caller's synchronous copies ran on the
       // legacy default stream, which a non-blocking stream does not wait for by itself.
       Status r = legacy_done_.record(cudaStreamLegacy);
@@ -133,7 +132,16 @@ class CudaRunner final : public EngineRunner {
     return errors_.take(stream_.get(), fmt::format("engine '{}'", name_));
   }
 
-  void* own_stream() override { return stream_.get(); }
+  Result<void*> own_stream() override {
+    if (stream_.empty()) {
+      Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(device_);
+      if (!guard.ok()) return guard.status().with_context("creating the engine's own stream");
+      Result<cuda::Stream> made = cuda::Stream::create(device_);
+      if (!made.ok()) return made.status().with_context("creating the engine's own stream");
+      stream_ = std::move(made).value();
+    }
+    return static_cast<void*>(stream_.get());
+  }
   Status synchronize_own() override { return stream_.synchronize(); }
 
  private:
