@@ -22,9 +22,13 @@ cp "$src"/tests/*_test "$src"/tests/*.cmake "$dst/tests/"
 cp "$src/tools/planrt" "$dst/tools/"
 cp "$src/bench/CTestTestfile.cmake" "$dst/bench/"
 cp "$src"/bench/*_bench "$dst/bench/"
+# The probes built by CMake (bench/cuda/probes/), run by hand.
+for probe in conv_plan_memory method_memory_steps; do
+  [ -f "$src/bench/$probe" ] && cp "$src/bench/$probe" "$dst/bench/"
+done
 sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$src/CMakeCache.txt" > "$dst/source_root"
 [ -f "$src/tools/CTestTestfile.cmake" ] && cp "$src/tools/CTestTestfile.cmake" "$dst/tools/"
-strip "$dst"/tests/*_test "$dst/tools/planrt" "$dst"/bench/*_bench 2>/dev/null || true
+strip "$dst"/tests/*_test "$dst/tools/planrt" "$dst"/bench/*_bench "$dst"/bench/conv_plan_memory "$dst"/bench/method_memory_steps 2>/dev/null || true
 for lib in libfmt.so.9 libdnnl.so.2 libOpenCL.so.1 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libbenchmark.so.1debian \
     libprotobuf.so.32 libonnx_proto.so.1; do
   # No early exit in awk: ldconfig would die of SIGPIPE, failing the pipeline (pipefail).

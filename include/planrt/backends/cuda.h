@@ -87,6 +87,7 @@ struct CudaBackendStats {
   int64_t weight_uploads = 0;         // constants uploaded to a device, since process start
   int64_t resident_weights = 0;       // constants on devices now (all devices)
   uint64_t resident_weight_bytes = 0; // their bytes
+  int64_t weight_allocations = 0;     // device allocations holding them (large ones share one)
   int64_t graph_captures = 0;         // use_cuda_graphs: executes captured, since process start
   int64_t graph_replays = 0;          //   executes that launched a captured graph
   int64_t graph_fallbacks = 0;        //   captures CUDA refused (the segment then runs eagerly)

@@ -34,11 +34,6 @@ HandleRegistry& handle_registry() {
 
 }  // namespace
 
-WeightCache& weight_cache() {
-  static WeightCache* cache = new WeightCache();  // never destroyed: handles may outlive statics
-  return *cache;
-}
-
 // The current device must be `device` (the handle binds to it).
 Result<std::shared_ptr<SharedCublas>> shared_cublas(int device, bool allow_tf32) {
   HandleRegistry& r = handle_registry();

@@ -208,17 +208,24 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
   }
   PLANRT_ASSIGN_OR_RETURN(seg.legacy_done, cuda::Event::create(seg.device));
   PLANRT_ASSIGN_OR_RETURN(seg.errors, backends::DeviceErrorRecord::create(seg.device, where));
-  // Weights this graph reads: once per device and program constant (the cache).
+  // Weights this graph reads: once per device and program constant (the cache), the large
+  // ones packed into one allocation.
+  std::vector<backends::WeightRequest> requests;
+  std::vector<GraphValue*> readers;
   for (GraphValue& v : seg.values) {
     if (v.kind != fb::ValueKind::Constant) continue;
     Result<ConstantRef> c = segment_constant(seg.name, seg.dims, v, ctx);
     if (!c.ok()) return c.status().with_context(where);
     if (c->data.empty()) continue;
-    Result<void*> p = backends::weight_cache().acquire(seg.device, c->data, c->name);
-    if (!p.ok()) return p.status().with_context(where);
-    v.weight = *p;
-    v.weight_host = c->data.data();
-    v.weight_bytes = c->data.size();
+    requests.push_back({c->data, c->name});
+    readers.push_back(&v);
+  }
+  Result<std::vector<void*>> device_copies = backends::weight_cache().acquire_all(seg.device, requests);
+  if (!device_copies.ok()) return device_copies.status().with_context(where);
+  for (size_t k = 0; k < readers.size(); ++k) {
+    readers[k]->weight = (*device_copies)[k];
+    readers[k]->weight_host = requests[k].host.data();
+    readers[k]->weight_bytes = requests[k].host.size();
   }
   return {};
 }

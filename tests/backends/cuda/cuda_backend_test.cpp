@@ -23,6 +23,7 @@
 #include "planrt/platform/cuda.h"
 #include "planrt/runtime/backend.h"
 #include "planrt/runtime/program.h"
+#include "platform/cuda/fault_injection.h"
 #include "support/built_programs.h"
 #include "support/gpu.h"
 #include "support/status_matchers.h"
@@ -403,6 +404,88 @@ TEST_F(CudaBackendTest, WeightsAreUploadedOncePerDeviceAndShared) {
   EXPECT_EQ(s3.resident_weight_bytes, s0.resident_weight_bytes);
   EXPECT_EQ(s3.live_segments, s0.live_segments);
   EXPECT_LE(device_used() - before, 2 * kMiB);
+}
+
+// Six 3 MiB weights (cudaMalloc would give each a 4 MiB run of pages) and six small biases:
+// the large ones share one allocation, so loading takes about their bytes, and the packed
+// copies are the right bytes at the right offsets (the result matches the CPU method's).
+std::string packed_weights_model() {
+  std::string constants, nodes, prev = "x";
+  for (int k = 0; k < 6; ++k) {
+    const bool up = k % 2 == 0;  // 768 -> 1024, then back
+    constants += fmt::format(R"("w{0}": {{"dtype": "f32", "shape": [{1}, {2}]}}, "b{0}": {{"dtype": "f32", "shape": [{1}]}},)",
+                             k, up ? 1024 : 768, up ? 768 : 1024);
+    std::string out = k == 5 ? "y" : fmt::format("h{}", k);
+    nodes += fmt::format(R"({{"op": "linear", "inputs": ["{}", "w{}", "b{}"], "outputs": ["{}"]}},)", prev, k, k, out);
+    prev = out;
+  }
+  constants.pop_back();
+  nodes.pop_back();
+  std::string method = R"("dims": {"S": {"min": 1, "max": 4}},
+     "inputs": [{"name": "x", "dtype": "f32", "shape": [1, "S", 768]}], "outputs": ["y"], "nodes": [)" + nodes + "]";
+  return R"({"format": "planrt-model/1", "weights": {"random": {"seed": 5, "std": 0.02}}, "constants": {)" +
+         constants + R"(}, "methods": [{"name": "gpu", "backend": "cuda", )" + method +
+         R"(}, {"name": "host", "backend": "cpu", )" + method + "}]}";
+}
+
+TEST_F(CudaBackendTest, LargeWeightsOfASegmentShareOneAllocation) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  warm_up();
+  constexpr int64_t kLarge = 6 * 3 * kMiB;
+  CudaBackendStats s0 = cuda_backend_stats();
+  const int64_t before = device_used();
+  {
+    Result<Program> p = load_model(builder::parse_model_json(packed_weights_model()));
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    Result<Method> gpu = p->load_method("gpu");
+    ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
+    CudaBackendStats s1 = cuda_backend_stats();
+    EXPECT_EQ(s1.resident_weights - s0.resident_weights, 12);
+    EXPECT_EQ(s1.weight_allocations - s0.weight_allocations, 7) << "one slab and six biases";
+    // One allocation each would take 24 MiB; the slab 18 plus at most a page of rounding,
+    // and the biases, arena and error record share pages.
+    EXPECT_GE(device_used() - before, kLarge);
+    EXPECT_LE(device_used() - before, kLarge + 4 * kMiB);
+
+    Result<Method> host = p->load_method("host");
+    ASSERT_TRUE(host.ok()) << host.status().to_string();
+    std::vector<float> x = make_input(3 * 768, 0.3f);
+    Result<std::vector<float>> want = run(*host, x, {1, 3, 768});
+    Result<std::vector<float>> got = run(*gpu, x, {1, 3, 768});
+    ASSERT_TRUE(want.ok() && got.ok()) << got.status().to_string();
+    EXPECT_LT(relative_error(*got, *want), 1e-5);
+  }
+  CudaBackendStats s2 = cuda_backend_stats();
+  EXPECT_EQ(s2.resident_weight_bytes, s0.resident_weight_bytes);
+  EXPECT_EQ(s2.weight_allocations, s0.weight_allocations) << "the slab goes with its last weight";
+  EXPECT_LE(device_used() - before, 2 * kMiB);
+}
+
+// Every allocation of that load failing in turn: each failure names what it was doing and
+// leaves no weight resident (the slab, the biases placed before it failed, their entries).
+TEST_F(CudaBackendTest, AFailedWeightUploadLeavesNothingResident) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  warm_up();
+  Result<Program> p = load_model(builder::parse_model_json(packed_weights_model()));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  CudaBackendStats s0 = cuda_backend_stats();
+  bool slab_failed = false, bias_failed = false;
+  int64_t n = 1;
+  for (; n < 100; ++n) {
+    cuda::testing::fail_nth_allocation(n);
+    Result<Method> m = p->load_method("gpu");
+    cuda::testing::fail_nth_allocation(0);
+    if (m.ok()) break;
+    const std::string msg = m.status().to_string();
+    EXPECT_EQ(m.status().code(), ErrorCode::OutOfMemory) << msg;
+    slab_failed |= msg.find("packing the large constants") != std::string::npos;
+    bias_failed |= msg.find("uploading constant 'b") != std::string::npos;
+    CudaBackendStats s = cuda_backend_stats();
+    EXPECT_EQ(s.resident_weights, s0.resident_weights) << "after failing allocation " << n << ": " << msg;
+    EXPECT_EQ(s.weight_allocations, s0.weight_allocations) << "after failing allocation " << n;
+  }
+  EXPECT_LT(n, 100) << "the load never succeeded";
+  EXPECT_TRUE(slab_failed && bias_failed);
 }
 
 TEST_F(CudaBackendTest, TemporariesComeFromTheWarmPoolAndAreFreedEachCall) {

@@ -52,15 +52,21 @@ class CudaRunner final : public EngineRunner {
     if (!dev.ok()) return dev.with_context(where);
     PLANRT_ASSIGN_OR_RETURN(cuda::DeviceGuard guard, cuda::DeviceGuard::set(device));
     r->constants_.assign(g.values.size(), nullptr);
+    std::vector<backends::WeightRequest> requests;
+    std::vector<size_t> ids;
     for (size_t id = 0; id < g.values.size(); ++id) {
       const SegmentValue& v = g.values[id];
       if (v.kind != fb::ValueKind::Constant) continue;
       PLANRT_ASSIGN_OR_RETURN(ConstantRef c, segment_constant(g.name, g.dims, v, ctx));
       if (c.data.empty()) continue;
-      Result<void*> p = backends::weight_cache().acquire(device, c.data, c.name);
-      if (!p.ok()) return p.status().with_context(where);
-      r->weights_held_.emplace_back(c.data.data(), c.data.size());
-      r->constants_[id] = *p;
+      requests.push_back({c.data, c.name});
+      ids.push_back(id);
+    }
+    Result<std::vector<void*>> device_copies = backends::weight_cache().acquire_all(device, requests);
+    if (!device_copies.ok()) return device_copies.status().with_context(where);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      r->weights_held_.emplace_back(requests[k].host.data(), requests[k].host.size());
+      r->constants_[ids[k]] = (*device_copies)[k];
     }
     Result<std::shared_ptr<backends::SharedCublas>> cublas =
         backends::shared_cublas(device, options.allow_tf32);
