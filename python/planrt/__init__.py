@@ -13,14 +13,15 @@ from ._errors import (Error, InternalError, InvalidArgumentError, InvalidProgram
                       NotFoundError, NotSupportedError, OutOfMemoryError, OutOfRangeError)
 from ._planrt import (BuiltProgram, DimSpec, MemoryEstimate, MethodMeta, Module, PlannedBuffer,
                       PlanStat, SegmentInfo, Tensor, TensorSpec, __version__, build, device_memory,
-                      engine_scratch_stats, has_cuda, registered_backends, set_backend_option,
-                      trim_engine_scratch_pool, trim_warm_pool, warm_pool_stats)
+                      device_memory_ledger, engine_scratch_stats, has_cuda, registered_backends,
+                      set_backend_option, trim_engine_scratch_pool, trim_warm_pool,
+                      warm_pool_stats)
 
 __all__ = [
     "BuiltProgram", "DimSpec", "Error", "InternalError", "InvalidArgumentError",
     "InvalidProgramError", "IoError", "MemoryEstimate", "MethodMeta", "Module",
     "NotFoundError", "NotSupportedError", "OutOfMemoryError", "OutOfRangeError", "PlanStat",
     "PlannedBuffer", "SegmentInfo", "Tensor", "TensorSpec", "__version__", "build",
-    "device_memory", "engine_scratch_stats", "has_cuda", "registered_backends",
-    "set_backend_option", "trim_engine_scratch_pool", "trim_warm_pool", "warm_pool_stats",
+    "device_memory", "device_memory_ledger", "engine_scratch_stats", "has_cuda",
+    "registered_backends", "set_backend_option", "trim_engine_scratch_pool", "trim_warm_pool", "warm_pool_stats",
 ]

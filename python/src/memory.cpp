@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "planrt/backends/engine.h"
 #ifdef PLANRT_HAVE_CUDA
+#include "planrt/backends/memory_ledger.h"
 #include "planrt/platform/cuda.h"
 #endif
 
@@ -63,6 +64,26 @@ py::dict pool_dict(const CudaPoolStats& p) {
   d["users"] = p.users;
   return d;
 }
+
+py::dict ledger_dict(const DeviceMemoryLedger& l) {
+  py::list lines;
+  for (const DeviceMemoryLine& line : l.lines) {
+    py::dict d;
+    d["name"] = line.name;
+    d["bytes"] = line.bytes;
+    d["detail"] = line.detail;
+    lines.append(d);
+  }
+  py::dict d;
+  d["device"] = to_string(l.device);
+  d["baseline_used_bytes"] = l.baseline_used_bytes;
+  d["used_bytes"] = l.used_bytes;
+  d["measured_bytes"] = l.measured_bytes();
+  d["lines"] = lines;
+  d["named_bytes"] = l.named_bytes();
+  d["remainder_bytes"] = l.remainder_bytes();
+  return d;
+}
 #endif
 
 #ifndef PLANRT_HAVE_CUDA
@@ -73,7 +94,26 @@ py::dict pool_dict(const CudaPoolStats& p) {
 
 }  // namespace
 
-py::dict memory_report(const Program& program, const std::vector<std::shared_ptr<const Method>>& loaded) {
+std::map<Device, uint64_t> device_baselines(const Program& program) {
+  std::map<Device, uint64_t> out;
+#ifdef PLANRT_HAVE_CUDA
+  for (const std::string& name : program.method_names()) {
+    Result<MethodMeta> meta = program.method_meta(name);
+    if (!meta.ok()) continue;
+    for (const MemoryEstimate& e : meta->memory) {
+      if (e.device.type != DeviceType::CUDA || out.count(e.device)) continue;
+      Result<CudaDeviceMemory> used = cuda_device_memory(e.device);
+      if (used.ok()) out[e.device] = used->used_bytes();  // no usable device: no ledger
+    }
+  }
+#else
+  (void)program;
+#endif
+  return out;
+}
+
+py::dict memory_report(const Program& program, const std::vector<std::shared_ptr<const Method>>& loaded,
+                       const std::map<Device, uint64_t>& baselines) {
   struct Figures {
     uint64_t weights = 0, planned = 0, packed_weights = 0;
   };
@@ -121,6 +161,7 @@ py::dict memory_report(const Program& program, const std::vector<std::shared_ptr
     d["warm_pool"] = py::none();
     d["device_used_bytes"] = py::none();
     d["device_total_bytes"] = py::none();
+    d["ledger"] = py::none();
 #ifdef PLANRT_HAVE_CUDA
     if (device.type == DeviceType::CUDA) {
       Result<CudaPoolStats> pool = cuda_pool_stats(device);
@@ -129,6 +170,11 @@ py::dict memory_report(const Program& program, const std::vector<std::shared_ptr
       if (used.ok()) {
         d["device_used_bytes"] = used->used_bytes();
         d["device_total_bytes"] = used->total_bytes;
+      }
+      auto baseline = baselines.find(device);
+      if (baseline != baselines.end()) {
+        Result<DeviceMemoryLedger> ledger = device_memory_ledger(device, baseline->second);
+        if (ledger.ok()) d["ledger"] = ledger_dict(*ledger);
       }
     }
 #endif
@@ -188,6 +234,18 @@ void register_memory(py::module_& m) {
 #endif
   }, py::arg("device") = "cuda:0",
         "What the device itself says (cudaMemGetInfo): free, total and used bytes, all processes.");
+  m.def("device_memory_ledger", [](const std::string& device, uint64_t baseline_used_bytes) -> py::dict {
+#ifdef PLANRT_HAVE_CUDA
+    return ledger_dict(unwrap(device_memory_ledger(parse(device), baseline_used_bytes)));
+#else
+    (void)device;
+    (void)baseline_used_bytes;
+    no_cuda();
+#endif
+  }, py::arg("device"), py::arg("baseline_used_bytes"),
+        "Every device byte planrt holds on `device`, by owner (weights, arenas, engine scratch, "
+        "pools, library handles, CUDA graphs), and what remains of the device's use since "
+        "`baseline_used_bytes` (device_memory(device)['used_bytes'] taken before the work).");
 }
 
 }  // namespace planrt::python

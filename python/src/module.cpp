@@ -96,6 +96,8 @@ class PyModule {
                        py::str(py::type::of(source).attr("__name__")).cast<std::string>()));
     }
     program_ = std::make_unique<Program>(unwrap(std::move(program)));
+    py::gil_scoped_release release;
+    baselines_ = python::device_baselines(*program_);
   }
 
   std::vector<std::string> method_names() const { return program_->method_names(); }
@@ -199,7 +201,7 @@ class PyModule {
       std::lock_guard lock(mu_);
       for (const auto& [name, m] : methods_) all.push_back(m);
     }
-    return python::memory_report(*program_, all);
+    return python::memory_report(*program_, all, baselines_);
   }
 
   uint64_t constants_bytes() const { return program_->constants_bytes(); }
@@ -255,6 +257,7 @@ class PyModule {
   }
 
   std::unique_ptr<Program> program_;
+  std::map<Device, uint64_t> baselines_;  // each CUDA device's use before any method loaded
   LoadMethodOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Method>, std::less<>> methods_;

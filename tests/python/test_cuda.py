@@ -93,6 +93,19 @@ def test_memory_report_has_the_devices_figures(cuda_encoder):
     assert gpu["planned_bytes"] == meta["cuda:0"].planned_bytes
     assert gpu["warm_pool"]["pool_created"] and gpu["warm_pool"]["used_high_bytes"] > 0
     assert gpu["device_used_bytes"] > 0 and gpu["device_total_bytes"] >= gpu["device_used_bytes"]
+    # The ledger: the device's use since the Module opened its program, split by owner.
+    ledger = gpu["ledger"]
+    lines = {line["name"]: line["bytes"] for line in ledger["lines"]}
+    assert set(lines) == {"weights", "arenas", "engine scratch", "scratch pool", "warm pool",
+                          "library handles", "CUDA graphs"}
+    assert lines["weights"] == gpu["weights_bytes"]
+    assert lines["warm pool"] == gpu["warm_pool"]["reserved_bytes"]
+    assert ledger["named_bytes"] == sum(lines.values())
+    assert ledger["measured_bytes"] == ledger["used_bytes"] - ledger["baseline_used_bytes"]
+    assert ledger["remainder_bytes"] == ledger["measured_bytes"] - ledger["named_bytes"]
+    assert abs(ledger["remainder_bytes"]) <= 8 << 20, ledger
+    again = planrt.device_memory_ledger("cuda:0", ledger["baseline_used_bytes"])
+    assert [line["name"] for line in again["lines"]] == [line["name"] for line in ledger["lines"]]
     planrt.trim_warm_pool("cuda:0")
     assert planrt.warm_pool_stats("cuda:0")["trims"] >= 1
     assert planrt.device_memory("cuda:0")["total_bytes"] == gpu["device_total_bytes"]

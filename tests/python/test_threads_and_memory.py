@@ -114,6 +114,7 @@ def test_memory_report_names_weights_arenas_and_scratch(rng):
     assert scratch["private_scratch_bytes"] == sum(c["scratch_bytes"] for c in scratch["contexts"]) > 0
     assert report["methods"]["forward"]["estimate"][0]["planned_bytes"] == estimate.planned_bytes
     assert cpu["warm_pool"] is None and cpu["device_used_bytes"] is None
+    assert cpu["ledger"] is None  # the ledger is a CUDA device's
     del m
     gc.collect()
     assert planrt.engine_scratch_stats("cpu")["private_contexts"] == 0
@@ -140,6 +141,13 @@ def test_cuda_figures_without_a_gpu_are_errors():
             pytest.skip("a GPU is present: tests/python/test_cuda.py covers it")
         except planrt.Error:
             pass
-    for call in (planrt.warm_pool_stats, planrt.trim_warm_pool, planrt.device_memory):
+    for call in (planrt.warm_pool_stats, planrt.trim_warm_pool, planrt.device_memory,
+                 lambda device: planrt.device_memory_ledger(device, 0)):
         with pytest.raises(planrt.NotSupportedError):
             call("cuda:0")
+
+
+def test_the_ledger_is_for_cuda_devices_only():
+    # A CUDA build says the device is not CUDA; a build without CUDA says so.
+    with pytest.raises((planrt.InvalidArgumentError, planrt.NotSupportedError), match="CUDA"):
+        planrt.device_memory_ledger("cpu", 0)
