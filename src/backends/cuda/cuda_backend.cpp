@@ -88,11 +88,10 @@ Status CudaBackend::execute(BackendHandle handle, std::span<const TensorView> in
   if (!guard.ok()) return guard.status().with_context(fmt::format("segment '{}'", seg->name));
   bool own = stream == nullptr;
   std::string where = fmt::format("segment '{}'", seg->name);
-  if (own && seg->stream.empty()) {
+  if (own) {
     // Made on the first call without a stream, not at init: the runtime always passes one.
-    Result<cuda::Stream> made = cuda::Stream::create(seg->device);
-    if (!made.ok()) return made.status().with_context(where + ": creating its own stream");
-    seg->stream = std::move(made).value();
+    Status made = seg->stream.create_if_empty(seg->device);
+    if (!made.ok()) return made.with_context(where + ": creating its own stream");
   }
   cudaStream_t s = own ? seg->stream.get() : static_cast<cudaStream_t>(stream);
   if (own) {

@@ -17,6 +17,14 @@ Result<Stream> Stream::create(int device, unsigned int flags) {
   return s;
 }
 
+Status Stream::create_if_empty(int device, unsigned int flags) {
+  if (!empty()) return {};
+  Result<Stream> made = create(device, flags);
+  if (!made.ok()) return made.status();
+  *this = std::move(made).value();
+  return {};
+}
+
 Stream::Stream(Stream&& other) noexcept
     : stream_(std::exchange(other.stream_, nullptr)), device_(std::exchange(other.device_, -1)) {}
 

@@ -23,6 +23,9 @@ class Stream {
   // A stream on `device`; non-blocking by default, so it never waits on the legacy default
   // stream that code outside planrt may be using.
   static Result<Stream> create(int device, unsigned int flags = cudaStreamNonBlocking);
+  // create() into this owner unless it holds a stream already: for streams made on first
+  // use rather than up front (a delegate's own stream, which the runtime never needs).
+  Status create_if_empty(int device, unsigned int flags = cudaStreamNonBlocking);
 
   Stream(Stream&& other) noexcept;
   Stream& operator=(Stream&& other) noexcept;

@@ -139,13 +139,8 @@ class CudaRunner final : public EngineRunner {
   }
 
   Result<void*> own_stream() override {
-    if (stream_.empty()) {
-      Result<cuda::DeviceGuard> guard = cuda::DeviceGuard::set(device_);
-      if (!guard.ok()) return guard.status().with_context("creating the engine's own stream");
-      Result<cuda::Stream> made = cuda::Stream::create(device_);
-      if (!made.ok()) return made.status().with_context("creating the engine's own stream");
-      stream_ = std::move(made).value();
-    }
+    Status made = stream_.create_if_empty(device_);
+    if (!made.ok()) return made.with_context("creating the engine's own stream");
     return static_cast<void*>(stream_.get());
   }
   Status synchronize_own() override { return stream_.synchronize(); }
