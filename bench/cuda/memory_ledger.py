@@ -10,7 +10,9 @@ the delta less weights, planned arenas and engine scratch (issue 19's target 3: 
 (MemoryEstimate::predicted_bytes) with its error against the measured delta (target 2: within
 2% or 4 MiB, whichever is larger). Models: the 12-block encoder (d 512, 8 heads, FFN 2048) on cuda and engine-per-block
 at S = 128 and 2048 in f32 and at S = 2048 in bf16, and, when torchvision is importable,
-resnet18 and mobilenet_v2 exported to ONNX at batch 1 and 32 (224x224, f32, cuda).
+the GPU lane's vision models (tests/importers/vision_models_test.py: resnet18, resnet50,
+mobilenet_v2, mobilenet_v3_small, efficientnet_b0, convnext_tiny, vit_b_16; random weights)
+exported to ONNX at batch 1 and 32 (224x224, f32, cuda).
 
     bench/cuda/memory_ledger.py PLANRT [--out bench/results/memory_ledger.jsonl] [--smoke]
 
@@ -69,6 +71,10 @@ def encoder_cases(layers, seqs):
     return cases
 
 
+VISION_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+                 "convnext_tiny", "vit_b_16")
+
+
 def vision_cases(tmp):
     try:
         import torch
@@ -77,7 +83,7 @@ def vision_cases(tmp):
         return []
     import inspect
     cases = []
-    for name in ("resnet18", "mobilenet_v2"):
+    for name in VISION_MODELS:
         torch.manual_seed(0)
         model = getattr(torchvision.models, name)(weights=None).eval()
         path = os.path.join(tmp, f"{name}.onnx")
