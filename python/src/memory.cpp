@@ -113,7 +113,7 @@ std::map<Device, uint64_t> device_baselines(const Program& program) {
 }
 
 py::dict memory_report(const Program& program, const std::vector<std::shared_ptr<const Method>>& loaded,
-                       const std::map<Device, uint64_t>& baselines) {
+                       [[maybe_unused]] const std::map<Device, uint64_t>& baselines) {
   struct Figures {
     uint64_t weights = 0, planned = 0, packed_weights = 0;
   };
