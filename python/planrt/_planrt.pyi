@@ -76,6 +76,7 @@ class MemoryEstimate:
     weights_bytes: int
     engine_scratch_bytes: int
     library_bytes: int
+    page_rounding_bytes: int
     uses_warm_pool: bool
     @property
     def total_bytes(self) -> int: ...

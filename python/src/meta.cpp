@@ -45,10 +45,10 @@ struct PyPlan {
 struct PyEstimate {
   std::string device;
   uint64_t planned_bytes = 0, weights_bytes = 0, engine_scratch_bytes = 0;
-  uint64_t library_bytes = 0;
+  uint64_t library_bytes = 0, page_rounding_bytes = 0;
   bool uses_warm_pool = false;
   uint64_t total_bytes() const { return planned_bytes + weights_bytes + engine_scratch_bytes; }
-  uint64_t predicted_bytes() const { return total_bytes() + library_bytes; }
+  uint64_t predicted_bytes() const { return total_bytes() + library_bytes + page_rounding_bytes; }
 };
 
 struct PyMethodMeta {
@@ -85,7 +85,7 @@ std::vector<PyEstimate> estimates(const std::vector<MemoryEstimate>& memory) {
   std::vector<PyEstimate> out;
   for (const MemoryEstimate& e : memory) {
     out.push_back({to_string(e.device), e.planned_bytes, e.weights_bytes, e.engine_scratch_bytes,
-                   e.library_bytes, e.uses_warm_pool});
+                   e.library_bytes, e.page_rounding_bytes, e.uses_warm_pool});
   }
   return out;
 }
@@ -173,6 +173,7 @@ void register_meta(py::module_& m) {
       .def_readonly("engine_scratch_bytes", &PyEstimate::engine_scratch_bytes)
       .def_property_readonly("total_bytes", &PyEstimate::total_bytes)
       .def_readonly("library_bytes", &PyEstimate::library_bytes)
+      .def_readonly("page_rounding_bytes", &PyEstimate::page_rounding_bytes)
       .def_readonly("uses_warm_pool", &PyEstimate::uses_warm_pool)
       .def_property_readonly("predicted_bytes", &PyEstimate::predicted_bytes)
       .def("__repr__", [](const PyEstimate& e) {

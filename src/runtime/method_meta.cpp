@@ -34,6 +34,18 @@ TensorSpec spec_of(const fb::Method& method, uint32_t id) {
 constexpr uint64_t kCublasHandleBytes = uint64_t{4} << 20;
 constexpr uint64_t kCudnnHandleBytes = uint64_t{8} << 20;
 
+// The device's allocation granularity (MemoryEstimate::page_rounding_bytes): measured for
+// cudaMalloc on an H200 (bench/results/malloc_granularity.jsonl). The weight cache's packing
+// rule and alignment (backends/cuda/weight_cache.h) are the same figures.
+constexpr uint64_t kDevicePageBytes = uint64_t{2} << 20;
+constexpr uint64_t kPackedBelowOrAt = uint64_t{1} << 20;
+constexpr uint64_t kWeightAlignment = 256;
+
+uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
+
+// What one allocation of `n` bytes takes beyond `n`.
+uint64_t page_rounding(uint64_t n) { return n > kPackedBelowOrAt ? round_up(n, kDevicePageBytes) - n : 0; }
+
 // Whether a delegate graph runs a convolution (cuDNN on CUDA), and whether it takes
 // intermediates from the warm pool (a cuda graph with Temporary values beyond its operands).
 bool graph_has_op(const fb::Graph& g, std::string_view op) {
@@ -109,6 +121,7 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
     MemoryEstimate& m = memory[b.device];
     m.device = b.device;
     m.planned_bytes += b.size_bytes;
+    if (b.device.type == DeviceType::CUDA) m.page_rounding_bytes += page_rounding(b.size_bytes);
   }
   if (method.values() != nullptr) {
     for (const fb::Value* v : *method.values()) {
@@ -127,9 +140,18 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
         info.scratch_lower_bound_bytes = graph->scratch_lower_bound_bytes();
         info.planned_scratch = graph->scratch_operand();
         if (graph->values() != nullptr) {
+          // A device segment uploads the large constants it is the first to read as one
+          // allocation (the weight cache's packing).
+          uint64_t packed = 0;
           for (const fb::Value* v : *graph->values()) {
-            if (v->kind() == fb::ValueKind::Constant) constants_on[info.device].insert(v->constant());
+            if (v->kind() != fb::ValueKind::Constant) continue;
+            const bool first = constants_on[info.device].insert(v->constant()).second;
+            const uint64_t bytes = v->constant() < size_of(program.constants())
+                                       ? program.constants()->Get(v->constant())->size_bytes()
+                                       : 0;
+            if (first && bytes > kPackedBelowOrAt) packed = round_up(packed, kWeightAlignment) + bytes;
           }
+          if (info.device.type == DeviceType::CUDA) memory[info.device].page_rounding_bytes += page_rounding(packed);
         }
       }
       MemoryEstimate& m = memory[info.device];
@@ -147,6 +169,7 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
         pooled_max[info.device] = std::max(pooled_max[info.device], info.scratch_bytes);
       } else {
         m.engine_scratch_bytes += info.scratch_bytes;
+        if (info.device.type == DeviceType::CUDA) m.page_rounding_bytes += page_rounding(info.scratch_bytes);
       }
       if (info.backend != "cpu" &&
           std::find(meta.backends.begin(), meta.backends.end(), info.backend) == meta.backends.end()) {
@@ -163,7 +186,10 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
       if (id < num_constants) m.weights_bytes += program.constants()->Get(id)->size_bytes();
     }
   }
-  for (const auto& [device, bytes] : pooled_max) memory[device].engine_scratch_bytes += bytes;
+  for (const auto& [device, bytes] : pooled_max) {
+    memory[device].engine_scratch_bytes += bytes;
+    if (device.type == DeviceType::CUDA) memory[device].page_rounding_bytes += page_rounding(bytes);
+  }
   for (auto& [device, m] : memory) meta.memory.push_back(m);  // std::map: CPU sorts first
   return meta;
 }

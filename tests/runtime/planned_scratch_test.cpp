@@ -11,6 +11,8 @@
 //   MethodMeta's estimate.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <set>
 #include <string>
@@ -294,7 +296,8 @@ TEST(PredictedDeviceBytes, AddTheLibraryHandlesTheDevicesSegmentsNeed) {
   EXPECT_EQ(cuda->library_bytes, 4 * kMiB) << "a cuBLAS handle";
   EXPECT_FALSE(cuda->uses_warm_pool);
   EXPECT_EQ(cuda->predicted_bytes(),
-            cuda->planned_bytes + cuda->weights_bytes + cuda->engine_scratch_bytes + cuda->library_bytes);
+            cuda->planned_bytes + cuda->weights_bytes + cuda->engine_scratch_bytes + cuda->library_bytes +
+                cuda->page_rounding_bytes);
   EXPECT_EQ(on_device(m, Device::cpu())->library_bytes, 0u);
 
   BuildOptions pool;
@@ -314,6 +317,56 @@ TEST(PredictedDeviceBytes, AddTheLibraryHandlesTheDevicesSegmentsNeed) {
   ASSERT_OK_AND_ASSIGN(Program conv, fixtures::load_built_program(model));
   ASSERT_OK_AND_ASSIGN(MethodMeta cm, conv.method_meta("forward"));
   EXPECT_EQ(on_device(cm, Device::cuda(0))->library_bytes, 12 * kMiB) << "cuBLAS and cuDNN";
+}
+
+// The device's page rounding in the prediction: a segment's constants above 1 MiB are one
+// allocation, rounded to 2 MiB pages once; small ones pack; a planned buffer above 1 MiB is
+// rounded up; nothing of this on the CPU.
+TEST(PredictedDeviceBytes, AddTheDevicesPageRounding) {
+  constexpr uint64_t kMiB = 1 << 20;
+  // Two 3 MiB weights (768 x 1024 f32) and two small biases: packed 6 MiB, no rounding; a
+  // third 3 MiB weight makes 9 MiB, rounded to 10.
+  auto model = [](int weights) {
+    std::string constants, nodes, prev = "x";
+    for (int k = 0; k < weights; ++k) {
+      const bool up = k % 2 == 0;
+      constants += fmt::format(R"("w{0}": {{"dtype": "f32", "shape": [{1}, {2}]}}, "b{0}": {{"dtype": "f32", "shape": [{1}]}},)",
+                               k, up ? 1024 : 768, up ? 768 : 1024);
+      std::string out = k == weights - 1 ? "y" : fmt::format("h{}", k);
+      nodes += fmt::format(R"({{"op": "linear", "inputs": ["{}", "w{}", "b{}"], "outputs": ["{}"]}},)", prev, k, k, out);
+      prev = out;
+    }
+    constants.pop_back();
+    nodes.pop_back();
+    return R"({"format": "planrt-model/1", "weights": {"random": {"seed": 1}}, "constants": {)" + constants +
+           R"(}, "methods": [{"name": "forward", "backend": "cuda", "dims": {"S": {"min": 1, "max": 4}},
+           "inputs": [{"name": "x", "dtype": "f32", "shape": [1, "S", 768]}], "outputs": ["y"], "nodes": [)" +
+           nodes + "]}]}";
+  };
+  auto estimate = [](const std::string& text) -> Result<MemoryEstimate> {
+    PLANRT_ASSIGN_OR_RETURN(builder::Model m, builder::parse_model_json(text));
+    PLANRT_ASSIGN_OR_RETURN(Program p, fixtures::load_built_program(m));
+    PLANRT_ASSIGN_OR_RETURN(MethodMeta meta, p.method_meta("forward"));
+    const MemoryEstimate* e = on_device(meta, Device::cuda(0));
+    if (e == nullptr) return Status(ErrorCode::NotFound, "no cuda:0 estimate");
+    return *e;
+  };
+  uint64_t planned_rounding = 0;
+  {
+    ASSERT_OK_AND_ASSIGN(MemoryEstimate two, estimate(model(2)));
+    EXPECT_EQ(two.weights_bytes, 6 * kMiB + (1024 + 768) * 4);
+    // Only the planned buffer can round here (the packed weights are whole pages).
+    planned_rounding = two.planned_bytes > kMiB ? (two.planned_bytes + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB) - two.planned_bytes : 0;
+    EXPECT_EQ(two.page_rounding_bytes, planned_rounding);
+  }
+  ASSERT_OK_AND_ASSIGN(MemoryEstimate three, estimate(model(3)));
+  EXPECT_EQ(three.weights_bytes, 9 * kMiB + (2 * 1024 + 768) * 4);
+  const uint64_t planned3 = three.planned_bytes > kMiB
+                                ? (three.planned_bytes + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB) - three.planned_bytes
+                                : 0;
+  EXPECT_EQ(three.page_rounding_bytes, planned3 + 1 * kMiB) << "9 MiB of packed weights take 10";
+  EXPECT_EQ(three.predicted_bytes(), three.planned_bytes + three.weights_bytes + three.library_bytes +
+                                         three.page_rounding_bytes);
 }
 
 }  // namespace

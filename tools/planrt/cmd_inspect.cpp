@@ -124,6 +124,7 @@ nlohmann::json method_json(const MethodMeta& m, const std::vector<EngineReport>&
                       {"engine_scratch_bytes", e.engine_scratch_bytes},
                       {"total_bytes", e.planned_bytes + e.weights_bytes + e.engine_scratch_bytes},
                       {"library_bytes", e.library_bytes},
+                      {"page_rounding_bytes", e.page_rounding_bytes},
                       {"uses_warm_pool", e.uses_warm_pool},
                       {"predicted_bytes", e.predicted_bytes()}});
   }
@@ -203,8 +204,8 @@ void print_method(const MethodMeta& m, const std::vector<EngineReport>& engines)
                format_bytes(e.engine_scratch_bytes),
                format_bytes(e.planned_bytes + e.weights_bytes + e.engine_scratch_bytes));
     if (e.device.type == DeviceType::CUDA) {
-      fmt::print("            + library handles {:>12}  = predicted {:>12}{}\n", format_bytes(e.library_bytes),
-                 format_bytes(e.predicted_bytes()),
+      fmt::print("            + library handles {:>12}  + page rounding {:>12}  = predicted {:>12}{}\n",
+                 format_bytes(e.library_bytes), format_bytes(e.page_rounding_bytes), format_bytes(e.predicted_bytes()),
                  e.uses_warm_pool ? " and the warm pool's reserve (a cuda segment takes its intermediates from it)"
                                   : " (kernel images loaded on first launch not included)");
     }

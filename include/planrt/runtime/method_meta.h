@@ -77,12 +77,18 @@ struct MemoryEstimate {
   // with --cuda-scratch pool), whose reserve no plan bounds: predicted_bytes() is then a
   // lower bound.
   bool uses_warm_pool = false;
+  // CUDA devices: what the device's allocation granularity adds to the figures above.
+  // cudaMalloc rounds an allocation above 1 MiB up to whole 2 MiB pages and packs smaller
+  // ones into shared pages (bench/results/malloc_granularity.jsonl); so each planned buffer
+  // and private engine scratch above 1 MiB, the shared scratch pool's buffer, and each
+  // segment's packed large weights (backends/cuda/weight_cache.h) is rounded here.
+  uint64_t page_rounding_bytes = 0;
   // What loading and running the method adds on this device, as far as the program says:
-  // planned + weights + engine scratch + library handles. Not counted: kernel images the
-  // driver loads on first launch and per-delegate streams (the ledger's remainder, a few
-  // MiB; docs/performance.md has it per model).
+  // planned + weights + engine scratch + library handles + page rounding. Not counted:
+  // kernel images the driver loads on first launch and per-delegate streams (the ledger's
+  // remainder, a few MiB; docs/performance.md has it per model).
   uint64_t predicted_bytes() const {
-    return planned_bytes + weights_bytes + engine_scratch_bytes + library_bytes;
+    return planned_bytes + weights_bytes + engine_scratch_bytes + library_bytes + page_rounding_bytes;
   }
 };
 
