@@ -12,7 +12,8 @@ the delta less weights, planned arenas and engine scratch (issue 19's target 3: 
 at S = 128 and 2048 in f32 and at S = 2048 in bf16, and, when torchvision is importable,
 the GPU lane's vision models (tests/importers/vision_models_test.py: resnet18, resnet50,
 mobilenet_v2, mobilenet_v3_small, efficientnet_b0, convnext_tiny, vit_b_16; random weights)
-exported to ONNX at batch 1 and 32 (224x224, f32, cuda).
+exported to ONNX at batch 1 and 32 (224x224, f32, cuda), and the lane's imported
+transformer models (tests/importers/torch_models_test.py) on cuda and engine-per-block.
 
     bench/cuda/memory_ledger.py PLANRT [--out bench/results/memory_ledger.jsonl] [--smoke]
 
@@ -96,6 +97,31 @@ def vision_cases(tmp):
     return cases
 
 
+def imported_cases(tmp):
+    """The GPU lane's imported transformer models (tests/importers/torch_models_test.py:
+    nn.TransformerEncoder variants, a BERT-like and a GPT-2-like stack, an MLP), exported at
+    batch 4, sequence 64 with the dims fixed, on cuda and engine-per-block."""
+    try:
+        import torch
+    except ImportError:
+        return []
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "importers"))
+    import torch_models_test as tm
+    cases = []
+    for name, entry in tm.MODELS.items():
+        factory, shape, kind, outputs = (entry + ("f32", ("y",)))[:4]
+        torch.manual_seed(1234)
+        module = factory().eval()
+        sizes = {"b": 4, "s": 64}
+        path = os.path.join(tmp, f"{name}.onnx")
+        # No dynamic axes: the sizes are the export's, so the build takes no --dim.
+        tm.export(module, tm.make_input(kind, [sizes.get(d, d) for d in shape]), path, outputs, {})
+        label = " ".join(f"{d}={sizes[d]}" for d in ("b", "s") if d in shape)
+        for partition in tm.GPU_PARTITIONS:
+            cases.append((f"{name} {partition[1]} f32 {label}", [path, *partition], []))
+    return cases
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("planrt")
@@ -108,7 +134,8 @@ def main():
     commit = os.environ.get("PLANRT_COMMIT", "unknown")
     failures, lines = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        cases = encoder_cases(2, [64]) if a.smoke else encoder_cases(12, [128, 2048]) + vision_cases(tmp)
+        cases = (encoder_cases(2, [64]) if a.smoke
+                 else encoder_cases(12, [128, 2048]) + vision_cases(tmp) + imported_cases(tmp))
         for i, (name, build, dims) in enumerate(cases):
             prog = os.path.join(tmp, f"{i}.prog")
             run([a.planrt, "build", *build, "-o", prog])
