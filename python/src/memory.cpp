@@ -94,22 +94,15 @@ py::dict ledger_dict(const DeviceMemoryLedger& l) {
 
 }  // namespace
 
-std::map<Device, uint64_t> device_baselines(const Program& program) {
-  std::map<Device, uint64_t> out;
+void add_device_baselines([[maybe_unused]] const MethodMeta& meta,
+                          [[maybe_unused]] std::map<Device, uint64_t>& baselines) {
 #ifdef PLANRT_HAVE_CUDA
-  for (const std::string& name : program.method_names()) {
-    Result<MethodMeta> meta = program.method_meta(name);
-    if (!meta.ok()) continue;
-    for (const MemoryEstimate& e : meta->memory) {
-      if (e.device.type != DeviceType::CUDA || out.count(e.device)) continue;
-      Result<CudaDeviceMemory> used = cuda_device_memory(e.device);
-      if (used.ok()) out[e.device] = used->used_bytes();  // no usable device: no ledger
-    }
+  for (const MemoryEstimate& e : meta.memory) {
+    if (e.device.type != DeviceType::CUDA || baselines.count(e.device)) continue;
+    Result<CudaDeviceMemory> used = cuda_device_memory(e.device);
+    if (used.ok()) baselines[e.device] = used->used_bytes();  // no usable device: no ledger
   }
-#else
-  (void)program;
 #endif
-  return out;
 }
 
 py::dict memory_report(const Program& program, const std::vector<std::shared_ptr<const Method>>& loaded,

@@ -15,10 +15,12 @@
 
 namespace planrt::python {
 
-// Each CUDA device the program's methods use and its used bytes now (cudaMemGetInfo): the
-// baselines of the report's ledgers, taken when a Module opens its program. Empty without
-// CUDA; a device that cannot be queried is left out.
-std::map<Device, uint64_t> device_baselines(const Program& program);
+// Adds, for each CUDA device `meta` uses that `baselines` lacks, its used bytes now
+// (cudaMemGetInfo): the baselines of the report's ledgers, taken by a Module just before it
+// loads the first method that uses the device (so opening a program, or running its CPU
+// methods, starts no CUDA context). Nothing without CUDA; a device that cannot be queried
+// is left out. Called without the GIL.
+void add_device_baselines(const MethodMeta& meta, std::map<Device, uint64_t>& baselines);
 
 // The report of `program` with `loaded` (its methods now loaded), each CUDA device's ledger
 // against its baseline. Called with the GIL held.

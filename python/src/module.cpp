@@ -96,8 +96,6 @@ class PyModule {
                        py::str(py::type::of(source).attr("__name__")).cast<std::string>()));
     }
     program_ = std::make_unique<Program>(unwrap(std::move(program)));
-    py::gil_scoped_release release;
-    baselines_ = python::device_baselines(*program_);
   }
 
   std::vector<std::string> method_names() const { return program_->method_names(); }
@@ -196,12 +194,14 @@ class PyModule {
 
   py::dict memory_report() const {
     std::vector<std::shared_ptr<const Method>> all;
+    std::map<Device, uint64_t> baselines;
     {
       py::gil_scoped_release release;
       std::lock_guard lock(mu_);
       for (const auto& [name, m] : methods_) all.push_back(m);
+      baselines = baselines_;
     }
-    return python::memory_report(*program_, all, baselines_);
+    return python::memory_report(*program_, all, baselines);
   }
 
   uint64_t constants_bytes() const { return program_->constants_bytes(); }
@@ -212,6 +212,8 @@ class PyModule {
     std::lock_guard lock(mu_);
     auto it = methods_.find(name);
     if (it != methods_.end()) return it->second;
+    Result<MethodMeta> meta = program_->method_meta(name);
+    if (meta.ok()) python::add_device_baselines(*meta, baselines_);  // else load_method says why
     auto method = std::make_shared<Method>(unwrap(program_->load_method(name, options_)));
     methods_.emplace(name, method);
     return method;
@@ -257,7 +259,8 @@ class PyModule {
   }
 
   std::unique_ptr<Program> program_;
-  std::map<Device, uint64_t> baselines_;  // each CUDA device's use before any method loaded
+  // Each CUDA device's use just before the first method using it loaded (under mu_).
+  std::map<Device, uint64_t> baselines_;
   LoadMethodOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Method>, std::less<>> methods_;

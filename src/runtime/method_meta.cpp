@@ -186,10 +186,9 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
       if (id < num_constants) m.weights_bytes += program.constants()->Get(id)->size_bytes();
     }
   }
-  for (const auto& [device, bytes] : pooled_max) {
-    memory[device].engine_scratch_bytes += bytes;
-    if (device.type == DeviceType::CUDA) memory[device].page_rounding_bytes += page_rounding(bytes);
-  }
+  // The shared scratch pool's buffer comes from a stream-ordered pool, whose reservation
+  // steps are not cudaMalloc's (malloc_granularity.jsonl's "pool" rows): no rounding here.
+  for (const auto& [device, bytes] : pooled_max) memory[device].engine_scratch_bytes += bytes;
   for (auto& [device, m] : memory) meta.memory.push_back(m);  // std::map: CPU sorts first
   return meta;
 }

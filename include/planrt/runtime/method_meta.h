@@ -80,8 +80,10 @@ struct MemoryEstimate {
   // CUDA devices: what the device's allocation granularity adds to the figures above.
   // cudaMalloc rounds an allocation above 1 MiB up to whole 2 MiB pages and packs smaller
   // ones into shared pages (bench/results/malloc_granularity.jsonl); so each planned buffer
-  // and private engine scratch above 1 MiB, the shared scratch pool's buffer, and each
-  // segment's packed large weights (backends/cuda/weight_cache.h) is rounded here.
+  // and private engine scratch above 1 MiB and each segment's packed large weights
+  // (backends/cuda/weight_cache.h, segments in the program's order) is rounded here. Not
+  // modelled: the shared engine scratch pool, a stream-ordered pool that reserves in its
+  // own steps.
   uint64_t page_rounding_bytes = 0;
   // What loading and running the method adds on this device, as far as the program says:
   // planned + weights + engine scratch + library handles + page rounding. Not counted:

@@ -24,7 +24,10 @@ Result<DeviceMemoryLedger> device_memory_ledger(Device device, uint64_t baseline
   l.device = device;
   l.baseline_used_bytes = baseline_used_bytes;
 
-  const uint64_t weights = backends::weight_cache().resident_bytes_on(device.index);
+  // The weights' allocations, not only the constants they hold: a packed allocation keeps
+  // the bytes of released constants until its last one goes (backends/cuda/weight_cache.h).
+  const uint64_t weights = backends::weight_cache().allocated_bytes_on(device.index);
+  const uint64_t constants = backends::weight_cache().resident_bytes_on(device.index);
   PLANRT_ASSIGN_OR_RETURN(EngineScratchStats scratch, engine_scratch_stats(device));
   const uint64_t allocated = cuda::cuda_allocator().live_bytes(device);
   const uint64_t arenas = allocated - std::min(allocated, weights + scratch.private_scratch_bytes);
@@ -34,7 +37,9 @@ Result<DeviceMemoryLedger> device_memory_ledger(Device device, uint64_t baseline
       cudaDeviceGetGraphMemAttribute(device.index, cudaGraphMemAttrReservedMemCurrent, &graph_bytes),
       "reading the device's graph memory", device.index);
 
-  l.lines.push_back({"weights", weights, "program constants uploaded to the device"});
+  l.lines.push_back({"weights", weights,
+                     fmt::format("program constants uploaded to the device ({} bytes of constants in use)",
+                                 constants)});
   l.lines.push_back({"arenas", arenas,
                      "planned buffers of loaded methods (planned delegate scratch included) and the "
                      "kernels' error records"});

@@ -134,6 +134,13 @@ uint64_t WeightCache::resident_bytes_on(int device) {
   return bytes;
 }
 
+uint64_t WeightCache::allocated_bytes_on(int device) {
+  std::lock_guard lock(mu_);
+  uint64_t bytes = 0;
+  for (const auto& [base, a] : allocations_) bytes += a.device == device ? a.nbytes : 0;
+  return bytes;
+}
+
 void WeightCache::stats(CudaBackendStats& out) {
   std::lock_guard lock(mu_);
   out.weight_uploads = uploads_;

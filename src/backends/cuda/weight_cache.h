@@ -17,7 +17,9 @@
 // (a slab): the rounding is then at most one page per call instead of up to one per
 // constant, and never more than separate allocations would take. Smaller constants get
 // their own allocation, which the driver already packs. A slab is freed when the last of
-// its constants is released.
+// its constants is released: until then it keeps the bytes of its released constants too
+// (a method unloaded while another still reads one of its weights frees less than its
+// weights), which allocated_bytes_on() counts and the ledger's weights line shows.
 //
 // Thread safety: every member may be called from any thread (one mutex).
 #pragma once
@@ -49,6 +51,9 @@ class WeightCache {
 
   // Constant bytes resident on `device` now (what the constants hold, not the pages).
   uint64_t resident_bytes_on(int device);
+  // Bytes of the allocations holding them on `device`: the constants, the slabs' alignment
+  // padding and what released constants leave in a slab still in use.
+  uint64_t allocated_bytes_on(int device);
   void stats(CudaBackendStats& out);
 
  private:

@@ -471,21 +471,40 @@ TEST_F(CudaBackendTest, AFailedWeightUploadLeavesNothingResident) {
   CudaBackendStats s0 = cuda_backend_stats();
   bool slab_failed = false, bias_failed = false;
   int64_t n = 1;
+  std::optional<Method> first;
   for (; n < 100; ++n) {
     cuda::testing::fail_nth_allocation(n);
     Result<Method> m = p->load_method("gpu");
     cuda::testing::fail_nth_allocation(0);
-    if (m.ok()) break;
+    if (m.ok()) {
+      first.emplace(std::move(m).value());
+      break;
+    }
     const std::string msg = m.status().to_string();
     EXPECT_EQ(m.status().code(), ErrorCode::OutOfMemory) << msg;
     slab_failed |= msg.find("packing the large constants") != std::string::npos;
     bias_failed |= msg.find("uploading constant 'b") != std::string::npos;
     CudaBackendStats s = cuda_backend_stats();
     EXPECT_EQ(s.resident_weights, s0.resident_weights) << "after failing allocation " << n << ": " << msg;
+    EXPECT_EQ(s.resident_weight_bytes, s0.resident_weight_bytes) << "after failing allocation " << n;
     EXPECT_EQ(s.weight_allocations, s0.weight_allocations) << "after failing allocation " << n;
   }
   EXPECT_LT(n, 100) << "the load never succeeded";
   EXPECT_TRUE(slab_failed && bias_failed);
+  ASSERT_TRUE(first.has_value());
+  // With the weights resident, failed second loads take references only to give them back:
+  // once the first method goes, nothing of the weights is left.
+  const CudaBackendStats loaded = cuda_backend_stats();
+  for (int64_t k = 1; k < n; ++k) {
+    cuda::testing::fail_nth_allocation(k);
+    Result<Method> again = p->load_method("gpu");
+    cuda::testing::fail_nth_allocation(0);
+    EXPECT_EQ(cuda_backend_stats().weight_uploads, loaded.weight_uploads) << "uploaded again";
+  }
+  first.reset();
+  CudaBackendStats after = cuda_backend_stats();
+  EXPECT_EQ(after.resident_weights, s0.resident_weights) << "a failed load kept a reference";
+  EXPECT_EQ(after.weight_allocations, s0.weight_allocations);
 }
 
 TEST_F(CudaBackendTest, TemporariesComeFromTheWarmPoolAndAreFreedEachCall) {
