@@ -8,7 +8,9 @@
 //   DeviceMemoryLedger l = *device_memory_ledger(Device::cuda(0), before);
 //
 // Lines (process-wide on the device: every live method and program, not one method):
-//   weights          program constants uploaded to the device (shared by every segment)
+//   weights          the allocations holding program constants on the device (shared by
+//                    every segment; a packed allocation counts whole until its last
+//                    constant goes)
 //   arenas           planned buffers of loaded methods (a planned delegate scratch among
 //                    them) and the kernels' small error records: what planrt's CUDA
 //                    allocator has handed out, less the weights and private engine scratch
