@@ -33,7 +33,6 @@
 
 #include "planrt/backends/cuda.h"
 #include "planrt/core/result.h"
-#include "platform/device_pages.h"
 
 namespace planrt::backends {
 
@@ -44,8 +43,8 @@ struct WeightRequest {
 
 class WeightCache {
  public:
-  static constexpr size_t kPackAbove = device_pages::kPackedAtOrBelow;
-  static constexpr size_t kSlabAlignment = device_pages::kPackedAlignment;
+  static constexpr size_t kPackAbove = size_t{1} << 20;
+  static constexpr size_t kSlabAlignment = 256;
 
   Result<std::vector<void*>> acquire_all(int device, std::span<const WeightRequest> requests);
   void release(int device, const uint8_t* host, size_t nbytes);
