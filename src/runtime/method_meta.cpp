@@ -4,6 +4,7 @@
 
 #include "fb_convert.h"
 #include "method_meta_builder.h"
+#include "platform/device_pages.h"
 
 namespace planrt {
 
@@ -34,17 +35,10 @@ TensorSpec spec_of(const fb::Method& method, uint32_t id) {
 constexpr uint64_t kCublasHandleBytes = uint64_t{4} << 20;
 constexpr uint64_t kCudnnHandleBytes = uint64_t{8} << 20;
 
-// The device's allocation granularity (MemoryEstimate::page_rounding_bytes): measured for
-// cudaMalloc on an H200 (bench/results/malloc_granularity.jsonl). The weight cache's packing
-// rule and alignment (backends/cuda/weight_cache.h) are the same figures.
-constexpr uint64_t kDevicePageBytes = uint64_t{2} << 20;
-constexpr uint64_t kPackedBelowOrAt = uint64_t{1} << 20;
-constexpr uint64_t kWeightAlignment = 256;
-
-uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
-
-// What one allocation of `n` bytes takes beyond `n`.
-uint64_t page_rounding(uint64_t n) { return n > kPackedBelowOrAt ? round_up(n, kDevicePageBytes) - n : 0; }
+using device_pages::kPackedAlignment;
+using device_pages::kPackedAtOrBelow;
+using device_pages::page_rounding;
+using device_pages::round_up;
 
 // Whether a delegate graph runs a convolution (cuDNN on CUDA), and whether it takes
 // intermediates from the warm pool (a cuda graph with Temporary values beyond its operands).
@@ -149,7 +143,7 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
             const uint64_t bytes = v->constant() < size_of(program.constants())
                                        ? program.constants()->Get(v->constant())->size_bytes()
                                        : 0;
-            if (first && bytes > kPackedBelowOrAt) packed = round_up(packed, kWeightAlignment) + bytes;
+            if (first && bytes > kPackedAtOrBelow) packed = round_up(packed, kPackedAlignment) + bytes;
           }
           if (info.device.type == DeviceType::CUDA) memory[info.device].page_rounding_bytes += page_rounding(packed);
         }

@@ -5,11 +5,7 @@
 #include "platform/cuda/cuda_allocator.h"
 
 namespace planrt::backends {
-namespace {
-
-size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
-
-}  // namespace
+using device_pages::round_up;
 
 WeightCache& weight_cache() {
   static WeightCache* cache = new WeightCache();  // never destroyed: handles may outlive statics
@@ -71,7 +67,7 @@ Result<std::vector<void*>> WeightCache::acquire_all(int device, std::span<const 
   const WeightRequest* first_large = nullptr;
   for (size_t k : to_place) {
     if (requests[k].host.size() <= kPackAbove) continue;
-    slab_bytes = align_up(slab_bytes, kSlabAlignment) + requests[k].host.size();
+    slab_bytes = round_up(slab_bytes, kSlabAlignment) + requests[k].host.size();
     if (first_large == nullptr) first_large = &requests[k];
   }
   if (first_large != nullptr) {
@@ -83,7 +79,7 @@ Result<std::vector<void*>> WeightCache::acquire_all(int device, std::span<const 
     size_t offset = 0;
     for (size_t k : to_place) {
       if (requests[k].host.size() <= kPackAbove) continue;
-      offset = align_up(offset, kSlabAlignment);
+      offset = round_up(offset, kSlabAlignment);
       if (Status s = place(k, *slab, offset); !s.ok()) return fail(std::move(s), requests[k]);
       offset += requests[k].host.size();
     }

@@ -33,6 +33,7 @@
 
 #include "planrt/backends/cuda.h"
 #include "planrt/core/result.h"
+#include "platform/device_pages.h"
 
 namespace planrt::backends {
 
@@ -43,8 +44,8 @@ struct WeightRequest {
 
 class WeightCache {
  public:
-  static constexpr size_t kPackAbove = size_t{1} << 20;
-  static constexpr size_t kSlabAlignment = 256;
+  static constexpr size_t kPackAbove = device_pages::kPackedAtOrBelow;
+  static constexpr size_t kSlabAlignment = device_pages::kPackedAlignment;
 
   Result<std::vector<void*>> acquire_all(int device, std::span<const WeightRequest> requests);
   void release(int device, const uint8_t* host, size_t nbytes);
