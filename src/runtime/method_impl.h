@@ -55,7 +55,7 @@ class MethodStream {
   MethodStream(Device device, DeviceAllocator* allocator, void* handle)
       : device_(device), allocator_(allocator), handle_(handle) {}
   MethodStream(MethodStream&& o) noexcept
-      : pending(o.pending), device_(o.device_), allocator_(o.allocator_),
+      : pending(o.pending), readers_elsewhere(o.readers_elsewhere), device_(o.device_), allocator_(o.allocator_),
         handle_(std::exchange(o.handle_, nullptr)) {}
   MethodStream& operator=(MethodStream&&) = delete;
   MethodStream(const MethodStream&) = delete;
@@ -67,6 +67,10 @@ class MethodStream {
   Status synchronize() const { return allocator_->synchronize(handle_, device_); }
 
   bool pending = false;  // work was enqueued since the last synchronize
+  // Streams (bit i: Method::Impl::streams[i]) holding a copy that reads this device's memory
+  // and may not have run yet: this stream's next work waits for them first, since the plan
+  // may give the copy's source to a later value of this device.
+  uint64_t readers_elsewhere = 0;
 
  private:
   Device device_;
@@ -188,6 +192,8 @@ struct Method::Impl {
   // Waits for every stream with pending work (counted in stats).
   Status synchronize_pending();
   Status synchronize(MethodStream& stream);
+  // Waits for the streams whose copies read `stream`'s device (readers_elsewhere).
+  Status wait_for_readers_elsewhere(MethodStream& stream);
   // Runs with the arena lock held.
   Status run_locked(std::span<const TensorView> inputs);
   Status copy_out_locked(std::span<const TensorView> dst) const;

@@ -145,6 +145,15 @@ Status Method::Impl::synchronize(MethodStream& stream) {
   return {};
 }
 
+Status Method::Impl::wait_for_readers_elsewhere(MethodStream& stream) {
+  const uint64_t readers = std::exchange(stream.readers_elsewhere, 0);
+  for (size_t i = 0; i < streams.size() && i < 64; ++i) {
+    if ((readers >> i & 1) == 0) continue;
+    PLANRT_RETURN_IF_ERROR(synchronize(streams[i]));
+  }
+  return {};
+}
+
 Status Method::Impl::synchronize_pending() {
   Status first;
   for (MethodStream& stream : streams) {
@@ -229,12 +238,16 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
     }
     for (size_t i = 0; i < s.outputs.size(); ++i) s.out_views[i] = view_of(s.outputs[i]);
     // Host work reads what device work wrote: wait for it first. A copy between devices
-    // waits for the source device's stream.
+    // waits for the source device's stream; device work waits for the other devices' copies
+    // still to read its memory.
     Status status;
     if (s.stream < 0) {
       status = synchronize_pending();
-    } else if (s.wait_stream >= 0) {
-      status = synchronize(streams[static_cast<size_t>(s.wait_stream)]);
+    } else {
+      status = wait_for_readers_elsewhere(streams[static_cast<size_t>(s.stream)]);
+      if (status.ok() && s.wait_stream >= 0) {
+        status = synchronize(streams[static_cast<size_t>(s.wait_stream)]);
+      }
     }
     if (!status.ok()) return status.with_context(where(k));
     void* stream = nullptr;
@@ -255,6 +268,14 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
           status = s.copy_allocator->wait_for_caller(stream, s.copy_device);
         }
         if (status.ok()) status = run_copy(s, kind, s.in_views[0], s.out_views[0], stream);
+        if (status.ok() && s.wait_stream >= 0) {
+          // The source's device may reuse the copy's source next: it waits for this stream.
+          if (s.stream < 64) {
+            streams[static_cast<size_t>(s.wait_stream)].readers_elsewhere |= uint64_t{1} << s.stream;
+          } else {
+            status = synchronize(streams[static_cast<size_t>(s.stream)]);
+          }
+        }
         if (status.ok() && kind != CopyKind::HostToHost) {
           (kind == CopyKind::HostToDevice   ? stats.host_to_device_bytes
            : kind == CopyKind::DeviceToHost ? stats.device_to_host_bytes

@@ -226,6 +226,62 @@ TEST(MethodStreams, StreamsAreDestroyedWithTheMethodAfterTheirWork) {
   EXPECT_EQ(cuda->counts().bytes_live, 0);
 }
 
+// A copy from cuda:0 to cuda:1 goes on cuda:1's stream, after cuda:0's work; the planner may
+// then give the copy's source to a later value on cuda:0. That later write must wait for the
+// copy, which reads its source only when cuda:1's stream runs. Hand-made (the builder routes
+// device-to-device through the host): a -> x0 (cuda:0), x0 -> y1 (cuda:1), b -> z0 (cuda:0,
+// x0's bytes), y1 -> out_a, z0 -> out_b. Without the wait, out_a would be b.
+fixtures::FixtureProgram two_device_reuse_program() {
+  using fixtures::fixed_dim;
+  using fixtures::planned_value;
+  constexpr int64_t kN = 8;
+  constexpr uint64_t kSlot = 256;
+  fixtures::FixtureProgram f;
+  f.program.producer = "planrt streams test";
+  auto m = std::make_unique<fb::MethodT>();
+  m->name = "forward";
+  m->values.push_back(planned_value("a", {fixed_dim(kN)}, 0, 0));
+  m->values.push_back(planned_value("b", {fixed_dim(kN)}, 0, kSlot));
+  m->values.push_back(planned_value("out_a", {fixed_dim(kN)}, 0, 2 * kSlot));
+  m->values.push_back(planned_value("out_b", {fixed_dim(kN)}, 0, 3 * kSlot));
+  m->values.push_back(planned_value("x0", {fixed_dim(kN)}, 1, 0));
+  m->values.push_back(planned_value("z0", {fixed_dim(kN)}, 1, 0));  // x0's bytes, after x0
+  m->values.push_back(planned_value("y1", {fixed_dim(kN)}, 2, 0));
+  m->inputs = {0, 1};
+  m->outputs = {2, 3};
+  for (auto [from, to] : std::vector<std::pair<uint32_t, uint32_t>>{{0, 4}, {4, 6}, {1, 5}, {6, 2}, {5, 3}}) {
+    m->instructions.push_back(instruction(fb::InstructionKind::Copy, {from}, {to}));
+  }
+  m->planned_buffers.push_back(fixtures::planned_buffer(4 * kSlot, fb::DeviceType::CPU));
+  m->planned_buffers.push_back(fixtures::planned_buffer(kSlot, fb::DeviceType::CUDA, 0));
+  m->planned_buffers.push_back(fixtures::planned_buffer(kSlot, fb::DeviceType::CUDA, 1));
+  f.program.methods.push_back(std::move(m));
+  return f;
+}
+
+TEST(MethodStreams, CopySourceOnAnotherDeviceIsNotOverwrittenBeforeTheCopyRuns) {
+  ScopedTestAllocator cuda;
+  ASSERT_TRUE(cuda.status().ok());
+  Program p = load_fixture(two_device_reuse_program());
+  Result<Method> m = p.load_method("forward");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->run_stats().streams, 2);
+  for (float base : {1.0f, 100.0f, -7.0f}) {
+    std::vector<float> a(8), b(8);
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = base + static_cast<float>(i);
+      b[i] = -base - static_cast<float>(i) - 0.5f;
+    }
+    TensorView in[] = {view_of(a, {8}), view_of(b, {8})};
+    Result<std::vector<Tensor>> out = m->execute(in);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_EQ(floats((*out)[0]), a) << "the copy to cuda:1 read its source after cuda:0 reused it";
+    EXPECT_EQ(floats((*out)[1]), b);
+  }
+  EXPECT_EQ(cuda->counts().copies_d2d, 3);
+  EXPECT_EQ(cuda->counts().bad_stream_uses, 0);
+}
+
 TEST(MethodStreams, FailedStreamCreationFailsTheLoadAndLeavesNothing) {
   ScopedTestAllocator cuda;
   ScopedTestBackend backend("cuda", &cuda.allocator());
