@@ -21,7 +21,9 @@
 // (a method unloaded while another still reads one of its weights frees less than its
 // weights), which allocated_bytes_on() counts and the ledger's weights line shows.
 //
-// Thread safety: every member may be called from any thread (one mutex).
+// Thread safety: every member may be called from any thread (one mutex, held through a
+// call's uploads, so that two loads never upload one constant twice: concurrent loads of
+// new weights upload one after the other).
 #pragma once
 
 #include <cstdint>

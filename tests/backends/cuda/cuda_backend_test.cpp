@@ -23,6 +23,7 @@
 #include "planrt/platform/cuda.h"
 #include "planrt/runtime/backend.h"
 #include "planrt/runtime/program.h"
+#include "backends/cuda/weight_cache.h"
 #include "platform/cuda/fault_injection.h"
 #include "support/built_programs.h"
 #include "support/gpu.h"
@@ -505,6 +506,64 @@ TEST_F(CudaBackendTest, AFailedWeightUploadLeavesNothingResident) {
   CudaBackendStats after = cuda_backend_stats();
   EXPECT_EQ(after.resident_weights, s0.resident_weights) << "a failed load kept a reference";
   EXPECT_EQ(after.weight_allocations, s0.weight_allocations);
+}
+
+// The weight cache's packing rule at its edge, and a constant asked for twice in one call
+// (two segments' inputs naming one weight): a constant of exactly kPackAbove bytes gets its
+// own allocation, one byte more goes into the slab; the repeat shares the first's copy and
+// holds a second reference; every copy holds its host bytes; the slab goes with its last.
+TEST(WeightCache, PacksAboveTheThresholdAndSharesARepeatWithinACall) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  constexpr size_t kAt = backends::WeightCache::kPackAbove;
+  auto bytes_of = [](size_t n, uint8_t seed) {
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed + i * 7);
+    return v;
+  };
+  const std::vector<uint8_t> at = bytes_of(kAt, 1), above = bytes_of(kAt + 1, 2),
+                             large = bytes_of(2 * kAt + 3, 3);
+  backends::WeightCache cache;
+  const backends::WeightRequest requests[] = {
+      {at, "at"}, {above, "above"}, {large, "large"}, {at, "at again"}, {above, "above again"}};
+  Result<std::vector<void*>> out = cache.acquire_all(0, requests);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const std::vector<void*>& ptr = *out;
+  EXPECT_EQ(ptr[3], ptr[0]);
+  EXPECT_EQ(ptr[4], ptr[1]);
+  const size_t above_padded = (above.size() + backends::WeightCache::kSlabAlignment - 1) /
+                              backends::WeightCache::kSlabAlignment *
+                              backends::WeightCache::kSlabAlignment;
+  EXPECT_EQ(static_cast<uint8_t*>(ptr[2]) - static_cast<uint8_t*>(ptr[1]),
+            static_cast<std::ptrdiff_t>(above_padded))
+      << "the two constants above the threshold share one slab, in request order";
+  EXPECT_EQ(cache.resident_bytes_on(0), at.size() + above.size() + large.size());
+  EXPECT_EQ(cache.allocated_bytes_on(0), at.size() + above_padded + large.size());
+  CudaBackendStats stats;
+  cache.stats(stats);
+  EXPECT_EQ(stats.weight_allocations, 2) << "the slab, and the constant at the threshold";
+  EXPECT_EQ(stats.resident_weights, 3);
+  for (size_t k = 0; k < 3; ++k) {
+    const std::vector<uint8_t>& want = k == 0 ? at : k == 1 ? above : large;
+    std::vector<uint8_t> got(want.size());
+    ASSERT_EQ(cudaMemcpy(got.data(), ptr[k], got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_TRUE(got == want) << "constant " << k;
+  }
+  // Two references each to the repeated ones: one release keeps them.
+  cache.release(0, at.data(), at.size());
+  cache.release(0, above.data(), above.size());
+  EXPECT_EQ(cache.resident_bytes_on(0), at.size() + above.size() + large.size());
+  cache.release(0, above.data(), above.size());
+  EXPECT_EQ(cache.resident_bytes_on(0), at.size() + large.size());
+  EXPECT_EQ(cache.allocated_bytes_on(0), at.size() + above_padded + large.size())
+      << "the slab keeps a released constant's bytes while another in it lives";
+  cache.release(0, large.data(), large.size());
+  cache.release(0, at.data(), at.size());
+  EXPECT_EQ(cache.resident_bytes_on(0), 0u);
+  EXPECT_EQ(cache.allocated_bytes_on(0), 0u);
+  CudaBackendStats after;
+  cache.stats(after);
+  EXPECT_EQ(after.weight_allocations, 0);
 }
 
 TEST_F(CudaBackendTest, TemporariesComeFromTheWarmPoolAndAreFreedEachCall) {
