@@ -157,6 +157,7 @@ Status Method::Impl::wait_for_readers_elsewhere(MethodStream& stream) {
 Status Method::Impl::synchronize_pending() {
   Status first;
   for (MethodStream& stream : streams) {
+    stream.readers_elsewhere = 0;  // every reader is waited for here
     Status s = synchronize(stream);
     if (!s.ok() && first.ok()) first = s;
   }
@@ -268,7 +269,7 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
           status = s.copy_allocator->wait_for_caller(stream, s.copy_device);
         }
         if (status.ok()) status = run_copy(s, kind, s.in_views[0], s.out_views[0], stream);
-        if (status.ok() && s.wait_stream >= 0) {
+        if (status.ok() && s.stream >= 0 && s.wait_stream >= 0) {
           // The source's device may reuse the copy's source next: it waits for this stream.
           if (s.stream < 64) {
             streams[static_cast<size_t>(s.wait_stream)].readers_elsewhere |= uint64_t{1} << s.stream;
