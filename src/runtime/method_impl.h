@@ -103,7 +103,9 @@ struct Step {
   // The method stream this step's device work goes on (index into Method::Impl::streams);
   // -1: host work, which first waits for every stream with pending work.
   int stream = -1;
-  // A copy between two devices also waits for the source device's stream (-1: none).
+  // Another stream this copy waits for first (-1: none): for a copy between two devices,
+  // the source device's; for a host-to-device copy of a host value a device-to-host copy on
+  // another stream wrote (two devices routed through the host), that copy's.
   int wait_stream = -1;
   // Operand views, refilled on each run (no allocation on the hot path).
   std::vector<TensorView> in_views;
@@ -158,6 +160,10 @@ struct Method::Impl {
   // Streams, one per non-host device the method's copies and segments use. Declared after
   // the delegates and arenas so they are destroyed first, each waiting for its queued work.
   std::vector<MethodStream> streams;
+  // Streams (bit i: streams[i]) holding a host-to-device copy that may not have read its
+  // host source yet: a device-to-host copy on another stream waits for them before it
+  // writes host bytes the plan may have given to that source too.
+  uint64_t host_readers = 0;
   std::vector<bool> delegate_ran;  // per delegate, during a run
   bool synchronize_each_step = false;
   // Threads of the host kernels during a run (option cpu.num_threads); 0: the default.
@@ -194,6 +200,8 @@ struct Method::Impl {
   Status synchronize(MethodStream& stream);
   // Waits for the streams whose copies read `stream`'s device (readers_elsewhere).
   Status wait_for_readers_elsewhere(MethodStream& stream);
+  // Waits for the streams other than `stream` in host_readers.
+  Status wait_for_host_readers(int stream);
   // Runs with the arena lock held.
   Status run_locked(std::span<const TensorView> inputs);
   Status copy_out_locked(std::span<const TensorView> dst) const;

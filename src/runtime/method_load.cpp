@@ -414,16 +414,34 @@ class Loader {
     return static_cast<int>(impl_.streams.size() - 1);
   }
 
+  // The stream of the device-to-host copy that last wrote step k's (host) source before
+  // step k; -1 when host work wrote it, or nothing did (an input). Streams of earlier steps
+  // are already assigned.
+  int stream_of_host_writer(size_t k) const {
+    const uint32_t id = impl_.steps[k].inputs[0];
+    for (size_t j = k; j-- > 0;) {
+      const Step& w = impl_.steps[j];
+      if (std::find(w.outputs.begin(), w.outputs.end(), id) == w.outputs.end()) continue;
+      return w.kind == fb::InstructionKind::Copy && w.copy == CopyKind::DeviceToHost ? w.stream : -1;
+    }
+    return -1;
+  }
+
   // Device work goes on the method's stream of its device: copies on the device they
-  // touch (a device-to-device copy on the destination's, after the source's), segments on
-  // their own.
+  // touch (a device-to-device copy on the destination's, after the source's; a host-to-device
+  // copy after the device-to-host copy on another stream that wrote its source), segments
+  // on their own.
   Status create_streams() {
-    for (Step& step : impl_.steps) {
+    for (size_t k = 0; k < impl_.steps.size(); ++k) {
+      Step& step = impl_.steps[k];
       if (step.kind == fb::InstructionKind::Copy && step.copy != CopyKind::HostToHost) {
         PLANRT_ASSIGN_OR_RETURN(step.stream, stream_for(step.copy_device));
         Device src = impl_.values[step.inputs[0]].device;
         if (step.copy == CopyKind::DeviceToDevice && src != step.copy_device) {
           PLANRT_ASSIGN_OR_RETURN(step.wait_stream, stream_for(src));
+        } else if (step.copy == CopyKind::HostToDevice) {
+          step.wait_stream = stream_of_host_writer(k);
+          if (step.wait_stream == step.stream) step.wait_stream = -1;  // in stream order
         }
       } else if (step.kind == fb::InstructionKind::Delegate) {
         PLANRT_ASSIGN_OR_RETURN(step.stream, stream_for(step.segment_device));

@@ -154,8 +154,19 @@ Status Method::Impl::wait_for_readers_elsewhere(MethodStream& stream) {
   return {};
 }
 
+Status Method::Impl::wait_for_host_readers(int stream) {
+  const uint64_t others = stream < 64 ? host_readers & ~(uint64_t{1} << stream) : host_readers;
+  host_readers &= ~others;
+  for (size_t i = 0; i < streams.size() && i < 64; ++i) {
+    if ((others >> i & 1) == 0) continue;
+    PLANRT_RETURN_IF_ERROR(synchronize(streams[i]));
+  }
+  return {};
+}
+
 Status Method::Impl::synchronize_pending() {
   Status first;
+  host_readers = 0;  // every reader is waited for here
   for (MethodStream& stream : streams) {
     stream.readers_elsewhere = 0;  // every reader is waited for here
     Status s = synchronize(stream);
@@ -239,13 +250,17 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
     }
     for (size_t i = 0; i < s.outputs.size(); ++i) s.out_views[i] = view_of(s.outputs[i]);
     // Host work reads what device work wrote: wait for it first. A copy between devices
-    // waits for the source device's stream; device work waits for the other devices' copies
-    // still to read its memory.
+    // waits for the source device's stream, a host-to-device copy for the stream whose copy
+    // wrote its source; device work waits for the other devices' copies still to read its
+    // memory, and a device-to-host copy for other streams' copies still to read host memory.
     Status status;
     if (s.stream < 0) {
       status = synchronize_pending();
     } else {
       status = wait_for_readers_elsewhere(streams[static_cast<size_t>(s.stream)]);
+      if (status.ok() && s.kind == fb::InstructionKind::Copy && s.copy == CopyKind::DeviceToHost) {
+        status = wait_for_host_readers(s.stream);
+      }
       if (status.ok() && s.wait_stream >= 0) {
         status = synchronize(streams[static_cast<size_t>(s.wait_stream)]);
       }
@@ -269,12 +284,17 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
           status = s.copy_allocator->wait_for_caller(stream, s.copy_device);
         }
         if (status.ok()) status = run_copy(s, kind, s.in_views[0], s.out_views[0], stream);
-        if (status.ok() && s.stream >= 0 && s.wait_stream >= 0) {
-          // The source's device may reuse the copy's source next: it waits for this stream.
-          if (s.stream < 64) {
-            streams[static_cast<size_t>(s.wait_stream)].readers_elsewhere |= uint64_t{1} << s.stream;
-          } else {
+        if (status.ok() && s.stream >= 0 && s.copy != CopyKind::DeviceToHost) {
+          // The source's memory may be reused next, by the source device's work or by a
+          // device-to-host copy on another stream: they wait for this stream.
+          const bool from_device = s.copy == CopyKind::DeviceToDevice && s.wait_stream >= 0;
+          const bool from_host = s.copy == CopyKind::HostToDevice && kind == CopyKind::HostToDevice;
+          if ((from_device || from_host) && s.stream >= 64) {
             status = synchronize(streams[static_cast<size_t>(s.stream)]);
+          } else if (from_device) {
+            streams[static_cast<size_t>(s.wait_stream)].readers_elsewhere |= uint64_t{1} << s.stream;
+          } else if (from_host) {
+            host_readers |= uint64_t{1} << s.stream;
           }
         }
         if (status.ok() && kind != CopyKind::HostToHost) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 
 #include "planrt/runtime/program.h"
 #include "runtime_test_util.h"
@@ -226,6 +227,20 @@ TEST(MethodStreams, StreamsAreDestroyedWithTheMethodAfterTheirWork) {
   EXPECT_EQ(cuda->counts().bytes_live, 0);
 }
 
+// A method of copies only (value `from` to value `to`, in order) over three planned
+// buffers: the host's, cuda:0's and cuda:1's, of the given sizes.
+void finish_copy_program(fixtures::FixtureProgram& f, std::unique_ptr<fb::MethodT> m,
+                         const std::vector<std::pair<uint32_t, uint32_t>>& copies,
+                         const std::array<uint64_t, 3>& buffer_bytes) {
+  for (auto [from, to] : copies) {
+    m->instructions.push_back(instruction(fb::InstructionKind::Copy, {from}, {to}));
+  }
+  m->planned_buffers.push_back(fixtures::planned_buffer(buffer_bytes[0], fb::DeviceType::CPU));
+  m->planned_buffers.push_back(fixtures::planned_buffer(buffer_bytes[1], fb::DeviceType::CUDA, 0));
+  m->planned_buffers.push_back(fixtures::planned_buffer(buffer_bytes[2], fb::DeviceType::CUDA, 1));
+  f.program.methods.push_back(std::move(m));
+}
+
 // A copy from cuda:0 to cuda:1 goes on cuda:1's stream, after cuda:0's work; the planner may
 // then give the copy's source to a later value on cuda:0. That later write must wait for the
 // copy, which reads its source only when cuda:1's stream runs. Hand-made (the builder routes
@@ -249,13 +264,8 @@ fixtures::FixtureProgram two_device_reuse_program() {
   m->values.push_back(planned_value("y1", {fixed_dim(kN)}, 2, 0));
   m->inputs = {0, 1};
   m->outputs = {2, 3};
-  for (auto [from, to] : std::vector<std::pair<uint32_t, uint32_t>>{{0, 4}, {4, 6}, {1, 5}, {6, 2}, {5, 3}}) {
-    m->instructions.push_back(instruction(fb::InstructionKind::Copy, {from}, {to}));
-  }
-  m->planned_buffers.push_back(fixtures::planned_buffer(4 * kSlot, fb::DeviceType::CPU));
-  m->planned_buffers.push_back(fixtures::planned_buffer(kSlot, fb::DeviceType::CUDA, 0));
-  m->planned_buffers.push_back(fixtures::planned_buffer(kSlot, fb::DeviceType::CUDA, 1));
-  f.program.methods.push_back(std::move(m));
+  finish_copy_program(f, std::move(m), {{0, 4}, {4, 6}, {1, 5}, {6, 2}, {5, 3}},
+                      {4 * kSlot, kSlot, kSlot});
   return f;
 }
 
@@ -279,6 +289,68 @@ TEST(MethodStreams, CopySourceOnAnotherDeviceIsNotOverwrittenBeforeTheCopyRuns) 
     EXPECT_EQ(floats((*out)[1]), b);
   }
   EXPECT_EQ(cuda->counts().copies_d2d, 3);
+  EXPECT_EQ(cuda->counts().bad_stream_uses, 0);
+}
+
+// What the builder writes for two GPUs: cuda:0 -> cuda:1 goes through a pinned host value,
+// a device-to-host copy on cuda:0's stream, then a host-to-device copy on cuda:1's. The
+// second must wait for the first (it reads the host bytes only when its stream runs), and a
+// later device-to-host copy into the same host bytes (the plan reused them) must wait for
+// the second. cuda:1 does the first device work, so its stream is drained first at the end
+// of a run, which is the order that shows both hazards. Steps (host: a b c out_*, h and g
+// on one slot; cuda:0: x0 z0; cuda:1: w1 y1 v1):
+//   b -> w1 -> out_b   (cuda:1 first)
+//   a -> x0 -> h -> y1 -> out_a,  c -> z0 -> g (h's bytes) -> v1 -> out_c
+fixtures::FixtureProgram two_devices_through_the_host_program() {
+  using fixtures::fixed_dim;
+  using fixtures::planned_value;
+  constexpr int64_t kN = 8;
+  constexpr uint64_t kSlot = 256;
+  fixtures::FixtureProgram f;
+  f.program.producer = "planrt streams test";
+  auto m = std::make_unique<fb::MethodT>();
+  m->name = "forward";
+  const char* host[] = {"a", "b", "c", "out_a", "out_b", "out_c", "h"};
+  for (uint64_t i = 0; i < std::size(host); ++i) {
+    m->values.push_back(planned_value(host[i], {fixed_dim(kN)}, 0, i * kSlot));
+  }
+  m->values.push_back(planned_value("g", {fixed_dim(kN)}, 0, 6 * kSlot));  // 7: h's bytes
+  m->values.push_back(planned_value("x0", {fixed_dim(kN)}, 1, 0));         // 8
+  m->values.push_back(planned_value("z0", {fixed_dim(kN)}, 1, kSlot));     // 9
+  m->values.push_back(planned_value("w1", {fixed_dim(kN)}, 2, 0));         // 10
+  m->values.push_back(planned_value("y1", {fixed_dim(kN)}, 2, kSlot));     // 11
+  m->values.push_back(planned_value("v1", {fixed_dim(kN)}, 2, 2 * kSlot)); // 12
+  m->inputs = {0, 1, 2};
+  m->outputs = {3, 4, 5};
+  finish_copy_program(f, std::move(m),
+                      {{1, 10}, {10, 4}, {0, 8}, {8, 6}, {6, 11}, {2, 9}, {9, 7}, {7, 12}, {11, 3}, {12, 5}},
+                      {7 * kSlot, 2 * kSlot, 3 * kSlot});
+  return f;
+}
+
+TEST(MethodStreams, CopiesBetweenDevicesThroughPinnedHostMemoryWaitForEachOther) {
+  ScopedTestAllocator cuda;
+  ASSERT_TRUE(cuda.status().ok());
+  Program p = load_fixture(two_devices_through_the_host_program());
+  Result<Method> m = p.load_method("forward");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->run_stats().streams, 2);
+  EXPECT_GE(cuda->counts().pins, 1);  // the host bytes are read when the stream runs
+  for (float base : {1.0f, 100.0f, -7.0f}) {
+    std::vector<float> a(8), b(8), c(8);
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = base + static_cast<float>(i);
+      b[i] = 2 * base - static_cast<float>(i);
+      c[i] = -base - static_cast<float>(i) - 0.5f;
+    }
+    TensorView in[] = {view_of(a, {8}), view_of(b, {8}), view_of(c, {8})};
+    Result<std::vector<Tensor>> out = m->execute(in);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_EQ(floats((*out)[0]), a) << "cuda:1 read the host bytes before cuda:0 wrote them, "
+                                       "or after cuda:0 overwrote them";
+    EXPECT_EQ(floats((*out)[1]), b);
+    EXPECT_EQ(floats((*out)[2]), c) << "cuda:1 read the host bytes before cuda:0 wrote them";
+  }
   EXPECT_EQ(cuda->counts().bad_stream_uses, 0);
 }
 
