@@ -5,7 +5,12 @@
 # model to bench/results/compare.jsonl: relative error of the output, device memory above
 # weights on both sides, latency medians and p90s.
 #
-#   bench/compare.sh [--smoke] [MODEL_SPEC ...]     # then: python3 bench/report_compare.py
+#   bench/compare.sh [--smoke] [--no-compile] [MODEL_SPEC ...]   # then: python3 bench/report_compare.py
+#   bench/compare.sh --sweep [f32|bf16 ...]   # issue 18: 12 blocks, S in 1 16 128 512 2048,
+#                                             # cuda and engine-per-block (report_compare.py --sweep)
+# Beside PyTorch eager (the op-by-op reference) each model also runs under torch.compile,
+# mode default and mode reduce-overhead (CUDA graphs), unless --no-compile: the peers a user
+# deploys with (torch 2 on the GPU machine).
 # MODEL_SPEC: LAYERS:SEQ:PARTITION[:DTYPE] (DTYPE f32, the default, or bf16; default list:
 # issue 5's, below). Run on a GPU machine
 # with torch, from a clean checkout: without PLANRT it installs the Debian packages
@@ -25,10 +30,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 smoke=0
-if [ "${1:-}" = --smoke ]; then
-  smoke=1
+sweep=0
+compile_modes=(default reduce-overhead)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) smoke=1 ;;
+    --sweep) sweep=1 ;;
+    --no-compile) compile_modes=() ;;
+    *) break ;;
+  esac
   shift
-fi
+done
 planrt=${PLANRT:-build/release/tools/planrt}
 commit=${PLANRT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 specs=("$@")
@@ -47,6 +59,18 @@ else
   floors_args=()
 fi
 failures=0
+if [ $sweep = 1 ]; then
+  floors_args+=(--seqs 1,16,128,512,2048)
+  # Issue 18's sweep: the 12-block model over S, f32 and bf16 (DTYPE arguments narrow it).
+  dtypes=("${specs[@]}")
+  [ ${#dtypes[@]} -eq 0 ] && dtypes=(f32 bf16)
+  specs=()
+  for dtype in "${dtypes[@]}"; do
+    for seq in 1 16 128 512 2048; do
+      specs+=("12:$seq:cuda:$dtype" "12:$seq:engine-per-block:$dtype")
+    done
+  done
+fi
 if [ ${#specs[@]} -eq 0 ]; then
   specs=()
   for layers in 2 6 12 24; do
@@ -78,6 +102,18 @@ for spec in "${specs[@]}"; do
   python3 -c "import numpy as np; np.save('$dir/x.npy', np.random.default_rng(7).standard_normal((1, $seq, 512)).astype(np.float32))"
   python3 bench/torch_reference.py "$dir/model.json" --input "x=$dir/x.npy" \
     --output-dir "$dir/torch" --iterations "$iters" --dtype "$dtype" > "$dir/torch.json"
+  # The deployment peers: the same forward under torch.compile, default and reduce-overhead
+  # (CUDA graphs). The model and input do not depend on the partition, so each is compiled
+  # once per (layers, seq, dtype) and its figures are shared by the partitions' rows.
+  peers="$work/torch_compile_t${layers}_s${seq}_${dtype}"
+  mkdir -p "$peers"
+  for mode in "${compile_modes[@]}"; do
+    if [ ! -s "$peers/$mode.json" ]; then
+      python3 bench/torch_reference.py "$dir/model.json" --input "x=$dir/x.npy" \
+        --output-dir "$peers/$mode" --iterations "$iters" --dtype "$dtype" --compile "$mode" \
+        > "$peers/$mode.json" || { rm -f "$peers/$mode.json"; failures=$((failures + 1)); }
+    fi
+  done
   # bf16: both sides are also measured against PyTorch in f32 on the same (bf16) weights
   # and input, which tells planrt's rounding error from the difference between two bf16
   # computations.
@@ -101,10 +137,10 @@ for spec in "${specs[@]}"; do
       failures=$((failures + 1))
     fi
   fi
-  python3 - "$dir" "$name" "$layers" "$seq" "$partition" "$commit" "$dtype" "$smoke" >> "$results" <<'PY' || failures=$((failures + 1))
+  python3 - "$dir" "$name" "$layers" "$seq" "$partition" "$commit" "$dtype" "$smoke" "$peers" >> "$results" <<'PY' || failures=$((failures + 1))
 import json, os, sys
 import numpy as np
-d, name, layers, seq, partition, commit, dtype, smoke = sys.argv[1:]
+d, name, layers, seq, partition, commit, dtype, smoke, peers = sys.argv[1:]
 t = json.load(open(f"{d}/torch.json"))
 p = json.load(open(f"{d}/planrt.json"))
 a = np.load(f"{d}/planrt/y.npy").astype(np.float64)
@@ -125,6 +161,17 @@ if os.path.exists(f"{d}/torch_f32/y.npy"):
     f = np.load(f"{d}/torch_f32/y.npy").astype(np.float64)
     extra.update({"planrt_rel_error_vs_torch_f32": float(np.linalg.norm(a - f) / np.linalg.norm(f)),
                   "torch_rel_error_vs_torch_f32": float(np.linalg.norm(b - f) / np.linalg.norm(f))})
+for mode, key in (("default", "torch_compile"), ("reduce-overhead", "torch_compile_ro")):
+    if not os.path.exists(f"{peers}/{mode}.json"):
+        continue
+    c = json.load(open(f"{peers}/{mode}.json"))
+    y = np.load(f"{peers}/{mode}/y.npy").astype(np.float64)
+    extra.update({f"{key}_host_to_host_median_ms": c["host_to_host_ms"]["median"],
+                  f"{key}_host_to_host_p90_ms": c["host_to_host_ms"]["p90"],
+                  f"{key}_median_ms": c["latency_ms"]["median"],
+                  f"{key}_rel_error_vs_eager": float(np.linalg.norm(y - b) / np.linalg.norm(b)),
+                  f"{key}_max_allocated_above_weights_bytes": c["memory"]["max_allocated_above_weights_bytes"],
+                  f"{key}_device_used_above_weights_bytes": c["memory"]["device_used_delta_bytes"] - c["memory"]["weights_bytes"]})
 cuda = next(x for x in p["memory"]["devices"] if x["device"] == "cuda:0")
 weights = cuda["weights_bytes"]
 planrt_above = cuda.get("device_used_after_run_bytes", 0) - cuda.get("device_used_before_load_bytes", 0) - weights

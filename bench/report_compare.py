@@ -6,6 +6,11 @@ the two latencies per model. Standard library only.
   python3 bench/report_compare.py [--results bench/results/compare.jsonl]
                                   [--table docs/performance_table.md] [--svg docs/performance.svg]
                                   [--doc docs/performance.md]
+  python3 bench/report_compare.py --sweep [--commit SHA] [--results ...] [--table ...] [--svg ...] [--doc ...]
+      issue 18's sweep (compare.sh --sweep): per S and dtype of the 12-block model, eager,
+      torch.compile, torch.compile reduce-overhead and planrt's three ways, the ratios the
+      targets name and the floor; defaults docs/performance_sweep.md, docs/performance_sweep.svg,
+      spliced between the sweep:begin and sweep:end markers of docs/performance.md.
 """
 import argparse
 import json
@@ -136,14 +141,112 @@ def svg(rows):
     return "\n".join(parts) + "\n"
 
 
-def splice(path, text):
-    """Puts `text` between the table markers of the document at `path`, if it has them."""
+SWEEP_SEQS = (1, 16, 128, 512, 2048)
+
+
+def sweep_points(rows, commit=None):
+    """{(dtype, seq): {partition: row}} of the 12-block sweep rows (of `commit` if given)."""
+    points = {}
+    for r in rows:
+        if r["layers"] != 12 or r["seq"] not in SWEEP_SEQS or (commit and r["commit"] != commit):
+            continue
+        points.setdefault((r.get("dtype", "f32"), r["seq"]), {})[r["partition"]] = r
+    return dict(sorted(points.items(), key=lambda i: (i[0][0] != "f32", i[0][1])))
+
+
+def sweep_ratios(parts):
+    """(best planrt / compile reduce-overhead, planrt without graphs / compile default,
+    best planrt ms, the peers' ms) of one point; a ratio is None when a side is missing."""
+    cuda, engine = parts.get("cuda", {}), parts.get("engine-per-block", {})
+    eager_ways = [r["planrt_median_ms"] for r in (cuda, engine) if r]
+    best = min(eager_ways + ([cuda["planrt_graphs_median_ms"]] if "planrt_graphs_median_ms" in cuda else []),
+               default=None)
+    any_row = cuda or engine
+    ro = any_row.get("torch_compile_ro_host_to_host_median_ms")
+    comp = any_row.get("torch_compile_host_to_host_median_ms")
+    return (best / ro if best and ro else None,
+            min(eager_ways) / comp if eager_ways and comp else None, best, comp, ro)
+
+
+def sweep_table(points, floors):
+    fmt = lambda v: f"{v:.3f}" if v is not None else "-"
+    mib = lambda v: f"{v / MIB:.0f}" if v is not None else "-"
+    out = ["| S, dtype | eager | torch.compile | compile, reduce-overhead | planrt cuda | planrt cuda + graphs | "
+           "planrt engine-per-block | best planrt / reduce-overhead (target <= 0.9) | planrt without graphs / "
+           "compile (target <= 1) | device memory above weights, MiB: planrt (cuda / graphs / engine) vs "
+           "eager / compile / reduce-overhead | floor ms, best planrt at x floor | rel. error |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (dtype, seq), parts in points.items():
+        cuda, engine = parts.get("cuda", {}), parts.get("engine-per-block", {})
+        any_row = cuda or engine
+        ro_ratio, comp_ratio, best, comp, ro = sweep_ratios(parts)
+        floor = floor_ms(any_row, floors)
+        errors = ", ".join(f"{r['rel_error']:.1e}" for r in (cuda, engine) if r)
+        out.append(
+            f"| {seq} {dtype} | {fmt(any_row.get('torch_host_to_host_median_ms'))} | {fmt(comp)} | {fmt(ro)} | "
+            f"{fmt(cuda.get('planrt_median_ms'))} | {fmt(cuda.get('planrt_graphs_median_ms'))} | "
+            f"{fmt(engine.get('planrt_median_ms'))} | {fmt(ro_ratio) if ro_ratio else '-'} | "
+            f"{fmt(comp_ratio) if comp_ratio else '-'} | "
+            f"{mib(cuda.get('planrt_device_used_above_weights_bytes'))} / "
+            f"{mib(cuda.get('planrt_graphs_device_used_above_weights_bytes'))} / "
+            f"{mib(engine.get('planrt_device_used_above_weights_bytes'))} vs "
+            f"{mib(any_row.get('torch_device_used_above_weights_bytes'))} / "
+            f"{mib(any_row.get('torch_compile_device_used_above_weights_bytes'))} / "
+            f"{mib(any_row.get('torch_compile_ro_device_used_above_weights_bytes'))} | "
+            + (f"{floor:.3f}, {best / floor:.1f}x" if floor and best else "-") + f" | {errors} |")
+    rows = [r for parts in points.values() for r in parts.values()]
+    out.append("")
+    out.append(f"Commit(s) {', '.join(sorted({r['commit'] for r in rows}))}; device "
+               f"{', '.join(sorted({str(r.get('device')) for r in rows}))}; torch "
+               f"{', '.join(sorted({str(r.get('torch')) for r in rows}))}; host-to-host medians of "
+               f"{rows[0]['iterations'] if rows else 0} runs; every column of a row from one process "
+               "per side in one compare.sh run.")
+    return "\n".join(out) + "\n"
+
+
+def sweep_svg(points):
+    """planrt/peer ratio over S: best planrt / reduce-overhead and planrt without graphs /
+    compile default, per dtype; the 0.9 and 1.0 targets drawn."""
+    left, top, width, height, ymax = 60, 40, 420, 220, 3.0
+    x_of = lambda i: left + width * i / (len(SWEEP_SEQS) - 1)
+    y_of = lambda v: top + height * (1 - min(v, ymax) / ymax)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 200}" height="{top + height + 50}" '
+             'font-family="sans-serif" font-size="11">',
+             '<text x="10" y="18" font-size="13">planrt / torch.compile over S, 12 blocks (below the line: ahead)</text>']
+    for target in (0.9, 1.0):
+        parts.append(f'<line x1="{left}" x2="{left + width}" y1="{y_of(target):.1f}" y2="{y_of(target):.1f}" '
+                     f'stroke="#999" stroke-dasharray="4,3"/><text x="{left - 30}" y="{y_of(target) + 4:.1f}">{target}</text>')
+    for i, seq in enumerate(SWEEP_SEQS):
+        parts.append(f'<text x="{x_of(i) - 10:.1f}" y="{top + height + 16}">S={seq}</text>')
+    series = [("f32", 0, "#4c72b0", "f32 best / reduce-overhead"), ("f32", 1, "#8fb0de", "f32 no graphs / compile"),
+              ("bf16", 0, "#dd8452", "bf16 best / reduce-overhead"), ("bf16", 1, "#f0b98f", "bf16 no graphs / compile")]
+    for k, (dtype, which, color, label) in enumerate(series):
+        pts = []
+        for i, seq in enumerate(SWEEP_SEQS):
+            if (dtype, seq) in points:
+                v = sweep_ratios(points[(dtype, seq)])[which]
+                if v:
+                    pts.append((x_of(i), y_of(v), v))
+        if not pts:
+            continue
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
+                     + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts) + '"/>')
+        for x, y, v in pts:
+            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"/>')
+        parts.append(f'<rect x="{left + width + 20}" y="{top + 16 * k}" width="10" height="10" fill="{color}"/>'
+                     f'<text x="{left + width + 34}" y="{top + 16 * k + 9}">{label}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def splice(path, text, marker="table"):
+    """Puts `text` between the `marker` markers of the document at `path`, if it has them."""
     try:
         with open(path) as f:
             doc = f.read()
     except FileNotFoundError:
         return
-    begin, end = doc.find("<!-- table:begin"), doc.find("<!-- table:end -->")
+    begin, end = doc.find(f"<!-- {marker}:begin"), doc.find(f"<!-- {marker}:end -->")
     if begin < 0 or end < begin:
         return
     begin = doc.index("\n", begin) + 1
@@ -154,12 +257,29 @@ def splice(path, text):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--results", default="bench/results/compare.jsonl")
-    p.add_argument("--table", default="docs/performance_table.md")
-    p.add_argument("--svg", default="docs/performance.svg")
+    p.add_argument("--table")
+    p.add_argument("--svg")
     p.add_argument("--doc", default="docs/performance.md",
                    help="also written between its table:begin and table:end markers")
+    p.add_argument("--sweep", action="store_true", help="issue 18's sweep table and chart")
+    p.add_argument("--commit", help="--sweep: only the rows of this commit")
     a = p.parse_args()
     rows, floors = load(a.results)
+    if a.sweep:
+        points = sweep_points(rows, a.commit)
+        if not points:
+            raise SystemExit(f"no 12-block sweep rows in {a.results}")
+        a.table = a.table or "docs/performance_sweep.md"
+        a.svg = a.svg or "docs/performance_sweep.svg"
+        with open(a.table, "w") as f:
+            f.write(sweep_table(points, floors))
+        with open(a.svg, "w") as f:
+            f.write(sweep_svg(points))
+        splice(a.doc, sweep_table(points, floors), "sweep")
+        print(f"{len(points)} sweep points -> {a.table}, {a.svg}")
+        return
+    a.table = a.table or "docs/performance_table.md"
+    a.svg = a.svg or "docs/performance.svg"
     with open(a.table, "w") as f:
         f.write(table(rows, floors))
     with open(a.svg, "w") as f:
