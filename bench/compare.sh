@@ -132,8 +132,12 @@ for spec in "${specs[@]}"; do
     "$planrt" run "$dir/model.prog" --input "x=$dir/x.npy" --warmup 5 --iterations "$iters" \
       --output-dir "$dir/planrt_graphs" --json --backend-option cuda.use_cuda_graphs=true \
       > "$dir/planrt_graphs.json"
-    if ! cmp -s "$dir/planrt/y.npy" "$dir/planrt_graphs/y.npy"; then
-      echo "$name: graph replay changed the output" >&2
+    # Two processes may time different cuBLASLt algorithms for a linear (design.md
+    # "gemm-algorithms"): the outputs agree to rounding, bit for bit only within a process.
+    if ! python3 -c "import numpy as np, sys; a, b = (np.load(f).astype(np.float64) for f in sys.argv[1:3]); \
+sys.exit(int(np.linalg.norm(a - b) > float(sys.argv[3]) * np.linalg.norm(a)))" \
+        "$dir/planrt/y.npy" "$dir/planrt_graphs/y.npy" "$([ "$dtype" = f32 ] && echo 1e-5 || echo 2e-2)"; then
+      echo "$name: graph replay changed the output beyond rounding" >&2
       failures=$((failures + 1))
     fi
   fi

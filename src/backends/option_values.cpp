@@ -12,6 +12,13 @@ Result<bool> parse_bool_option(std::string_view key, std::string_view value) {
                     "option '{}' must be \"true\" or \"false\", not \"{}\"", key, value);
 }
 
+Result<bool> parse_gemm_algorithm_option(std::string_view key, std::string_view value) {
+  if (value == "timed") return true;
+  if (value == "heuristic") return false;
+  return make_error(ErrorCode::InvalidArgument,
+                    "option '{}' must be \"timed\" or \"heuristic\", not \"{}\"", key, value);
+}
+
 Result<uint64_t> parse_bytes_option(std::string_view key, std::string_view value) {
   if (value == "max") return std::numeric_limits<uint64_t>::max();
   uint64_t n = 0;

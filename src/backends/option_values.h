@@ -12,6 +12,11 @@ namespace planrt::backends {
 // "true"/"1" or "false"/"0"; InvalidArgument naming the key and the value otherwise.
 Result<bool> parse_bool_option(std::string_view key, std::string_view value);
 
+// The CUDA linears' cuBLASLt algorithm choice ("gemm_algorithm", kernels/cuda/gemm_lt.h):
+// true for "timed" (the fastest of the heuristic's top answers, timed on a shape's first
+// call), false for "heuristic" (its first answer); InvalidArgument naming the key otherwise.
+Result<bool> parse_gemm_algorithm_option(std::string_view key, std::string_view value);
+
 // A byte count or "max"; InvalidArgument naming the key and the value otherwise.
 Result<uint64_t> parse_bytes_option(std::string_view key, std::string_view value);
 

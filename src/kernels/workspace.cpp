@@ -85,6 +85,14 @@ CudaConvWorkspace conv2d_cuda_workspace_per_image(const Conv2dPlan& p, DType dty
   return ws;
 }
 
+uint64_t linear_cuda_workspace_bytes(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  // 32 f32 partial outputs, in doubles so that no product of int64 dims overflows.
+  const double partials = 32.0 * 4.0 * static_cast<double>(m) * static_cast<double>(n);
+  if (partials >= static_cast<double>(kCudaLinearWorkspaceCap)) return kCudaLinearWorkspaceCap;
+  return (static_cast<uint64_t>(partials) + 255) / 256 * 256;
+}
+
 Result<uint64_t> cuda_workspace_bytes(std::string_view op, const OpAttrs& attrs,
                                       std::span<const TensorView> inputs,
                                       std::span<const TensorView> outputs) {
@@ -92,6 +100,10 @@ Result<uint64_t> cuda_workspace_bytes(std::string_view op, const OpAttrs& attrs,
     PLANRT_ASSIGN_OR_RETURN(AttentionPlan p, plan_attention(attrs, inputs, outputs));
     PLANRT_ASSIGN_OR_RETURN(AttentionWorkspace ws, attention_workspace(p, inputs[0].dtype));
     return ws.bytes;
+  }
+  if (op == "linear") {
+    PLANRT_ASSIGN_OR_RETURN(LinearPlan p, plan_linear(inputs, outputs));
+    return linear_cuda_workspace_bytes(p.m, p.n, p.k);
   }
   if (op == "matmul") {
     PLANRT_ASSIGN_OR_RETURN(MatmulPlan p, plan_matmul(inputs, outputs));

@@ -3,10 +3,11 @@
 // size their temporaries with these functions, and an engine (docs/design.md §6) plans the same
 // figures into its activation scratch, so both always agree.
 //
-// Only two CUDA kernels take any: scaled_dot_product_attention when it keeps its scores
-// (score rows of a group of heads, at most kScoreBudget bytes unless one head alone needs
-// more; the fused kernel takes none) and matmul with mixed broadcasting (three pointer
-// arrays). The CPU kernels take none from a caller.
+// Three CUDA kernels take any: linear (cuBLASLt's workspace, below),
+// scaled_dot_product_attention when it keeps its scores (score rows of a group of heads, at
+// most kScoreBudget bytes unless one head alone needs more; the fused kernel takes none) and
+// matmul with mixed broadcasting (three pointer arrays). The CPU kernels take none from a
+// caller.
 // Errors: those of the op's plan (op_plans.h), for operands the kernel would refuse.
 // Pure and thread-safe; data pointers are not read (views may carry null data).
 #pragma once
@@ -77,6 +78,16 @@ struct CudaConvWorkspace {
 };
 CudaConvWorkspace conv2d_cuda_workspace_per_image(const Conv2dPlan& plan, DType dtype);
 bool conv2d_pads_symmetric(const Conv2dPlan& plan);
+
+// linear on a CUDA device: the workspace its cuBLASLt product may use (cuda/gemm_lt.h), where
+// split-K and stream-K algorithms keep partial sums. Measured on the H200
+// (bench/results/gemm_algos.jsonl), the fastest algorithms of the encoder's short-sequence
+// products used 4 to 32 f32 partial outputs' worth (128 x 512 x 2048: 8 MiB, 2.6x faster than
+// with none), and no product gained from more than 16 MiB: 32 times the output in f32,
+// at most kCudaLinearWorkspaceCap (cuBLAS's own default on Hopper), 0 for an empty product.
+// Grows with m and n, so a workspace planned at the dims' max holds every call.
+inline constexpr uint64_t kCudaLinearWorkspaceCap = uint64_t{32} << 20;
+uint64_t linear_cuda_workspace_bytes(int64_t m, int64_t n, int64_t k);
 
 // matmul's batch layout needs per-product pointers (the mixed-broadcast path).
 bool matmul_needs_pointer_arrays(int64_t m, int64_t n, int64_t k, const Shape& a_batch,

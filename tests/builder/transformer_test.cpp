@@ -262,8 +262,12 @@ TEST(Transformer, Bf16ModelHoldsEveryTensorInBf16) {
     EXPECT_EQ(v->dtype, fb::DType::BF16) << v->name;
   }
   ASSERT_EQ(built.plans().size(), built_f32.plans().size());
+  // Every tensor halves; the linears' cuBLASLt workspace in the segments' planned scratch
+  // (f32 partial sums in either dtype, kernels/workspace.h) does not: bf16 holds at most
+  // the f32 plan and at least half of it.
   for (size_t i = 0; i < built.plans().size(); ++i) {
-    EXPECT_EQ(built.plans()[i].planned_bytes * 2, built_f32.plans()[i].planned_bytes);
+    EXPECT_LE(built.plans()[i].planned_bytes, built_f32.plans()[i].planned_bytes);
+    EXPECT_GE(built.plans()[i].planned_bytes * 2, built_f32.plans()[i].planned_bytes);
   }
 }
 

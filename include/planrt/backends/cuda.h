@@ -35,6 +35,10 @@
 // Options (compile specs of the program/segment, then load-time options for "cuda", a
 // later key wins; a bad value is InvalidArgument naming the key):
 //   "allow_tf32"             "true" | "false" (default false): cuBLAS TF32 math
+//   "gemm_algorithm"         "timed" | "heuristic" (default timed): each linear's cuBLASLt
+//                            algorithm is the fastest of the heuristic's top answers, timed
+//                            on the first call of its shape (that call waits for its stream),
+//                            or the heuristic's first answer (the same in every process)
 //   "fuse_kernels"           "true" | "false" (default true): an add whose result a
 //                            layer_norm reads next runs as one kernel; false runs every op
 //                            as its own kernel (for A/B measurements)

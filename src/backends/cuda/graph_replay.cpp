@@ -49,6 +49,11 @@ Status run_with_graphs(Segment& seg, std::span<const TensorView> inputs,
   if (seg.graphs.captured.size() >= kMaxGraphsPerSegment || capturing != cudaStreamCaptureStatusNone) {
     return run_eagerly(seg, inputs, outputs, stream);
   }
+  // A new key runs eagerly first, and that run gives this call's outputs: the kernels make
+  // their first-call choices outside the capture (the linears time their cuBLASLt
+  // algorithms, kernels/cuda/gemm_lt.h, which a capturing stream cannot), and the capture
+  // after it only records, for the next call with the key to replay.
+  PLANRT_RETURN_IF_ERROR(run_eagerly(seg, inputs, outputs, stream));
   PLANRT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed),
                               where + ": cudaStreamBeginCapture", seg.device);
   Status status = run_eagerly(seg, inputs, outputs, stream);
@@ -57,18 +62,18 @@ Status run_with_graphs(Segment& seg, std::span<const TensorView> inputs,
   if (status.ok() && exec.ok()) {
     seg.graphs.captured.push_back({std::move(key), std::move(exec).value()});
     g_captures.fetch_add(1, std::memory_order_relaxed);
-    return seg.graphs.captured.back().exec.launch(stream).with_context(where);
+    return {};
   }
   (void)cudaGetLastError();  // a refused capture leaves its error behind; nothing ran
   // The kernels' own checks (a bad operand, an unsupported dtype) fail the same eagerly.
   if (!status.ok() && status.code() != ErrorCode::Internal) return status;
-  // Else CUDA refused something in the capture. Nothing was enqueued for real (a capture
-  // only records), so the work runs eagerly now.
+  // Else CUDA refused something in the capture. The eager run above gave the outputs (a
+  // capture only records).
   PLANRT_LOG_WARN("{}: CUDA graph capture failed ({}); running without graphs from now on", where,
                   !exec.ok() ? exec.status().to_string() : status.to_string());
   seg.graphs.failed = true;
   g_fallbacks.fetch_add(1, std::memory_order_relaxed);
-  return run_eagerly(seg, inputs, outputs, stream);
+  return {};
 }
 
 }  // namespace planrt::cuda_backend

@@ -1,7 +1,9 @@
 // CUDA-graph replay of cuda segments (backend option use_cuda_graphs): the first execute of
 // a segment with a given key (each operand's address and sizes, which fix every dim, every
-// temporary's size and every kernel's grid) is captured and instantiated; that and every
-// later execute with the key launch the graph, one launch instead of one per kernel.
+// temporary's size and every kernel's grid) runs eagerly, then is captured and instantiated
+// (the eager run lets kernels make first-call choices, such as the linears' timed cuBLASLt
+// algorithms, outside a capture); every later execute with the key launches the graph, one
+// launch instead of one per kernel.
 // Private to src/backends/cuda.
 //
 // Relaxed capture mode: a library's first-use setup inside the capture (cuBLAS allocating

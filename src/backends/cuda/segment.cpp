@@ -129,6 +129,9 @@ Result<SegmentOptions> parse_options(std::span<const BackendOption> compile_spec
         PLANRT_ASSIGN_OR_RETURN(out.use_cuda_graphs, parse_bool_option(o.key, o.value));
       } else if (o.key == "use_planned_scratch") {
         PLANRT_ASSIGN_OR_RETURN(out.use_planned_scratch, parse_bool_option(o.key, o.value));
+      } else if (o.key == "gemm_algorithm") {
+        PLANRT_ASSIGN_OR_RETURN(bool timed, backends::parse_gemm_algorithm_option(o.key, o.value));
+        out.gemm_algorithm = timed ? kernels::cuda::GemmAlgorithm::Timed : kernels::cuda::GemmAlgorithm::Heuristic;
       } else if (o.key == "use_private_pool") {
         PLANRT_ASSIGN_OR_RETURN(out.pool.use_private_pool, parse_bool_option(o.key, o.value));
       } else if (o.key == "pool_release_threshold") {

@@ -80,6 +80,7 @@ struct SegmentOptions {
   bool fuse_kernels = true;      // fuse_add_layer_norm; false runs every op as its own kernel
   bool use_cuda_graphs = false;  // capture each execute once per operand addresses and sizes
   bool use_planned_scratch = true;  // the Delegate's planned scratch, where the program has one
+  kernels::cuda::GemmAlgorithm gemm_algorithm = kernels::cuda::GemmAlgorithm::Timed;
   cuda::PoolOptions pool;
 };
 
@@ -105,6 +106,7 @@ struct Segment {
   std::vector<uint64_t> workspace_offsets, workspace_bytes;
   backends::PlannedWorkspace planned_workspace;
   bool fuse = true;  // option fuse_kernels
+  kernels::cuda::GemmAlgorithm gemm_algorithm = kernels::cuda::GemmAlgorithm::Timed;  // option
   SegmentGraphs graphs;  // option use_cuda_graphs: the captures, replayed by graph_replay.h
 
   cuda::PoolHandle pool;

@@ -122,12 +122,18 @@ class CublasHandle {
 
 class CudnnHandle;  // cudnn_library.h
 
+// How linear picks its cuBLASLt algorithm (gemm_lt.h): the fastest of the heuristic's top
+// answers, timed on the first call of a shape (the default), or the heuristic's first answer
+// (the same choice in every process: for bit-for-bit reproducibility across runs, and A/B).
+enum class GemmAlgorithm { Timed, Heuristic };
+
 struct CudaKernelContext {
   cudaStream_t stream = nullptr;          // every enqueue of the call goes here
   cublasHandle_t cublas = nullptr;        // needed by linear, matmul, attention
   const CudnnHandle* cudnn = nullptr;     // needed by conv2d (cuDNN, opened on first use)
   CudaTempMemory* temp = nullptr;         // needed by attention and broadcast matmul
   CudaDeviceError* device_errors = nullptr;  // optional, device memory (see above)
+  GemmAlgorithm gemm_algorithm = GemmAlgorithm::Timed;
 };
 
 using CudaKernelFn = Status (*)(const CudaKernelContext& ctx, const OpAttrs& attrs,

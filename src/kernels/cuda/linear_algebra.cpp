@@ -24,11 +24,17 @@ Status linear(const CudaKernelContext& ctx, const OpAttrs&, std::span<const Tens
 
   const TensorView bias = inputs.size() > 2 ? inputs[2] : TensorView::none();
   void* y = outputs[0].data;
-  if (!bias.is_none()) {  // one cuBLASLt call with the bias in its epilogue, where it applies
-    PLANRT_ASSIGN_OR_RETURN(bool done, gemm_bias_nk(op, ctx, dtype, m, n, k, inputs[0].data,
-                                                    inputs[1].data, bias.data, y));
-    if (done) return {};
-  }
+  // One cuBLASLt call, the bias in its epilogue, its algorithm timed on the first call of the
+  // shape (gemm_lt.h), with the workspace the plan gave it (none without ctx.temp).
+  TempBuffer workspace(ctx);
+  const uint64_t workspace_bytes = ctx.temp != nullptr ? linear_cuda_workspace_bytes(m, n, k) : 0;
+  if (workspace_bytes > 0) PLANRT_RETURN_IF_ERROR(workspace.allocate(op, workspace_bytes));
+  const LtProduct product{dtype, m, n, k, inputs[0].data, inputs[1].data,
+                          bias.is_none() ? nullptr : bias.data, y};
+  PLANRT_ASSIGN_OR_RETURN(bool done,
+                          gemm_nk_lt(op, ctx, product, workspace.get(), workspace_bytes));
+  PLANRT_RETURN_IF_ERROR(workspace.release());
+  if (done) return {};
   // Else, as on the CPU: the bias goes in first and the GEMM accumulates onto it (beta = 1).
   if (!bias.is_none()) {
     const cudaError_t err =

@@ -24,6 +24,7 @@
 #include "planrt/runtime/backend.h"
 #include "planrt/runtime/program.h"
 #include "backends/cuda/weight_cache.h"
+#include "kernels/cuda/gemm_lt.h"
 #include "platform/cuda/fault_injection.h"
 #include "support/built_programs.h"
 #include "support/gpu.h"
@@ -283,6 +284,47 @@ TEST_F(CudaBackendTest, AllowTf32OptionIsParsed) {
   Result<std::vector<float>> got = run(*dev, x, {1, 8, 64});
   ASSERT_TRUE(want.ok() && got.ok());
   EXPECT_LT(relative_error(*got, *want), 1e-2);
+}
+
+// gemm_algorithm reaches the linears: "heuristic" times nothing, "timed" (the default)
+// times each new product shape once and agrees with the CPU; a bad value names the key and
+// what it may be.
+TEST_F(CudaBackendTest, GemmAlgorithmOptionDecidesWhetherTheLinearsAreTimed) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> p = two_methods();
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  LoadMethodOptions bad;
+  bad.backend_options["cuda"] = {BackendOption{"gemm_algorithm", "fastest"}};
+  Result<Method> refused = p->load_method("forward_cuda", bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(refused.status().message().find("gemm_algorithm"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("heuristic"), std::string::npos) << refused.status().message();
+
+  Result<Method> host = p->load_method("forward");
+  ASSERT_TRUE(host.ok());
+  // A sequence length no other test of this process runs, so its products are new.
+  const int64_t s = 37;
+  std::vector<float> x = make_input(s * 64, 1.f);
+  Result<std::vector<float>> want = run(*host, x, {1, s, 64});
+  ASSERT_TRUE(want.ok());
+  for (const char* choice : {"heuristic", "timed"}) {
+    SCOPED_TRACE(choice);
+    LoadMethodOptions o;
+    o.backend_options["cuda"] = {BackendOption{"gemm_algorithm", choice}};
+    Result<Method> dev = p->load_method("forward_cuda", o);
+    ASSERT_TRUE(dev.ok()) << dev.status().to_string();
+    const kernels::cuda::LtAlgorithmStats before = kernels::cuda::lt_algorithm_stats();
+    Result<std::vector<float>> got = run(*dev, x, {1, s, 64});
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_LT(relative_error(*got, *want), 1e-5);
+    const kernels::cuda::LtAlgorithmStats after = kernels::cuda::lt_algorithm_stats();
+    if (std::string(choice) == "heuristic") {
+      EXPECT_EQ(after.problems_timed, before.problems_timed);
+    } else {
+      EXPECT_GT(after.problems_timed, before.problems_timed);
+    }
+  }
 }
 
 // The reference's device-placement test (issue 3).

@@ -51,3 +51,40 @@ TEST(AttentionWorkspace, NeverShrinksAsTheShapesGrowAndHoldsItsGroup) {
 
 }  // namespace
 }  // namespace planrt::kernels
+
+namespace planrt::kernels {
+namespace {
+
+// The CUDA linear's cuBLASLt workspace: 32 f32 partial outputs up to the cap, growing with m
+// and n (so a plan at the dims' max holds a smaller call), none for an empty product, and
+// what cuda_workspace_bytes reports for the op (the figure every planner reads).
+TEST(LinearWorkspace, GrowsWithTheOutputUpToTheCapAndIsWhatThePlannersRead) {
+  EXPECT_EQ(linear_cuda_workspace_bytes(0, 512, 512), 0u);
+  EXPECT_EQ(linear_cuda_workspace_bytes(128, 0, 512), 0u);
+  EXPECT_EQ(linear_cuda_workspace_bytes(128, 512, 0), 0u);
+  EXPECT_EQ(linear_cuda_workspace_bytes(1, 512, 512), 32u * 4 * 512);
+  EXPECT_EQ(linear_cuda_workspace_bytes(128, 512, 2048), uint64_t{8} << 20);
+  EXPECT_EQ(linear_cuda_workspace_bytes(2048, 2048, 512), kCudaLinearWorkspaceCap);
+  EXPECT_EQ(linear_cuda_workspace_bytes(int64_t{1} << 40, int64_t{1} << 40, 1), kCudaLinearWorkspaceCap)
+      << "no overflow";
+  for (int64_t n : {1, 3, 512, 1000, 2048}) {
+    uint64_t previous = 0;
+    for (int64_t m = 1; m <= 70000; m += m < 64 ? 1 : 997) {
+      const uint64_t bytes = linear_cuda_workspace_bytes(m, n, 64);
+      EXPECT_GE(bytes, previous) << m << " x " << n;
+      EXPECT_LE(bytes, kCudaLinearWorkspaceCap);
+      EXPECT_EQ(bytes % 256, 0u);
+      previous = bytes;
+    }
+  }
+  const Shape x{2, 64, 512}, w{1536, 512}, y{2, 64, 1536};
+  std::vector<TensorView> in{TensorView::contiguous(nullptr, DType::F32, x),
+                             TensorView::contiguous(nullptr, DType::F32, w)};
+  std::vector<TensorView> out{TensorView::contiguous(nullptr, DType::F32, y)};
+  Result<uint64_t> ws = cuda_workspace_bytes("linear", {}, in, out);
+  ASSERT_TRUE(ws.ok()) << ws.status().to_string();
+  EXPECT_EQ(*ws, linear_cuda_workspace_bytes(128, 1536, 512));
+}
+
+}  // namespace
+}  // namespace planrt::kernels

@@ -42,6 +42,8 @@ class CudaRunner final : public EngineRunner {
     auto r = std::make_unique<CudaRunner>();
     r->device_ = device;
     r->name_ = g.name;
+    r->gemm_algorithm_ = options.time_gemm_algorithms ? kernels::cuda::GemmAlgorithm::Timed
+                                                      : kernels::cuda::GemmAlgorithm::Heuristic;
     std::string where = fmt::format("engine '{}' on cuda:{}", g.name, device);
     for (size_t k = 0; k < g.steps.size(); ++k) {
       Result<kernels::cuda::CudaKernelFn> fn = kernels::cuda::find_cuda_kernel(g.steps[k].op);
@@ -113,6 +115,7 @@ class CudaRunner final : public EngineRunner {
     ctx.cudnn = &cublas_->cudnn;
     ctx.temp = &workspace_;
     ctx.device_errors = errors_.device();
+    ctx.gemm_algorithm = gemm_algorithm_;
     {
       std::lock_guard cublas_lock(cublas_->mu);  // the device's one cuBLAS handle
       for (size_t k = 0; k < g.steps.size(); ++k) {
@@ -148,6 +151,7 @@ class CudaRunner final : public EngineRunner {
  private:
   int device_ = 0;
   std::string name_;
+  kernels::cuda::GemmAlgorithm gemm_algorithm_ = kernels::cuda::GemmAlgorithm::Timed;
   std::vector<kernels::cuda::CudaKernelFn> fns_;
   std::vector<void*> constants_;
   std::vector<std::pair<const uint8_t*, size_t>> weights_held_;
