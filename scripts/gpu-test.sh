@@ -2,7 +2,8 @@
 # The GPU lane: builds with CUDA required, runs every test with PLANRT_REQUIRE_GPU=1 (so a
 # GPU test that would skip fails instead), then every GPU benchmark in its smoke mode: the
 # C++ ones through ctest (label bench-smoke), bench/compare.sh --smoke (planrt beside
-# PyTorch, report included), bench/kernel_profile.sh --smoke (Nsight Compute) and
+# PyTorch and torch.compile, report included), bench/kernel_profile.sh --smoke (Nsight
+# Compute), bench/cuda/gemm_algorithm_ab.sh --smoke (timed against heuristic GEMMs) and
 # bench/onnx_encoder.py --smoke (an exported encoder against the template and PyTorch),
 # bench/vision_models.py --smoke (an exported resnet18 against PyTorch on CUDA). A
 # benchmark that errors or fails its own checks fails the lane. Run it on a machine with an
@@ -81,6 +82,7 @@ step bench-smoke ctest --test-dir "$build_dir" --output-on-failure --timeout 900
 planrt_cli=$PWD/$build_dir/tools/planrt
 step compare-smoke env PLANRT="$planrt_cli" bench/compare.sh --smoke
 step kernel-profile-smoke env PLANRT="$planrt_cli" bench/kernel_profile.sh --smoke
+step gemm-algorithm-smoke env PLANRT="$planrt_cli" WORK="$out/gemm_algorithm_ab" bench/cuda/gemm_algorithm_ab.sh --smoke 1 128
 step onnx-encoder-smoke "$py" bench/onnx_encoder.py --planrt "$planrt_cli" --smoke
 step vision-models-smoke "$py" bench/vision_models.py --planrt "$planrt_cli" --smoke
 
