@@ -193,7 +193,8 @@ Result<MemoryPlan> stored_plan(const fb::Graph& graph, const ScratchTensors& t, 
   }
   if (Status s = verify_plan(t.tensors, plan, kEngineScratchAlignment); !s.ok()) {
     return bad(fmt::format("engine graph's stored scratch plan does not hold at the profile max "
-                           "(built for another device, or damaged? rebuild the program): {}",
+                           "(built for another device, or by a planrt whose kernels took other workspace: CUDA "
+                           "linears take a cuBLASLt workspace since 2026-12; or damaged?): rebuild the program: {}",
                            s.message()));
   }
   return plan;

@@ -54,21 +54,22 @@ Status run_with_graphs(Segment& seg, std::span<const TensorView> inputs,
   // algorithms, kernels/cuda/gemm_lt.h, which a capturing stream cannot), and the capture
   // after it only records, for the next call with the key to replay.
   PLANRT_RETURN_IF_ERROR(run_eagerly(seg, inputs, outputs, stream));
-  PLANRT_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed),
-                              where + ": cudaStreamBeginCapture", seg.device);
-  Status status = run_eagerly(seg, inputs, outputs, stream);
-  // A capture whose work failed is ended and dropped, not instantiated.
-  Result<cuda::GraphExec> exec = cuda::GraphExec::capture_end(stream, seg.device, status.ok());
-  if (status.ok() && exec.ok()) {
-    seg.graphs.captured.push_back({std::move(key), std::move(exec).value()});
-    g_captures.fetch_add(1, std::memory_order_relaxed);
-    return {};
+  // From here on this call's outputs are done: a capture that fails, whatever the cause
+  // (the kernels' own checks passed just now), costs only the graphs.
+  Status status = cuda::cuda_error(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed),
+                                   where + ": cudaStreamBeginCapture", seg.device);
+  Result<cuda::GraphExec> exec = cuda::GraphExec();
+  if (status.ok()) {
+    status = run_eagerly(seg, inputs, outputs, stream);
+    // A capture whose work failed is ended and dropped, not instantiated.
+    exec = cuda::GraphExec::capture_end(stream, seg.device, status.ok());
+    if (status.ok() && exec.ok()) {
+      seg.graphs.captured.push_back({std::move(key), std::move(exec).value()});
+      g_captures.fetch_add(1, std::memory_order_relaxed);
+      return {};
+    }
   }
   (void)cudaGetLastError();  // a refused capture leaves its error behind; nothing ran
-  // The kernels' own checks (a bad operand, an unsupported dtype) fail the same eagerly.
-  if (!status.ok() && status.code() != ErrorCode::Internal) return status;
-  // Else CUDA refused something in the capture. The eager run above gave the outputs (a
-  // capture only records).
   PLANRT_LOG_WARN("{}: CUDA graph capture failed ({}); running without graphs from now on", where,
                   !exec.ok() ? exec.status().to_string() : status.to_string());
   seg.graphs.failed = true;

@@ -205,10 +205,11 @@ cublasStatus_t enqueue(const CublasLibrary& cu, cublasLtHandle_t lt, const Probl
 }
 
 // Times each candidate on the call's operands (kLtTimedGemms GEMMs captured on `stream`,
-// the graph replayed twice, the second timed) and returns the fastest. A candidate whose
-// capture fails is skipped; the stream is never left capturing. The GEMMs write only y and
-// the workspace, which the real call overwrites next.
-Result<cublasLtMatmulAlgo_t> fastest(const CublasLibrary& cu, std::string_view op, cublasLtHandle_t lt,
+// the graph replayed twice, the second timed) and returns the fastest, or nullopt when no
+// candidate could be captured. A candidate whose capture fails is skipped; the stream is
+// never left capturing. The GEMMs write only y and the workspace, which the real call
+// overwrites next.
+Result<std::optional<cublasLtMatmulAlgo_t>> fastest(const CublasLibrary& cu, std::string_view op, cublasLtHandle_t lt,
                                      const Problem& pr, const Operands& o,
                                      const std::vector<cublasLtMatmulAlgo_t>& algos,
                                      cudaStream_t stream) {
@@ -240,7 +241,7 @@ Result<cublasLtMatmulAlgo_t> fastest(const CublasLibrary& cu, std::string_view o
     PLANRT_RETURN_IF_ERROR(cuda_status(op, "cudaGraphLaunch", cudaGraphLaunch(t.exec.get(), stream)));
     PLANRT_RETURN_IF_ERROR(cuda_status(op, "cudaEventRecord", cudaEventRecord(t.stop.get(), stream)));
   }
-  if (timings.empty()) return algos.front();
+  if (timings.empty()) return std::optional<cublasLtMatmulAlgo_t>();
   PLANRT_RETURN_IF_ERROR(cuda_status(op, "cudaEventSynchronize", cudaEventSynchronize(timings.back().stop.get())));
   size_t best = timings.front().index;
   float best_ms = -1;
@@ -252,7 +253,7 @@ Result<cublasLtMatmulAlgo_t> fastest(const CublasLibrary& cu, std::string_view o
   }
   g_problems_timed.fetch_add(1, std::memory_order_relaxed);
   g_candidates_timed.fetch_add(static_cast<int64_t>(timings.size()), std::memory_order_relaxed);
-  return algos[best];
+  return std::optional<cublasLtMatmulAlgo_t>(algos[best]);
 }
 
 }  // namespace
@@ -304,13 +305,25 @@ Result<bool> gemm_nk_lt(std::string_view op, const CudaKernelContext& ctx, const
       PLANRT_RETURN_IF_ERROR(cuda_status(op, "cudaStreamIsCapturing",
                                          cudaStreamIsCapturing(ctx.stream, &capturing)));
     }
-    const bool can_time = ctx.stream != nullptr && capturing == cudaStreamCaptureStatusNone;
+    const bool can_time = ctx.stream != nullptr && ctx.stream != cudaStreamLegacy &&
+                          capturing == cudaStreamCaptureStatusNone;
+    std::optional<cublasLtMatmulAlgo_t> timed_choice;
+    if (timed && algos.size() > 1 && can_time) {
+      // Timing is an optimisation: where it fails (a candidate CUDA will not capture, an
+      // event or launch error) the call still runs, on the heuristic's first answer.
+      Result<std::optional<cublasLtMatmulAlgo_t>> t = fastest(cu, op, lt, pr, o, algos, ctx.stream);
+      if (t.ok()) {
+        timed_choice = *t;
+      } else {
+        (void)cudaGetLastError();  // the failed call's error, so later launch checks start clean
+      }
+    }
     if (algos.empty()) {
       algo = std::nullopt;
     } else if (!timed || algos.size() == 1) {
       algo = algos.front();
-    } else if (can_time) {
-      PLANRT_ASSIGN_OR_RETURN(algo, fastest(cu, op, lt, pr, o, algos, ctx.stream));
+    } else if (timed_choice) {
+      algo = timed_choice;
     } else {
       algo = algos.front();
       cached = true;  // not stored: a later ordinary call times this problem

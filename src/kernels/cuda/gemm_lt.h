@@ -13,8 +13,9 @@
 // graph and replayed on ctx.stream: the GPU's time, not cuBLASLt's host cost), and keeps the
 // fastest for every later call in the process. That first call waits for ctx.stream: the
 // one place a kernel call synchronizes. A call on a stream being captured into a CUDA graph
-// (or on the legacy default stream, which cannot be captured) is never timed: it runs the
-// heuristic's first answer and caches nothing, so a later ordinary call still times. The
+// (or on the legacy default stream, which cannot be captured), or one whose timing fails,
+// is not timed: it runs the heuristic's first answer and caches nothing, so a later
+// ordinary call still times (a graph captured before that call keeps the first answer). The
 // cuda backend runs a new graph key once eagerly before capturing it (graph_replay.h), so
 // its graphs hold timed choices.
 //
@@ -47,7 +48,8 @@ struct LtProduct {
 };
 
 // Enqueues the product, its algorithm chosen as ctx.gemm_algorithm says (Heuristic: the
-// heuristic's first answer, what planrt ran before issue 18), and returns true; returns false having enqueued nothing when cuBLASLt
+// heuristic's first answer within the workspace; with none, what planrt ran before issue
+// 18), and returns true; returns false having enqueued nothing when cuBLASLt
 // does not apply (an empty dim, a pointer not 16-byte aligned, a dtype other than f32 and
 // bf16, no algorithm for the problem within `workspace_bytes`): the caller then takes its
 // cuBLAS path. `workspace` (device memory of ctx's device, 256-byte aligned) may be null
