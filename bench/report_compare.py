@@ -269,24 +269,21 @@ def main():
         points = sweep_points(rows, a.commit)
         if not points:
             raise SystemExit(f"no 12-block sweep rows in {a.results}")
-        a.table = a.table or "docs/performance_sweep.md"
-        a.svg = a.svg or "docs/performance_sweep.svg"
-        with open(a.table, "w") as f:
-            f.write(sweep_table(points, floors))
-        with open(a.svg, "w") as f:
-            f.write(sweep_svg(points))
-        splice(a.doc, sweep_table(points, floors), "sweep")
-        print(f"{len(points)} sweep points -> {a.table}, {a.svg}")
-        return
-    a.table = a.table or "docs/performance_table.md"
-    a.svg = a.svg or "docs/performance.svg"
+        text, chart, marker = sweep_table(points, floors), sweep_svg(points), "sweep"
+        table_path, svg_path, what = "docs/performance_sweep.md", "docs/performance_sweep.svg", "sweep points"
+        count = len(points)
+    else:
+        text, chart, marker = table(rows, floors), svg(rows), "table"
+        table_path, svg_path, what = "docs/performance_table.md", "docs/performance.svg", "models"
+        count = len(rows)
+    a.table = a.table or table_path
+    a.svg = a.svg or svg_path
     with open(a.table, "w") as f:
-        f.write(table(rows, floors))
+        f.write(text)
     with open(a.svg, "w") as f:
-        f.write(svg(rows))
-    splice(a.doc, table(rows, floors))
-    print(f"{len(rows)} models -> {a.table}, {a.svg}")
-
+        f.write(chart)
+    splice(a.doc, text, marker)
+    print(f"{count} {what} -> {a.table}, {a.svg}")
 
 if __name__ == "__main__":
     main()

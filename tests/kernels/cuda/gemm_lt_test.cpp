@@ -10,10 +10,10 @@
 
 #include <cuda_runtime.h>
 
-#include <cstring>
 #include <vector>
 
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/dtype_agreement.h"
 #include "kernels/cuda/gemm_lt.h"
 #include "kernels/workspace.h"
 #include "support/gpu.h"
@@ -32,32 +32,6 @@ struct Shape3 {
 constexpr Shape3 kShapes[] = {{1, 512, 512},    {16, 1536, 512}, {128, 512, 2048},
                               {128, 2048, 512}, {300, 512, 512}, {513, 1000, 64}};
 
-// f32 -> bf16 bits (round to nearest even) and back, for bf16 operands made from f32 data.
-uint16_t to_bf16(float f) {
-  uint32_t u = 0;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
-}
-float from_bf16(uint16_t b) {
-  const uint32_t u = uint32_t{b} << 16;
-  float f = 0;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-HostTensor as_bf16(const HostTensor& t) {
-  HostTensor out(DType::BF16, t.shape());
-  auto* dst = static_cast<uint16_t*>(out.data());
-  for (int64_t i = 0; i < t.shape().numel(); ++i) dst[i] = to_bf16(t.f()[i]);
-  return out;
-}
-HostTensor widened(const HostTensor& t) {
-  if (t.dtype() == DType::F32) return t;
-  HostTensor out(DType::F32, t.shape());
-  const auto* src = static_cast<const uint16_t*>(t.data());
-  for (int64_t i = 0; i < t.shape().numel(); ++i) out.f()[i] = from_bf16(src[i]);
-  return out;
-}
-
 // One product through gemm_nk_lt; y downloaded. `done` false when cuBLASLt did not apply.
 struct LtRun {
   Status status;
@@ -66,10 +40,9 @@ struct LtRun {
 };
 LtRun run_lt(CudaRunner& r, DType dtype, const Shape3& s, const HostTensor& x, const HostTensor& w,
            const HostTensor& bias, void* workspace, uint64_t workspace_bytes, GemmAlgorithm choice) {
-  TensorView dx = r.upload(dtype == DType::F32 ? x : as_bf16(x));
-  TensorView dw = r.upload(dtype == DType::F32 ? w : as_bf16(w));
-  TensorView db = bias.is_none() ? TensorView::none()
-                                 : r.upload(dtype == DType::F32 ? bias : as_bf16(bias));
+  TensorView dx = r.upload(testing::in_dtype(x, dtype));
+  TensorView dw = r.upload(testing::in_dtype(w, dtype));
+  TensorView db = bias.is_none() ? TensorView::none() : r.upload(testing::in_dtype(bias, dtype));
   TensorView dy = r.device_output(dtype, {s.m, s.n});
   LtProduct p{dtype, s.m, s.n, s.k, dx.data, dw.data, db.is_none() ? nullptr : db.data, dy.data};
   LtRun out;
@@ -78,7 +51,7 @@ LtRun run_lt(CudaRunner& r, DType dtype, const Shape3& s, const HostTensor& x, c
   Result<bool> done = gemm_nk_lt("linear", ctx, p, workspace, workspace_bytes);
   out.status = done.ok() ? r.synchronize() : done.status();
   out.done = done.ok() && *done;
-  if (out.status.ok()) out.y = widened(r.download(dy));
+  if (out.status.ok()) out.y = testing::widened(r.download(dy));
   return out;
 }
 
