@@ -8,9 +8,11 @@
 #   bench/compare.sh [--smoke] [--no-compile] [MODEL_SPEC ...]   # then: python3 bench/report_compare.py
 #   bench/compare.sh --sweep [f32|bf16 ...]   # issue 18: 12 blocks, S in 1 16 128 512 2048,
 #                                             # cuda and engine-per-block (report_compare.py --sweep)
-# Beside PyTorch eager (the op-by-op reference) each model also runs under torch.compile,
-# mode default and mode reduce-overhead (CUDA graphs), unless --no-compile: the peers a user
-# deploys with (torch 2 on the GPU machine).
+# Beside PyTorch eager (the op-by-op reference, the oracle for the outputs) each model also
+# runs as PyTorch's own module -- nn.TransformerEncoder with the same weights
+# (torch_reference.py --module encoder) -- eager and under torch.compile, mode default and
+# mode reduce-overhead (CUDA graphs), unless --no-compile: the peers a user deploys with
+# (torch 2 on the GPU machine), and the ones issue 18's ratios are taken against.
 # MODEL_SPEC: LAYERS:SEQ:PARTITION[:DTYPE] (DTYPE f32, the default, or bf16; default list:
 # issue 5's, below). Run on a GPU machine
 # with torch, from a clean checkout: without PLANRT it installs the Debian packages
@@ -102,14 +104,15 @@ for spec in "${specs[@]}"; do
   python3 -c "import numpy as np; np.save('$dir/x.npy', np.random.default_rng(7).standard_normal((1, $seq, 512)).astype(np.float32))"
   python3 bench/torch_reference.py "$dir/model.json" --input "x=$dir/x.npy" \
     --output-dir "$dir/torch" --iterations "$iters" --dtype "$dtype" > "$dir/torch.json"
-  # The deployment peers: the same forward under torch.compile, default and reduce-overhead
-  # (CUDA graphs). The model and input do not depend on the partition, so each is compiled
-  # once per (layers, seq, dtype) and its figures are shared by the partitions' rows.
-  peers="$work/torch_compile_t${layers}_s${seq}_${dtype}"
+  # The deployment peers: nn.TransformerEncoder with the same weights, eager and under
+  # torch.compile, default and reduce-overhead (CUDA graphs), each in a fresh process (one
+  # compilation for this S). The model and input do not depend on the partition, so each
+  # runs once per (layers, seq, dtype) and its figures are shared by the partitions' rows.
+  peers="$work/torch_peers_t${layers}_s${seq}_${dtype}"
   mkdir -p "$peers"
-  for mode in "${compile_modes[@]}"; do
+  for mode in none "${compile_modes[@]}"; do
     if [ ! -s "$peers/$mode.json" ]; then
-      python3 bench/torch_reference.py "$dir/model.json" --input "x=$dir/x.npy" \
+      python3 bench/torch_reference.py "$dir/model.json" --input "x=$dir/x.npy" --module encoder \
         --output-dir "$peers/$mode" --iterations "$iters" --dtype "$dtype" --compile "$mode" \
         > "$peers/$mode.json" || { rm -f "$peers/$mode.json"; failures=$((failures + 1)); }
     fi
@@ -165,7 +168,7 @@ if os.path.exists(f"{d}/torch_f32/y.npy"):
     f = np.load(f"{d}/torch_f32/y.npy").astype(np.float64)
     extra.update({"planrt_rel_error_vs_torch_f32": float(np.linalg.norm(a - f) / np.linalg.norm(f)),
                   "torch_rel_error_vs_torch_f32": float(np.linalg.norm(b - f) / np.linalg.norm(f))})
-for mode, key in (("default", "torch_compile"), ("reduce-overhead", "torch_compile_ro")):
+for mode, key in (("none", "torch_module"), ("default", "torch_compile"), ("reduce-overhead", "torch_compile_ro")):
     if not os.path.exists(f"{peers}/{mode}.json"):
         continue
     c = json.load(open(f"{peers}/{mode}.json"))
@@ -196,7 +199,9 @@ line = {"bench": "compare", "model": name, "layers": int(layers), "seq": int(seq
         "planrt_scratch_pool_bytes": cuda.get("scratch_pool_capacity_bytes", 0),
         "planrt_scratch_private_bytes": cuda.get("scratch_private_bytes", 0),
         "planrt_pool_used_high_bytes": cuda.get("pool", {}).get("used_high_bytes", 0),
-        "iterations": p["latency_ms"]["iterations"], "smoke": smoke == "1", **extra,
+        "iterations": p["latency_ms"]["iterations"], "smoke": smoke == "1",
+        "peers": "torch_module and torch_compile*: nn.TransformerEncoder with the same weights; torch_: the op-by-op executor",
+        **extra,
         "timers": "torch_median_ms: cuda events around forward (input on device); torch_host_to_host and planrt: host clock around copy in + forward + copy out"}
 print(json.dumps(line))
 print(f"{name}: rel {rel:.2e}  host-to-host torch {line['torch_host_to_host_median_ms']:.3f} ms  "
@@ -207,6 +212,12 @@ tolerance = 1e-5 if dtype == "f32" else 1e-2
 if not rel <= tolerance:
     print(f"{name}: relative error {rel:.2e} above {tolerance:.0e}", file=sys.stderr)
     sys.exit(3)
+# The peers must compute the same model: each against the op-by-op oracle (bf16: two bf16
+# computations, up to twice the rounding each has against f32).
+for key, value in extra.items():
+    if key.endswith("_rel_error_vs_eager") and not value <= 2 * tolerance:
+        print(f"{name}: peer {key[:-len('_rel_error_vs_eager')]} differs from the oracle by {value:.2e}", file=sys.stderr)
+        sys.exit(3)
 PY
 done
 if [ $smoke = 1 ]; then

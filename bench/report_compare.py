@@ -168,6 +168,12 @@ def sweep_ratios(parts):
             min(eager_ways) / comp if eager_ways and comp else None, best, comp, ro)
 
 
+def eager_peer(row, field):
+    """PyTorch eager's figure: the nn.TransformerEncoder module's where the row has it (rows
+    from compare.sh after 3836ac4), else the op-by-op executor's."""
+    return row.get(f"torch_module_{field}", row.get(f"torch_{field}"))
+
+
 def sweep_table(points, floors):
     fmt = lambda v: f"{v:.3f}" if v is not None else "-"
     mib = lambda v: f"{v / MIB:.0f}" if v is not None else "-"
@@ -183,14 +189,14 @@ def sweep_table(points, floors):
         floor = floor_ms(any_row, floors)
         errors = ", ".join(f"{r['rel_error']:.1e}" for r in (cuda, engine) if r)
         out.append(
-            f"| {seq} {dtype} | {fmt(any_row.get('torch_host_to_host_median_ms'))} | {fmt(comp)} | {fmt(ro)} | "
+            f"| {seq} {dtype} | {fmt(eager_peer(any_row, 'host_to_host_median_ms'))} | {fmt(comp)} | {fmt(ro)} | "
             f"{fmt(cuda.get('planrt_median_ms'))} | {fmt(cuda.get('planrt_graphs_median_ms'))} | "
             f"{fmt(engine.get('planrt_median_ms'))} | {fmt(ro_ratio) if ro_ratio else '-'} | "
             f"{fmt(comp_ratio) if comp_ratio else '-'} | "
             f"{mib(cuda.get('planrt_device_used_above_weights_bytes'))} / "
             f"{mib(cuda.get('planrt_graphs_device_used_above_weights_bytes'))} / "
             f"{mib(engine.get('planrt_device_used_above_weights_bytes'))} vs "
-            f"{mib(any_row.get('torch_device_used_above_weights_bytes'))} / "
+            f"{mib(eager_peer(any_row, 'device_used_above_weights_bytes'))} / "
             f"{mib(any_row.get('torch_compile_device_used_above_weights_bytes'))} / "
             f"{mib(any_row.get('torch_compile_ro_device_used_above_weights_bytes'))} | "
             + (f"{floor:.3f}, {best / floor:.1f}x" if floor and best else "-") + f" | {errors} |")
@@ -200,7 +206,10 @@ def sweep_table(points, floors):
                f"{', '.join(sorted({str(r.get('device')) for r in rows}))}; torch "
                f"{', '.join(sorted({str(r.get('torch')) for r in rows}))}; host-to-host medians of "
                f"{rows[0]['iterations'] if rows else 0} runs; every column of a row from one process "
-               "per side in one compare.sh run.")
+               "per side in one compare.sh run; the PyTorch columns are "
+               + ("nn.TransformerEncoder with the same weights."
+                  if all("torch_module_host_to_host_median_ms" in r for r in rows)
+                  else "the op-by-op executor of the same graph (bench/torch_reference.py)."))
     return "\n".join(out) + "\n"
 
 

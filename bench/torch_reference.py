@@ -9,7 +9,7 @@ memory and latency. It is the oracle for correctness and the baseline for memory
 
   python3 bench/torch_reference.py model.json --input x=x.npy --output-dir out/ \
       [--method forward] [--device cuda] [--dtype f32|bf16] [--iterations 50] [--warmup 5]
-      [--compile none|default|reduce-overhead]
+      [--compile none|default|reduce-overhead] [--module encoder]
 
 Prints one JSON object: outputs (name, shape, path), latency_ms {median, p90} timed with
 CUDA events around the forward (inputs already on the device), host_to_host_ms {median,
@@ -19,6 +19,11 @@ device_used_delta_bytes (cudaMemGetInfo after the runs minus before loading)}.
 TF32 is off (torch.backends.*.allow_tf32 = False), as planrt's default. --dtype defaults to
 the model's input dtype; f32 .npy inputs are cast to it (bf16: rounded to nearest even, as
 `planrt run` does) and outputs are saved as f32 (bf16 widens exactly).
+--module encoder runs PyTorch's own module instead of the op-by-op executor: the model must
+be the `transformer` template's graph (docs/model-format.md), whose weights are loaded into an
+nn.TransformerEncoder of nn.TransformerEncoderLayer(norm_first=True, activation="gelu") blocks
+(q, k, v concatenated into in_proj) -- the stack a user deploys with, and what issue 18's peers
+are measured on.
 Needs only torch and numpy (safetensors is parsed here).
 """
 import argparse
@@ -154,6 +159,50 @@ class Executor:
         return [values[name] for name in self.method["outputs"]]
 
 
+# One pre-LN block of the `transformer` template (src/builder/transformer.cpp), op by op.
+ENCODER_BLOCK_OPS = ["layer_norm", "linear", "reshape", "permute", "linear", "reshape", "permute",
+                     "linear", "reshape", "permute", "scaled_dot_product_attention", "permute",
+                     "reshape", "linear", "add", "layer_norm", "linear", "gelu", "linear", "add"]
+
+
+def encoder_module(method, weights, dtype):
+    """nn.TransformerEncoder holding the template's weights; ValueError when the method is not
+    the template's graph (the module would compute something else)."""
+    nodes = method["nodes"]
+    blocks = len(nodes) // len(ENCODER_BLOCK_OPS)
+    ops = [n["op"] for n in nodes]
+    if blocks == 0 or ops != ENCODER_BLOCK_OPS * blocks:
+        raise ValueError("--module encoder: the method is not the transformer template's graph "
+                         f"({len(nodes)} nodes: {', '.join(ops[:8])}, ...)")
+    w = lambda name: weights[name]
+    d_model = w("blocks.0.ln1.weight").shape[0]
+    heads = next(n for n in nodes if n["op"] == "reshape")["attrs"]["shape"][2]
+    gelu = next(n for n in nodes if n["op"] == "gelu")
+    if gelu.get("attrs", {}).get("approximate", "none") != "none":
+        raise ValueError("--module encoder: the template's GELU is exact; this model's is not")
+    eps = nodes[0].get("attrs", {}).get("eps", 1e-5)
+    layers = []
+    for i in range(blocks):
+        b = f"blocks.{i}."
+        ffn = w(b + "mlp.fc1.weight").shape[0]
+        layer = torch.nn.TransformerEncoderLayer(d_model, heads, ffn, dropout=0.0, activation="gelu",
+                                                 layer_norm_eps=eps, batch_first=True, norm_first=True)
+        with torch.no_grad():
+            attn = layer.self_attn
+            attn.in_proj_weight.copy_(torch.cat([w(b + f"attn.{p}.weight") for p in "qkv"]))
+            attn.in_proj_bias.copy_(torch.cat([w(b + f"attn.{p}.bias") for p in "qkv"]))
+            attn.out_proj.weight.copy_(w(b + "attn.o.weight"))
+            attn.out_proj.bias.copy_(w(b + "attn.o.bias"))
+            for mine, theirs in (("linear1", "mlp.fc1"), ("linear2", "mlp.fc2"),
+                                 ("norm1", "ln1"), ("norm2", "ln2")):
+                getattr(layer, mine).weight.copy_(w(b + theirs + ".weight"))
+                getattr(layer, mine).bias.copy_(w(b + theirs + ".bias"))
+        layers.append(layer)
+    stack = torch.nn.TransformerEncoder(layers[0], blocks, enable_nested_tensor=False)
+    stack.layers = torch.nn.ModuleList(layers)  # per-block FFN widths may differ
+    return stack.eval().to(next(iter(weights.values())).device, dtype)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("model")
@@ -168,6 +217,9 @@ def main():
     p.add_argument("--compile", default="none", choices=["none", "default", "reduce-overhead"],
                    help="run the forward under torch.compile in this mode (reduce-overhead: "
                         "CUDA graphs); compilation happens in the warm-up, outside the timings")
+    p.add_argument("--module", default="none", choices=["none", "encoder"],
+                   help="run PyTorch's own nn.TransformerEncoder with the template model's weights "
+                        "instead of the op-by-op executor")
     a = p.parse_args()
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -190,15 +242,33 @@ def main():
     if a.dtype is None:
         a.dtype = next((d["dtype"] for d in method["inputs"] if d.get("dtype") in NAMES), "f32")
     dtype = NAMES[a.dtype]
-    ex = Executor(model, method, weights, dtype)
-    forward = ex.forward
+    if a.module == "encoder":
+        if len(method["inputs"]) != 1 or len(method["outputs"]) != 1:
+            sys.exit("error: --module encoder: the template's method has one input and one output")
+        try:
+            module = encoder_module(method, weights, dtype)
+        except ValueError as e:
+            sys.exit(f"error: {e}")
+        weights = None  # the module holds its own copy; the file's tensors are freed
+        forward = lambda inputs: [module(inputs[0])]
+        weights_bytes = sum(t.numel() * t.element_size() for t in module.parameters())
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+    else:
+        ex = Executor(model, method, weights, dtype)
+        forward = ex.forward
+        weights_bytes = sum(t.numel() * t.element_size() for t in ex.weights.values())
     if a.compile != "none":
         if not hasattr(torch, "compile"):
             sys.exit(f"error: --compile needs torch 2 (this is {torch.__version__})")
-        ex._drops = ex.last_uses()  # outside the traced code
-        forward = torch.compile(ex.forward, mode=a.compile, dynamic=False)
+        if a.module == "none":
+            ex._drops = ex.last_uses()  # outside the traced code
+        forward = torch.compile(module if a.module != "none" else ex.forward, mode=a.compile, dynamic=False)
+        if a.module != "none":
+            compiled = forward
+            forward = lambda inputs: [compiled(inputs[0])]
         a.warmup = max(a.warmup, 3)  # the first calls compile (and record the graph)
-    weights_bytes = sum(t.numel() * t.element_size() for t in ex.weights.values())
 
     given = dict(s.split("=", 1) for s in a.input)
     inputs = []
@@ -240,7 +310,7 @@ def main():
                 torch.cuda.synchronize()
             host_times.append((time.perf_counter() - t0) * 1e3)
     result = {"model": a.model, "method": a.method, "dtype": a.dtype, "device": str(dev),
-              "torch": torch.__version__, "compile": a.compile}
+              "torch": torch.__version__, "compile": a.compile, "module": a.module}
     if cuda:
         torch.cuda.synchronize()
         free1, _ = torch.cuda.mem_get_info(dev)
