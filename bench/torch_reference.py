@@ -99,8 +99,11 @@ def run_node(op, args, attrs, dims):
     if op == "transpose":
         return a[0].transpose(attrs["dim0"], attrs["dim1"])
     if op == "scaled_dot_product_attention":
-        return F.scaled_dot_product_attention(a[0], a[1], a[2], is_causal=attrs.get("causal", False),
-                                              scale=attrs.get("scale"))
+        seq_major = attrs.get("layout", "bhsd") == "bshd"  # [.., S, H, D]: heads next to each other
+        q, k, v = (t.transpose(-3, -2) if seq_major else t for t in a[:3])
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=attrs.get("causal", False),
+                                           scale=attrs.get("scale"))
+        return o.transpose(-3, -2) if seq_major else o
     if op == "embedding":
         return F.embedding(a[0].long(), a[1])
     if op == "concat":

@@ -12,6 +12,7 @@
 #include "planning/engine_scratch.h"
 #include "planning/method_plan.h"
 #include "builder/partition.h"
+#include "builder/rewrite.h"
 #include "builder/workspace.h"
 #include "format/fb_types.h"
 #include "format/program_file.h"
@@ -411,7 +412,10 @@ Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanO
   LoweredProgram out;
   PLANRT_RETURN_IF_ERROR(ir::check_model(model));
   ConstantTable constants(out);
-  for (const ir::Method& method : model.methods) {
+  for (const ir::Method& written : model.methods) {
+    // The method as it runs: the graph rewrites every front end gets (rewrite.h).
+    ir::Method method = written;
+    rewrite_method(method);
     PLANRT_ASSIGN_OR_RETURN(ir::CheckedMethod checked, ir::check_method(model, method));
     PLANRT_ASSIGN_OR_RETURN(std::vector<SegmentSpan> segments, partition_method(method, checked));
     MethodLowering lowering(model, method, checked, segments, constants, planner, scratch);

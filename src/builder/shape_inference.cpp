@@ -357,25 +357,41 @@ Result<InferredNode> transpose(Ctx& c) {
 }
 
 Result<InferredNode> sdpa(Ctx& c) {
-  // [..., S, D] with equal leading dims: usually [B, H], or one merged [B*H] as exporters
-  // of nn.MultiheadAttention write.
+  // layout "bhsd" (the default): [..., S, D] with equal leading dims, usually [B, H], or one
+  // merged [B*H] as exporters of nn.MultiheadAttention write. layout "bshd": [..., S, H, D],
+  // the heads of a position side by side (kernels/attention_layout.h).
+  bool seq_major = false;
+  if (const AttrValue* l = find_attr(c, "layout")) {
+    const auto* name = std::get_if<std::string>(l);
+    if (name == nullptr || (*name != "bhsd" && *name != "bshd")) {
+      return bad("attribute 'layout' must be \"bhsd\" or \"bshd\"");
+    }
+    seq_major = *name == "bshd";
+    if (seq_major) c.out.attrs["layout"] = *name;  // kept only when not the default
+  }
   PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 3));
   for (size_t i = 1; i < 3; ++i) PLANRT_RETURN_IF_ERROR(rank_is(c, i, c.shape(0).size()));
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
   PLANRT_RETURN_IF_ERROR(same_dtype(c));
   const SymShape &q = c.shape(0), &k = c.shape(1), &v = c.shape(2);
   const size_t r = q.size();
+  const size_t seq = seq_major ? r - 3 : r - 2;  // the sequence dim
   auto mismatch = [&](size_t a, size_t b, std::string_view what) {
-    return bad(fmt::format("shape mismatch: {} and {} differ in {} (q, k, v are [..., S, D] with "
-                           "equal leading dims, usually [B, H, S, D])",
-                           c.describe(a), c.describe(b), what));
+    return bad(fmt::format("shape mismatch: {} and {} differ in {} ({})", c.describe(a), c.describe(b), what,
+                           seq_major ? "layout bshd: q, k, v are [..., S, H, D] with equal leading dims, "
+                                       "usually [B, S, H, D]"
+                                     : "q, k, v are [..., S, D] with equal leading dims, usually [B, H, S, D]"));
   };
-  for (size_t d = 0; d + 2 < r; ++d) {
+  for (size_t d = 0; d < seq; ++d) {
     if (k[d] != q[d] || v[d] != q[d]) return mismatch(0, k[d] != q[d] ? 1 : 2, fmt::format("leading dim {}", d));
   }
+  if (seq_major && (k[r - 2] != q[r - 2] || v[r - 2] != q[r - 2])) {
+    return mismatch(0, k[r - 2] != q[r - 2] ? 1 : 2, "heads");
+  }
   if (k[r - 1] != q[r - 1]) return mismatch(0, 1, "head dim");
-  if (v[r - 2] != k[r - 2]) return mismatch(1, 2, "sequence length");
+  if (v[seq] != k[seq]) return mismatch(1, 2, "sequence length");
   if (c.present(3)) {
+    if (seq_major) return bad("a mask input needs layout \"bhsd\"");
     SymShape scores(q.begin(), q.end() - 1);
     scores.push_back(k[r - 2]);
     auto b = broadcast_shapes(c.shape(3), scores, c.dims);
@@ -698,7 +714,7 @@ const std::initializer_list<Rule>& rules() {
       {"reshape", {"shape"}, reshape},
       {"permute", {"dims"}, permute},
       {"transpose", {"dim0", "dim1"}, transpose},
-      {"scaled_dot_product_attention", {"causal", "scale", "fused"}, sdpa},
+      {"scaled_dot_product_attention", {"causal", "scale", "fused", "layout"}, sdpa},
       {"embedding", {}, embedding},
       {"concat", {"dim"}, concat},
       {"slice", {"dim", "start", "end", "step"}, slice},

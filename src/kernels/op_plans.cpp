@@ -240,21 +240,47 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
   const TensorView& q = inputs[0];
   const TensorView& k = inputs[1];
   const TensorView& v = inputs[2];
-  if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank() ||
-      drop_last(k.sizes, 2) != drop_last(q.sizes, 2) ||
-      drop_last(v.sizes, 2) != drop_last(q.sizes, 2) || k.sizes.size(-1) != q.sizes.size(-1) ||
-      v.sizes.size(-2) != k.sizes.size(-2)) {
+  PLANRT_ASSIGN_OR_RETURN(std::string layout, with_op(op, attrs.get_string("layout", "bhsd")));
+  if (layout != "bhsd" && layout != "bshd") {
     return make_error(ErrorCode::InvalidArgument,
-                      "{}: expected q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv] with equal "
-                      "leading dims; got {}",
-                      op, describe_inputs(op, inputs));
+                      "{}: attribute layout is '{}'; expected \"bhsd\" or \"bshd\"", op, layout);
+  }
+  const bool seq_major = layout == "bshd";
+  // The dims after the batch dims: [S, D] (bhsd, heads among the batch dims) or [S, H, D].
+  const int tail = seq_major ? 3 : 2;
+  if (q.rank() < tail || k.rank() != q.rank() || v.rank() != q.rank() ||
+      drop_last(k.sizes, tail) != drop_last(q.sizes, tail) ||
+      drop_last(v.sizes, tail) != drop_last(q.sizes, tail) || k.sizes.size(-1) != q.sizes.size(-1) ||
+      v.sizes.size(-tail) != k.sizes.size(-tail) ||
+      (seq_major && (k.sizes.size(-2) != q.sizes.size(-2) || v.sizes.size(-2) != q.sizes.size(-2)))) {
+    return make_error(ErrorCode::InvalidArgument, "{}: expected {} with equal leading dims; got {}", op,
+                      seq_major ? "q [..., Sq, H, D], k [..., Sk, H, D], v [..., Sk, H, Dv] (layout bshd)"
+                                : "q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv]",
+                      describe_inputs(op, inputs));
   }
   AttentionPlan plan;
-  plan.sq = q.sizes.size(-2);
-  plan.sk = k.sizes.size(-2);
+  plan.sq = q.sizes.size(-tail);
+  plan.sk = k.sizes.size(-tail);
   plan.d = q.sizes.size(-1);
   plan.dv = v.sizes.size(-1);
-  plan.heads = drop_last(q.sizes, 2).numel();
+  plan.heads = drop_last(q.sizes, 2).numel();  // bshd: batch dims x [Sq, H] / Sq below
+  plan.contiguous_heads = !seq_major;
+  AttentionLayout& l = plan.layout;
+  if (seq_major) {
+    const int64_t h = q.sizes.size(-2);
+    plan.heads = drop_last(q.sizes, 3).numel() * h;
+    l.heads_per_batch = std::max<int64_t>(h, 1);
+    l.q = {h * plan.d, plan.d, plan.sq * h * plan.d};
+    l.k = {h * plan.d, plan.d, plan.sk * h * plan.d};
+    l.v = {h * plan.dv, plan.dv, plan.sk * h * plan.dv};
+    l.out = {h * plan.dv, plan.dv, plan.sq * h * plan.dv};
+  } else {
+    l.heads_per_batch = std::max<int64_t>(plan.heads, 1);
+    l.q = {plan.d, plan.sq * plan.d, 0};
+    l.k = {plan.d, plan.sk * plan.d, 0};
+    l.v = {plan.dv, plan.sk * plan.dv, 0};
+    l.out = {plan.dv, plan.sq * plan.dv, 0};
+  }
   Shape expected = q.sizes;
   expected[expected.rank() - 1] = plan.dv;
   PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, expected));

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/attention_layout.h"
 #include "kernels/kernel.h"
 
 namespace planrt::kernels {
@@ -87,9 +88,11 @@ struct ReducePlan {
 Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                     std::span<const TensorView> outputs);
 
-// scaled_dot_product_attention: `heads` independent [sq, d] x [sk, d] -> [sq, dv] problems.
+// scaled_dot_product_attention: `heads` independent [sq, d] x [sk, d] -> [sq, dv] problems,
+// their rows where `layout` (attribute "bhsd", the default, or "bshd";
+// kernels/attention_layout.h) puts them.
 struct AttentionPlan {
-  int64_t heads = 0;
+  int64_t heads = 0;  // batch x heads
   int64_t sq = 0;
   int64_t sk = 0;
   int64_t d = 0;
@@ -97,6 +100,8 @@ struct AttentionPlan {
   bool causal = false;
   double scale = 0.0;
   bool fused = true;  // attribute `fused`: may the CUDA kernel skip the score matrix
+  AttentionLayout layout;
+  bool contiguous_heads = true;  // layout "bhsd": each head's rows are one [s, d] matrix
 };
 Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                      std::span<const TensorView> outputs);

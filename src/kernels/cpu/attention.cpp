@@ -33,7 +33,7 @@ constexpr float kMasked = -std::numeric_limits<float>::infinity();
 // tile for the product with v.
 PLANRT_SIMD_CLONES
 void fold_tile(float* scores, int64_t rows, int64_t cols, int64_t q0, int64_t k0, bool causal,
-               bool first, float* row_max, float* row_sum, float* o, int64_t dv) {
+               bool first, float* row_max, float* row_sum, float* o, int64_t dv, int64_t ldo) {
   for (int64_t r = 0; r < rows; ++r) {
     float* s = scores + r * cols;
     if (causal) {
@@ -55,7 +55,7 @@ void fold_tile(float* scores, int64_t rows, int64_t cols, int64_t q0, int64_t k0
     } else {
       const float factor = vmath::exp(row_max[r] - m);
       row_sum[r] = row_sum[r] * factor + sum;
-      float* orow = o + r * dv;
+      float* orow = o + r * ldo;
       if (factor != 1.0f) {
 #pragma omp simd
         for (int64_t c = 0; c < dv; ++c) orow[c] *= factor;
@@ -66,10 +66,10 @@ void fold_tile(float* scores, int64_t rows, int64_t cols, int64_t q0, int64_t k0
 }
 
 PLANRT_SIMD_CLONES
-void normalize_rows(float* o, int64_t rows, int64_t dv, const float* row_sum) {
+void normalize_rows(float* o, int64_t rows, int64_t dv, int64_t ldo, const float* row_sum) {
   for (int64_t r = 0; r < rows; ++r) {
     const float inv = 1.0f / row_sum[r];
-    float* orow = o + r * dv;
+    float* orow = o + r * ldo;
 #pragma omp simd
     for (int64_t c = 0; c < dv; ++c) orow[c] *= inv;
   }
@@ -90,7 +90,7 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
   // `fused` concerns the CUDA kernel only: this one is tiled either way.
-  const auto [heads, sq, sk, d, dv, causal, scale, fused] = plan;
+  const auto [heads, sq, sk, d, dv, causal, scale, fused, layout, contiguous_heads] = plan;
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, sq, sk, d));
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, sq, dv, sk));
 
@@ -125,26 +125,28 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
       const int64_t h = task / query_blocks;
       const int64_t q0 = (task % query_blocks) * kQueryBlock;
       const int64_t rows = std::min(kQueryBlock, sq - q0);
-      const float* qh = q + (h * sq + q0) * d;
-      const float* kh = k + h * sk * d;
-      const float* vh = v + h * sk * dv;
-      float* oh = out + (h * sq + q0) * dv;
+      // Rows of head h where the layout puts them (kernels/attention_layout.h).
+      const int64_t ldq = layout.q.row, ldk = layout.k.row, ldv = layout.v.row, ldo = layout.out.row;
+      const float* qh = q + layout.head_offset(layout.q, h) + q0 * ldq;
+      const float* kh = k + layout.head_offset(layout.k, h);
+      const float* vh = v + layout.head_offset(layout.v, h);
+      float* oh = out + layout.head_offset(layout.out, h) + q0 * ldo;
       // Causal: keys past the block's last query are masked for every row of it.
       const int64_t keys = causal ? std::min(sk, q0 + rows) : sk;
       for (int64_t k0 = 0; k0 < keys; k0 += key_block) {
         const int64_t cols = std::min(key_block, keys - k0);
         const bool first = k0 == 0;
-        Status s = gemm_nt(rows, cols, d, static_cast<float>(scale), qh, d, kh + k0 * d, d, 0.0f,
-                           tile.scores.get(), cols);
+        Status s = gemm_nt(rows, cols, d, static_cast<float>(scale), qh, ldq, kh + k0 * ldk, ldk,
+                           0.0f, tile.scores.get(), cols);
         if (s.ok()) {
           fold_tile(tile.scores.get(), rows, cols, q0, k0, causal, first, tile.row_max,
-                    tile.row_sum, oh, dv);
-          s = gemm_nn(rows, dv, cols, 1.0f, tile.scores.get(), cols, vh + k0 * dv, dv,
-                      first ? 0.0f : 1.0f, oh, dv);
+                    tile.row_sum, oh, dv, ldo);
+          s = gemm_nn(rows, dv, cols, 1.0f, tile.scores.get(), cols, vh + k0 * ldv, ldv,
+                      first ? 0.0f : 1.0f, oh, ldo);
         }
         if (!s.ok()) return fail(s.with_context(op));
       }
-      normalize_rows(oh, rows, dv, tile.row_sum);
+      normalize_rows(oh, rows, dv, ldo, tile.row_sum);
     }
   });
   // A failure a task reported comes first; an exception the loop caught, after.

@@ -1,4 +1,5 @@
-// scaled_dot_product_attention, f32 and bf16. Fused (attention_runs_fused: the default for
+// scaled_dot_product_attention, f32 and bf16, in either layout (kernels/attention_layout.h).
+// Fused (attention_runs_fused: the default for
 // head dim 64): one kernel, online softmax, no scores in memory (attention_kernels.cu; bf16
 // on the tensor cores, attention_bf16_kernels.cu). Otherwise, f32 only:
 // scores = scale * q @ k^T (strided-batched GEMM over the heads), softmax of each score row
@@ -25,7 +26,7 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
-  const auto [heads, sq, sk, d, dv, causal, scale, fused_attr] = plan;
+  const auto [heads, sq, sk, d, dv, causal, scale, fused_attr, layout, contiguous_heads] = plan;
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, sk, d));
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, dv, sk));
 
@@ -50,7 +51,8 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
                                                inputs[1].data_as<const bf16>(),
                                                inputs[2].data_as<const bf16>(),
                                                outputs[0].data_as<bf16>(), heads, sq, sk,
-                                               static_cast<float>(scale), causal, ctx.stream));
+                                               static_cast<float>(scale), causal, layout,
+                                               ctx.stream));
   }
   float* out = outputs[0].data_as<float>();
   const float* pq = inputs[0].data_as<const float>();
@@ -59,23 +61,30 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   if (fused) {  // no temporary memory
     return cuda_status(op, "kernel launch",
                        launch::fused_attention(pq, pk, pv, out, heads, sq, sk,
-                                               static_cast<float>(scale), causal, ctx.stream));
+                                               static_cast<float>(scale), causal, layout,
+                                               ctx.stream));
   }
   const int64_t group = workspace.head_group;
   TempBuffer scores(ctx);
   PLANRT_RETURN_IF_ERROR(scores.allocate(op, static_cast<size_t>(workspace.bytes)));
   auto* s = static_cast<float*>(scores.get());
-  for (int64_t h = 0; h < heads; h += group) {
-    const int64_t count = std::min(group, heads - h);
-    PLANRT_RETURN_IF_ERROR(gemm_strided(op, ctx, BLayout::NK, sq, sk, d,
-                                        static_cast<float>(scale), pq + h * sq * d, sq * d,
-                                        pk + h * sk * d, sk * d, 0.0f, s, sq * sk, count));
+  // Groups of heads that share a batch index, so that one stride steps from head to head
+  // in every layout (kernels/attention_layout.h).
+  const int64_t per_batch = layout.heads_per_batch;
+  for (int64_t h = 0; h < heads;) {
+    const int64_t count = std::min({group, heads - h, per_batch - h % per_batch});
+    PLANRT_RETURN_IF_ERROR(gemm_strided(
+        op, ctx, BLayout::NK, sq, sk, d, static_cast<float>(scale),
+        pq + layout.head_offset(layout.q, h), layout.q.head, pk + layout.head_offset(layout.k, h),
+        layout.k.head, 0.0f, s, sq * sk, count, {layout.q.row, layout.k.row, 0}));
     PLANRT_RETURN_IF_ERROR(cuda_status(
         op, "kernel launch",
         launch::softmax_rows(s, s, count * sq, sk, causal ? sq : 0, ctx.stream)));
-    PLANRT_RETURN_IF_ERROR(gemm_strided(op, ctx, BLayout::KN, sq, dv, sk, 1.0f, s, sq * sk,
-                                        pv + h * sk * dv, sk * dv, 0.0f, out + h * sq * dv,
-                                        sq * dv, count));
+    PLANRT_RETURN_IF_ERROR(gemm_strided(
+        op, ctx, BLayout::KN, sq, dv, sk, 1.0f, s, sq * sk, pv + layout.head_offset(layout.v, h),
+        layout.v.head, 0.0f, out + layout.head_offset(layout.out, h), layout.out.head, count,
+        {0, layout.v.row, layout.out.row}));
+    h += count;
   }
   return scores.release();
 }

@@ -59,12 +59,13 @@ __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
 }
 
-// Rows [first, first + 64) of a [rows, 64] matrix into shared memory; rows at or past
-// `rows` read as zeros. Vec: 16-byte asynchronous copies (the matrix is 16-byte aligned);
-// else plain 2-byte loads, visible after the caller's barrier like the copies.
+// Rows [first, first + 64) of a [rows, 64] matrix whose rows start `src_pitch` elements
+// apart into shared memory; rows at or past `rows` read as zeros. Vec: 16-byte asynchronous
+// copies (every row start is 16-byte aligned); else plain 2-byte loads, visible after the
+// caller's barrier like the copies.
 template <bool Vec>
-__device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, int64_t first,
-                                          int64_t rows) {
+__device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, int64_t src_pitch,
+                                          int64_t first, int64_t rows) {
   if (Vec) {
     constexpr int kUnitsPerRow = kHeadDim / 8;
 #pragma unroll
@@ -73,7 +74,7 @@ __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, int64_t fi
       const int row = unit / kUnitsPerRow;
       const int col = (unit % kUnitsPerRow) * 8;
       const bool valid = first + row < rows;
-      copy_async16(dst + row * kPitch + col, valid ? src + (first + row) * kHeadDim + col : src,
+      copy_async16(dst + row * kPitch + col, valid ? src + (first + row) * src_pitch + col : src,
                    valid);
     }
   } else {
@@ -81,7 +82,7 @@ __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, int64_t fi
       const int row = i / kHeadDim;
       const int col = i % kHeadDim;
       const bool valid = first + row < rows;
-      dst[row * kPitch + col] = valid ? src[(first + row) * kHeadDim + col] : __float2bfloat16(0.0f);
+      dst[row * kPitch + col] = valid ? src[(first + row) * src_pitch + col] : __float2bfloat16(0.0f);
     }
   }
 }
@@ -109,7 +110,8 @@ __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0
 template <bool Causal, bool Vec>
 __global__ void __launch_bounds__(kThreads)
     fused_attention_bf16_d64_kernel(const bf16* q, const bf16* k, const bf16* v, bf16* out,
-                                    int64_t heads, int64_t sq, int64_t sk, float scale_log2) {
+                                    int64_t heads, int64_t sq, int64_t sk, float scale_log2,
+                                    AttentionLayout layout) {
   __shared__ __align__(16) bf16 shared[5 * kTileElems];
   bf16* q_s = shared;
   bf16* k_s = q_s + kTileElems;      // [2][64][kPitch]
@@ -126,14 +128,14 @@ __global__ void __launch_bounds__(kThreads)
   const int tiles = static_cast<int>((key_end + kKeys - 1) / kKeys);
 
   for (int64_t head = blockIdx.y; head < heads; head += gridDim.y) {
-    const bf16* qh = q + head * sq * kHeadDim;
-    const bf16* kh = k + head * sk * kHeadDim;
-    const bf16* vh = v + head * sk * kHeadDim;
-    bf16* oh = out + head * sq * kHeadDim;
+    const bf16* qh = q + layout.head_offset(layout.q, head);
+    const bf16* kh = k + layout.head_offset(layout.k, head);
+    const bf16* vh = v + layout.head_offset(layout.v, head);
+    bf16* oh = out + layout.head_offset(layout.out, head);
 
-    load_tile<Vec>(q_s, qh, q0, sq);
-    load_tile<Vec>(k_s, kh, 0, sk);
-    load_tile<Vec>(v_s, vh, 0, sk);
+    load_tile<Vec>(q_s, qh, layout.q.row, q0, sq);
+    load_tile<Vec>(k_s, kh, layout.k.row, 0, sk);
+    load_tile<Vec>(v_s, vh, layout.v.row, 0, sk);
     commit_copies();
 
     uint32_t qa[4][4];  // the warp's 16 query rows as A fragments, one per 16 dims
@@ -146,8 +148,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int tile = 0; tile < tiles; ++tile) {
       const int stage = tile & 1;
       if (tile + 1 < tiles) {  // the other stage was last read before the previous barrier
-        load_tile<Vec>(k_s + (stage ^ 1) * kTileElems, kh, int64_t{tile + 1} * kKeys, sk);
-        load_tile<Vec>(v_s + (stage ^ 1) * kTileElems, vh, int64_t{tile + 1} * kKeys, sk);
+        load_tile<Vec>(k_s + (stage ^ 1) * kTileElems, kh, layout.k.row, int64_t{tile + 1} * kKeys, sk);
+        load_tile<Vec>(v_s + (stage ^ 1) * kTileElems, vh, layout.v.row, int64_t{tile + 1} * kKeys, sk);
         commit_copies();
         wait_copies<1>();
       } else {
@@ -245,7 +247,7 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t row = row_lo + 8 * half;
       if (row >= sq) continue;
       const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-      bf16* orow = oh + row * kHeadDim + 2 * t;
+      bf16* orow = oh + row * layout.out.row + 2 * t;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         orow[8 * j] = __float2bfloat16_rn(o[j][2 * half] * inv);
@@ -258,11 +260,12 @@ __global__ void __launch_bounds__(kThreads)
 
 template <bool Causal, bool Vec>
 cudaError_t launch_fused(const bf16* q, const bf16* k, const bf16* v, bf16* out, int64_t heads,
-                         int64_t sq, int64_t sk, float scale_log2, cudaStream_t stream) {
+                         int64_t sq, int64_t sk, float scale_log2, const AttentionLayout& layout,
+                         cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((sq + kRows - 1) / kRows),
                   static_cast<unsigned>(heads < kMaxGridY ? heads : kMaxGridY));
   fused_attention_bf16_d64_kernel<Causal, Vec>
-      <<<grid, kThreads, 0, stream>>>(q, k, v, out, heads, sq, sk, scale_log2);
+      <<<grid, kThreads, 0, stream>>>(q, k, v, out, heads, sq, sk, scale_log2, layout);
   return cudaGetLastError();
 }
 
@@ -270,13 +273,14 @@ cudaError_t launch_fused(const bf16* q, const bf16* k, const bf16* v, bf16* out,
 
 cudaError_t fused_attention(const bf16* q, const bf16* k, const bf16* v, bf16* out,
                             int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
-                            cudaStream_t stream) {
+                            const AttentionLayout& layout, cudaStream_t stream) {
   if (heads == 0 || sq == 0) return cudaSuccess;
-  // 16-byte copies need 16-byte aligned inputs (each 64-element row is 128 bytes); the
-  // output is written 2 bytes at a time either way.
-  return with_attention_flags(causal, all_aligned16(q, k, v, q), [&](auto causal_c, auto vec_c) {
+  // 16-byte copies need 16-byte aligned input rows (8 elements; a 64-element row is 128
+  // bytes); the output is written 2 bytes at a time either way.
+  const bool vec = all_aligned16(q, k, v, q) && layout.strides_multiple_of(8);
+  return with_attention_flags(causal, vec, [&](auto causal_c, auto vec_c) {
     return launch_fused<decltype(causal_c)::value, decltype(vec_c)::value>(
-        q, k, v, out, heads, sq, sk, attention_scale_log2(scale), stream);
+        q, k, v, out, heads, sq, sk, attention_scale_log2(scale), layout, stream);
   });
 }
 

@@ -52,12 +52,12 @@ __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
 }
 
-// Rows [first, first + 64) of a [rows, 64] matrix into shared memory of row pitch `pitch`;
-// rows at or past `rows` read as zeros. Vec: 16-byte copies (every row start is 16-byte
-// aligned), else 4-byte ones.
+// Rows [first, first + 64) of a [rows, 64] matrix whose rows start `src_pitch` floats apart
+// into shared memory of row pitch `pitch`; rows at or past `rows` read as zeros. Vec:
+// 16-byte copies (every row start is 16-byte aligned), else 4-byte ones.
 template <bool Vec>
-__device__ __forceinline__ void load_tile(float* dst, int pitch, const float* src, int64_t first,
-                                          int64_t rows) {
+__device__ __forceinline__ void load_tile(float* dst, int pitch, const float* src,
+                                          int64_t src_pitch, int64_t first, int64_t rows) {
   constexpr int kUnit = Vec ? 4 : 1;                      // floats per copy
   constexpr int kUnitsPerRow = kHeadDim / kUnit;
   constexpr int kPerThread = kRows * kUnitsPerRow / kThreads;
@@ -67,7 +67,7 @@ __device__ __forceinline__ void load_tile(float* dst, int pitch, const float* sr
     const int row = unit / kUnitsPerRow;
     const int col = (unit % kUnitsPerRow) * kUnit;
     const bool valid = first + row < rows;
-    const float* from = valid ? src + (first + row) * kHeadDim + col : src;
+    const float* from = valid ? src + (first + row) * src_pitch + col : src;
     copy_async<kUnit * 4>(dst + row * pitch + col, from, valid);
   }
 }
@@ -75,7 +75,8 @@ __device__ __forceinline__ void load_tile(float* dst, int pitch, const float* sr
 template <bool Causal, bool Vec>
 __global__ void __launch_bounds__(kThreads, 2)
     fused_attention_d64_kernel(const float* q, const float* k, const float* v, float* out,
-                               int64_t heads, int64_t sq, int64_t sk, float scale_log2) {
+                               int64_t heads, int64_t sq, int64_t sk, float scale_log2,
+                               AttentionLayout layout) {
   extern __shared__ float4 shared4[];
   float* shared = reinterpret_cast<float*>(shared4);
   float* q_s = shared;
@@ -92,14 +93,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int tiles = static_cast<int>((key_end + kKeys - 1) / kKeys);
 
   for (int64_t head = blockIdx.y; head < heads; head += gridDim.y) {
-    const float* qh = q + head * sq * kHeadDim;
-    const float* kh = k + head * sk * kHeadDim;
-    const float* vh = v + head * sk * kHeadDim;
-    float* oh = out + head * sq * kHeadDim;
+    const float* qh = q + layout.head_offset(layout.q, head);
+    const float* kh = k + layout.head_offset(layout.k, head);
+    const float* vh = v + layout.head_offset(layout.v, head);
+    float* oh = out + layout.head_offset(layout.out, head);
 
-    load_tile<Vec>(q_s, kPitch, qh, q0, sq);
-    load_tile<Vec>(k_s, kPitch, kh, 0, sk);
-    load_tile<Vec>(v_s, kHeadDim, vh, 0, sk);
+    load_tile<Vec>(q_s, kPitch, qh, layout.q.row, q0, sq);
+    load_tile<Vec>(k_s, kPitch, kh, layout.k.row, 0, sk);
+    load_tile<Vec>(v_s, kHeadDim, vh, layout.v.row, 0, sk);
     commit_copies();
 
     float o[4][8];
@@ -116,8 +117,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int t = 0; t < tiles; ++t) {
       const int stage = t & 1;
       if (t + 1 < tiles) {  // the next tile's stage was last read before the previous barrier
-        load_tile<Vec>(k_s + (stage ^ 1) * kKFloats, kPitch, kh, int64_t{t + 1} * kKeys, sk);
-        load_tile<Vec>(v_s + (stage ^ 1) * kVFloats, kHeadDim, vh, int64_t{t + 1} * kKeys, sk);
+        load_tile<Vec>(k_s + (stage ^ 1) * kKFloats, kPitch, kh, layout.k.row, int64_t{t + 1} * kKeys, sk);
+        load_tile<Vec>(v_s + (stage ^ 1) * kVFloats, kHeadDim, vh, layout.v.row, int64_t{t + 1} * kKeys, sk);
         commit_copies();
         wait_copies<1>();
       } else {
@@ -227,7 +228,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int64_t row = q0 + ty * 4 + i;
       if (row >= sq) continue;
       const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-      float* orow = oh + row * kHeadDim;
+      float* orow = oh + row * layout.out.row;
       if (Vec) {
         *reinterpret_cast<float4*>(orow + tx * 4) =
             make_float4(o[i][0] * inv, o[i][1] * inv, o[i][2] * inv, o[i][3] * inv);
@@ -248,7 +249,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 template <bool Causal, bool Vec>
 cudaError_t launch_fused(const float* q, const float* k, const float* v, float* out,
                          int64_t heads, int64_t sq, int64_t sk, float scale_log2,
-                         cudaStream_t stream) {
+                         const AttentionLayout& layout, cudaStream_t stream) {
   auto kernel = fused_attention_d64_kernel<Causal, Vec>;
   // Above the 48 KiB default: allowed per function (cheap; repeated calls are no-ops).
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -256,7 +257,7 @@ cudaError_t launch_fused(const float* q, const float* k, const float* v, float* 
   if (err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((sq + kRows - 1) / kRows),
                   static_cast<unsigned>(heads < kMaxGridY ? heads : kMaxGridY));
-  kernel<<<grid, kThreads, kSharedBytes, stream>>>(q, k, v, out, heads, sq, sk, scale_log2);
+  kernel<<<grid, kThreads, kSharedBytes, stream>>>(q, k, v, out, heads, sq, sk, scale_log2, layout);
   return cudaGetLastError();
 }
 
@@ -264,12 +265,13 @@ cudaError_t launch_fused(const float* q, const float* k, const float* v, float* 
 
 cudaError_t fused_attention(const float* q, const float* k, const float* v, float* out,
                             int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
-                            cudaStream_t stream) {
+                            const AttentionLayout& layout, cudaStream_t stream) {
   if (heads == 0 || sq == 0) return cudaSuccess;
-  // Vec: 16-byte copies in and float4 stores out.
-  return with_attention_flags(causal, all_aligned16(q, k, v, out), [&](auto causal_c, auto vec_c) {
+  // Vec: 16-byte copies in and float4 stores out (every row start 16-byte aligned).
+  const bool vec = all_aligned16(q, k, v, out) && layout.strides_multiple_of(4);
+  return with_attention_flags(causal, vec, [&](auto causal_c, auto vec_c) {
     return launch_fused<decltype(causal_c)::value, decltype(vec_c)::value>(
-        q, k, v, out, heads, sq, sk, attention_scale_log2(scale), stream);
+        q, k, v, out, heads, sq, sk, attention_scale_log2(scale), layout, stream);
   });
 }
 

@@ -1,5 +1,7 @@
 #include "kernels/cuda/gemm.h"
 
+#include <algorithm>
+
 #include "kernels/cpu/blas.h"
 #include "kernels/cuda/checks.h"
 
@@ -17,15 +19,25 @@ Status check_dtype(std::string_view op, DType dtype) {
 Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout layout,
                     DType dtype, int64_t m, int64_t n, int64_t k, float alpha, const void* a,
                     int64_t stride_a, const void* b, int64_t stride_b, float beta, void* y,
-                    int64_t stride_y, int64_t count) {
+                    int64_t stride_y, int64_t count, GemmPitches pitches) {
   PLANRT_RETURN_IF_ERROR(check_dtype(op, dtype));
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, m, n, k));
   PLANRT_RETURN_IF_ERROR(cpu::check_blas_dim(op, "batch count", count));
   if (m == 0 || n == 0 || count == 0) return {};
   const auto elem = static_cast<int64_t>(element_size(dtype));
+  const int64_t ldy = pitches.y != 0 ? pitches.y : n;
   if (k == 0) {
     if (beta != 0.0f) return {};  // beta == 1: y keeps what it holds
     auto* bytes = static_cast<char*>(y);
+    if (ldy != n) {  // rows apart: one 2-D memset per product
+      for (int64_t i = 0; i < count; ++i) {
+        PLANRT_RETURN_IF_ERROR(cuda_status(
+            op, "cudaMemset2DAsync",
+            cudaMemset2DAsync(bytes + i * stride_y * elem, static_cast<size_t>(ldy * elem), 0,
+                              static_cast<size_t>(n * elem), static_cast<size_t>(m), ctx.stream)));
+      }
+      return {};
+    }
     if (stride_y == m * n) {
       return cuda_status(op, "cudaMemsetAsync",
                          cudaMemsetAsync(bytes, 0, static_cast<size_t>(count * m * n * elem),
@@ -44,7 +56,10 @@ Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout l
   const auto ni = static_cast<int>(n);
   const auto ki = static_cast<int>(k);
   const cublasOperation_t op_b = layout == BLayout::KN ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const int ldb = layout == BLayout::KN ? ni : ki;
+  const int ldb = static_cast<int>(pitches.b != 0 ? pitches.b : layout == BLayout::KN ? n : k);
+  const int lda = static_cast<int>(pitches.a != 0 ? pitches.a : k);
+  const int ldc = static_cast<int>(ldy);
+  PLANRT_RETURN_IF_ERROR(cpu::check_blas_dim(op, "row pitch", std::max({pitches.a, pitches.b, pitches.y})));
   if (dtype == DType::F32) {
     const auto* fa = static_cast<const float*>(a);
     const auto* fb = static_cast<const float*>(b);
@@ -52,26 +67,26 @@ Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout l
     if (count == 1) {
       return cublas_status(op, "cublasSgemm",
                            cu->cublasSgemm_v2(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, fb, ldb,
-                                       fa, ki, &beta, fy, ni));
+                                       fa, lda, &beta, fy, ldc));
     }
     return cublas_status(
         op, "cublasSgemmStridedBatched",
         cu->cublasSgemmStridedBatched(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, fb, ldb,
-                                  stride_b, fa, ki, stride_a, &beta, fy, ni, stride_y,
+                                  stride_b, fa, lda, stride_a, &beta, fy, ldc, stride_y,
                                   static_cast<int>(count)));
   }
   // bf16 operands, f32 accumulation and scalars.
   if (count == 1) {
     return cublas_status(op, "cublasGemmEx",
                          cu->cublasGemmEx(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b,
-                                      CUDA_R_16BF, ldb, a, CUDA_R_16BF, ki, &beta, y, CUDA_R_16BF,
-                                      ni, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                      CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, y, CUDA_R_16BF,
+                                      ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
   return cublas_status(
       op, "cublasGemmStridedBatchedEx",
       cu->cublasGemmStridedBatchedEx(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b,
-                                 CUDA_R_16BF, ldb, stride_b, a, CUDA_R_16BF, ki, stride_a, &beta,
-                                 y, CUDA_R_16BF, ni, stride_y, static_cast<int>(count),
+                                 CUDA_R_16BF, ldb, stride_b, a, CUDA_R_16BF, lda, stride_a, &beta,
+                                 y, CUDA_R_16BF, ldc, stride_y, static_cast<int>(count),
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 

@@ -14,19 +14,26 @@ namespace planrt::kernels::cuda {
 
 enum class BLayout { KN, NK };  // b is [k, n] (a @ b) or [n, k] (a @ b^T)
 
+// Row pitches of the operands in elements; 0 = packed rows (k for a, n or k for b, n for y).
+struct GemmPitches {
+  int64_t a = 0;
+  int64_t b = 0;
+  int64_t y = 0;
+};
+
 // count products: y_i[m, n] = alpha * a_i[m, k] @ b_i + beta * y_i, operand i at
-// base + i * stride elements (stride 0 broadcasts one matrix). count == 1: a plain GEMM.
-// y_i must be contiguous and disjoint (stride_y >= m * n). dtype: F32 or BF16.
+// base + i * stride elements (stride 0 broadcasts one matrix), rows `pitches` apart.
+// count == 1: a plain GEMM. No two y_i may share an element. dtype: F32 or BF16.
 Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout layout,
                     DType dtype, int64_t m, int64_t n, int64_t k, float alpha, const void* a,
                     int64_t stride_a, const void* b, int64_t stride_b, float beta, void* y,
-                    int64_t stride_y, int64_t count);
+                    int64_t stride_y, int64_t count, GemmPitches pitches = {});
 inline Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout layout,
                            int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                            int64_t stride_a, const float* b, int64_t stride_b, float beta,
-                           float* y, int64_t stride_y, int64_t count) {
+                           float* y, int64_t stride_y, int64_t count, GemmPitches pitches = {}) {
   return gemm_strided(op, ctx, layout, DType::F32, m, n, k, alpha, a, stride_a, b, stride_b, beta,
-                      y, stride_y, count);
+                      y, stride_y, count, pitches);
 }
 
 // Pointer-array batched GEMM (b KN, beta 0): arrays of count device pointers in device

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/attention_layout.h"
 #include "kernels/cuda/device_error.h"
 
 namespace planrt::kernels::cuda::launch {
@@ -63,18 +64,20 @@ PLANRT_MATH_LAUNCHER_DECLS(float)
 PLANRT_MATH_LAUNCHER_DECLS(__nv_bfloat16)
 #undef PLANRT_MATH_LAUNCHER_DECLS
 
-// One-pass attention for head dim 64 (d == dv == 64): q [heads, sq, 64], k and v
-// [heads, sk, 64], out [heads, sq, 64], all contiguous; sk > 0. Online softmax, no score
-// matrix, no temporary memory (attention_kernels.cu).
+// One-pass attention for head dim 64 (d == dv == 64): `heads` (batch x heads) problems
+// q [sq, 64], k and v [sk, 64] -> out [sq, 64], their rows where `layout` puts them
+// (kernels/attention_layout.h); sk > 0. Online softmax, no score matrix, no temporary
+// memory (attention_kernels.cu).
 cudaError_t fused_attention(const float* q, const float* k, const float* v, float* out,
                             int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
-                            cudaStream_t stream);
+                            const AttentionLayout& layout, cudaStream_t stream);
 // The same for bf16 operands on the tensor cores (attention_bf16_kernels.cu): scores and
 // the output accumulate in f32, the probabilities enter the second product as bf16, as in
 // FlashAttention.
 cudaError_t fused_attention(const __nv_bfloat16* q, const __nv_bfloat16* k,
                             const __nv_bfloat16* v, __nv_bfloat16* out, int64_t heads, int64_t sq,
-                            int64_t sk, float scale, bool causal, cudaStream_t stream);
+                            int64_t sk, float scale, bool causal, const AttentionLayout& layout,
+                            cudaStream_t stream);
 
 // Batched-GEMM pointer arrays for count products: a[i] = a + map_a(i), b[i] = b + map_b(i),
 // c[i] = c + i * c_stride, all in elements of elem_size bytes (map strides included).

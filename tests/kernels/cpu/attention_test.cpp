@@ -131,6 +131,56 @@ TEST(Attention, ExplicitScaleAndValueWidthDifferentFromKeyWidth) {
   expect_sdpa_matches({1, 2, 6, 5, 12, 7}, attrs, false, 0.3);
 }
 
+// [b, x, y, d] -> [b, y, x, d]: the head split (bshd -> bhsd) and the merge back.
+HostTensor swap_middle(const HostTensor& t) {
+  const Shape& s = t.shape();
+  HostTensor out(DType::F32, {s[0], s[2], s[1], s[3]});
+  for (int64_t b = 0; b < s[0]; ++b)
+    for (int64_t x = 0; x < s[1]; ++x)
+      for (int64_t y = 0; y < s[2]; ++y)
+        for (int64_t d = 0; d < s[3]; ++d)
+          out.f()[((b * s[2] + y) * s[1] + x) * s[3] + d] = t.f()[((b * s[1] + x) * s[2] + y) * s[3] + d];
+  return out;
+}
+
+// layout "bshd" reads [B, S, H, D] where it lies: the same result as the default layout on
+// the permuted operands (the unoptimised path the builder's rewrite replaces), with more
+// keys and queries than one tile, unequal key and value widths, two batches.
+TEST(Attention, BshdLayoutEqualsThePermutedDefaultLayout) {
+  struct Case {
+    int64_t b, h, sq, sk, d, dv;
+  };
+  for (const Case& c : {Case{2, 3, 5, 7, 8, 6}, Case{1, 2, 70, 300, 16, 16}, Case{2, 1, 33, 1, 4, 4}}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "sq " << c.sq << " sk " << c.sk << " causal " << causal);
+      HostTensor q = HostTensor::random({c.b, c.sq, c.h, c.d}, 41, -2.0f, 2.0f);
+      HostTensor k = HostTensor::random({c.b, c.sk, c.h, c.d}, 42, -2.0f, 2.0f);
+      HostTensor v = HostTensor::random({c.b, c.sk, c.h, c.dv}, 43);
+      OpAttrs attrs;
+      attrs.set("causal", causal);
+      HostTensor y_bhsd(DType::F32, {c.b, c.h, c.sq, c.dv});
+      ASSERT_TRUE(attend(attrs, swap_middle(q), swap_middle(k), swap_middle(v), y_bhsd).ok());
+      attrs.set("layout", std::string("bshd"));
+      HostTensor y(DType::F32, {c.b, c.sq, c.h, c.dv});
+      Status s = attend(attrs, q, k, v, y);
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      const HostTensor want = swap_middle(y_bhsd);
+      EXPECT_LT(relative_error(y, std::vector<double>(want.f(), want.f() + want.numel())), 1e-6);
+    }
+  }
+}
+
+TEST(Attention, BshdLayoutChecksItsShapes) {
+  OpAttrs attrs;
+  attrs.set("layout", std::string("bshd"));
+  HostTensor q = HostTensor::random({1, 3, 2, 8}, 1);
+  HostTensor k = HostTensor::random({1, 5, 4, 8}, 2);  // 4 heads against q's 2
+  HostTensor y(DType::F32, {1, 3, 2, 8});
+  EXPECT_TRUE(IsError(attend(attrs, q, k, k, y), ErrorCode::InvalidArgument, {"layout bshd", "k f32 [1, 5, 4, 8]"}));
+  attrs.set("layout", std::string("sbhd"));
+  EXPECT_TRUE(IsError(attend(attrs, q, q, q, y), ErrorCode::InvalidArgument, {"layout", "'sbhd'"}));
+}
+
 TEST(Attention, NoKeysGivesZeros) {
   HostTensor q = HostTensor::random({1, 1, 2, 4}, 1);
   HostTensor k(DType::F32, {1, 1, 0, 4});

@@ -108,6 +108,25 @@ TEST(CudaKernels, UnfusedAttentionAtHeadDim64MatchesTheCpu) {
   }
 }
 
+// layout "bshd" on the unfused path (head dims other than 64, or fused=false): the
+// products read and write rows H * D apart, a group of heads never crossing a batch.
+TEST(CudaKernels, UnfusedAttentionInBshdLayoutMatchesTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 601;
+  for (int64_t d : {int64_t{32}, int64_t{64}}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("D {} causal {}", d, causal));
+      HostTensor q = rnd({2, 7, 3, d}, seed++);
+      HostTensor k = rnd({2, 9, 3, d}, seed++);
+      HostTensor v = rnd({2, 9, 3, 16}, seed++);
+      ExpectAgree(r, "scaled_dot_product_attention",
+                  attrs_of({{"causal", causal}, {"fused", false}, {"layout", std::string("bshd")}}),
+                  {q, k, v}, DType::F32, {2, 7, 3, 16});
+    }
+  }
+}
+
 TEST(CudaKernels, EmbeddingGathersRowsForI32AndI64Ids) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;

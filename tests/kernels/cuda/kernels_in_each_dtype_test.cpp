@@ -226,6 +226,29 @@ TEST_P(CudaKernelsInEachDtype, FusedAttentionMatchesTheCpu) {
   }
 }
 
+// layout "bshd" (the heads of a position side by side, as the builder's rewrite gives the
+// attention of every transformer block): the fused kernel indexes rows H * 64 apart and the
+// batches S * H * 64 apart; the CPU kernel (tested against the permuted default layout in
+// attention_test.cpp) is the reference. Two batches, the tile-edge cases, off alignment.
+TEST_P(CudaKernelsInEachDtype, FusedAttentionInBshdLayoutMatchesTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 501;
+  for (const testing::AttentionCase& c : testing::kFusedAttentionCases) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("heads {} Sq {} Sk {} causal {}", c.heads, c.sq, c.sk, causal));
+      HostTensor q = rnd({2, c.sq, c.heads, 64}, seed++, -2.0f, 2.0f);
+      HostTensor k = rnd({2, c.sk, c.heads, 64}, seed++, -2.0f, 2.0f);
+      HostTensor v = rnd({2, c.sk, c.heads, 64}, seed++);
+      const OpAttrs attrs = attrs_of({{"causal", causal}, {"layout", std::string("bshd")}});
+      Agree(r, "scaled_dot_product_attention", attrs, {q, k, v}, {2, c.sq, c.heads, 64});
+      if (c.sq < 256) {
+        Agree(r, "scaled_dot_product_attention", attrs, {q, k, v}, {2, c.sq, c.heads, 64}, off_alignment());
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernelsInEachDtype, ::testing::Values(DType::F32, DType::BF16),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));

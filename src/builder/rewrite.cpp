@@ -1,0 +1,97 @@
+#include "builder/rewrite.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace planrt::builder {
+namespace {
+
+// permute's dims swap the two dims before the last and keep the others: [.., S, H, D] <->
+// [.., H, S, D].
+bool swaps_seq_and_heads(const ir::Node& n) {
+  if (n.op != "permute" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+  auto it = n.attrs.find("dims");
+  if (it == n.attrs.end()) return false;
+  const auto* dims = std::get_if<std::vector<int64_t>>(&it->second);
+  if (dims == nullptr || dims->size() < 3) return false;
+  const auto r = static_cast<int64_t>(dims->size());
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t expected = i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i;
+    if ((*dims)[i] != expected) return false;
+  }
+  return true;
+}
+
+bool same_place(const ir::Node& a, const ir::Node& b) {
+  return a.backend == b.backend && a.segment == b.segment && a.device == b.device;
+}
+
+int absorb_attention_permutes(ir::Method& method) {
+  std::map<std::string, size_t, std::less<>> producer;
+  std::map<std::string, int, std::less<>> reads;  // by nodes, plus one per method output
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    for (const std::string& in : method.nodes[i].inputs) {
+      if (!in.empty()) ++reads[in];
+    }
+    for (const std::string& out : method.nodes[i].outputs) producer[out] = i;
+  }
+  for (const std::string& out : method.outputs) ++reads[out];
+  auto permute_producing = [&](const std::string& value) -> ir::Node* {
+    auto it = producer.find(value);
+    if (it == producer.end()) return nullptr;
+    ir::Node& p = method.nodes[it->second];
+    return swaps_seq_and_heads(p) ? &p : nullptr;
+  };
+
+  std::vector<bool> removed(method.nodes.size(), false);
+  int rewritten = 0;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    ir::Node& attn = method.nodes[i];
+    if (attn.op != "scaled_dot_product_attention" || attn.inputs.size() != 3 ||
+        attn.outputs.size() != 1 || attn.attrs.contains("layout")) {
+      continue;
+    }
+    // Each input a head split read only by this attention (as often as it reads it).
+    std::vector<ir::Node*> splits;
+    for (const std::string& in : attn.inputs) {
+      ir::Node* p = permute_producing(in);
+      const auto uses = std::count(attn.inputs.begin(), attn.inputs.end(), in);
+      if (p == nullptr || reads[in] != uses || !same_place(*p, attn)) break;
+      splits.push_back(p);
+    }
+    if (splits.size() != 3) continue;
+    // The output read once, by a head merge.
+    const std::string& o = attn.outputs[0];
+    if (reads[o] != 1) continue;
+    ir::Node* merge = nullptr;
+    for (size_t j = i + 1; j < method.nodes.size() && merge == nullptr; ++j) {
+      ir::Node& n = method.nodes[j];
+      if (!removed[j] && n.inputs.size() == 1 && n.inputs[0] == o) merge = &n;
+    }
+    if (merge == nullptr || !swaps_seq_and_heads(*merge) || !same_place(*merge, attn)) continue;
+    for (size_t k = 0; k < 3; ++k) {
+      attn.inputs[k] = splits[k]->inputs[0];
+      removed[static_cast<size_t>(splits[k] - method.nodes.data())] = true;
+    }
+    attn.outputs[0] = merge->outputs[0];
+    attn.attrs["layout"] = std::string("bshd");
+    removed[static_cast<size_t>(merge - method.nodes.data())] = true;
+    ++rewritten;
+  }
+  if (rewritten == 0) return 0;
+  std::vector<ir::Node> kept;
+  kept.reserve(method.nodes.size());
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(method.nodes[i]));
+  }
+  method.nodes = std::move(kept);
+  return rewritten;
+}
+
+}  // namespace
+
+int rewrite_method(ir::Method& method) { return absorb_attention_permutes(method); }
+
+}  // namespace planrt::builder

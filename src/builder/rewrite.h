@@ -1,0 +1,24 @@
+// Graph rewrites every front end gets (the template, JSON models, the ONNX importer),
+// applied to each method by lower_model before it is partitioned. A rewrite keeps the
+// method's outputs and every value another node reads; it only fuses nodes that share
+// backend, segment and device, so the partition is the one the author wrote.
+//
+// absorb_attention_permutes: the head split and merge around attention,
+//   q = permute(xq, swap S/H), k = permute(xk, ...), v = permute(xv, ...),
+//   o = scaled_dot_product_attention(q, k, v), y = permute(o, swap S/H)
+// (swap S/H: dims [.., S, H, D] <-> [.., H, S, D], e.g. [0, 2, 1, 3]) becomes
+//   y = scaled_dot_product_attention(xq, xk, xv, layout = "bshd")
+// (kernels/attention_layout.h): the attention kernels read the projections' rows and write
+// the output projection's input where they lie, four activation copies fewer per block.
+// A permute that another node also reads, or that is a method output, stays.
+#pragma once
+
+#include "builder/graph.h"
+#include "planrt/core/result.h"
+
+namespace planrt::builder {
+
+// The rewrites above, in order; returns how many attentions were rewritten.
+int rewrite_method(ir::Method& method);
+
+}  // namespace planrt::builder

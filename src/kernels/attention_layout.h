@@ -1,0 +1,49 @@
+// Where scaled_dot_product_attention's operands keep their rows: the op's `layout`
+// attribute, as strides the CPU and CUDA kernels index with (plain data, no CUDA types, so
+// device code includes it too).
+//
+//   layout "bhsd" (the default): q [..., H, Sq, D], k [..., H, Sk, D], v [..., H, Sk, Dv],
+//       out [..., H, Sq, Dv] -- each head's rows contiguous, as torch's SDPA takes them.
+//   layout "bshd": q [..., Sq, H, D], k [..., Sk, H, D], v [..., Sk, H, Dv],
+//       out [..., Sq, H, Dv] -- the heads of one position side by side, as a projection
+//       [..., S, H * D] writes them: attention reads the projection's output and writes the
+//       next projection's input directly, without the four head permutes around it.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define PLANRT_ATTENTION_HOST_DEVICE __host__ __device__
+#else
+#define PLANRT_ATTENTION_HOST_DEVICE
+#endif
+
+namespace planrt::kernels {
+
+// Element offsets of one operand: row r of flat head i (i = b * heads_per_batch + h) starts
+// at (i / heads_per_batch) * batch + (i % heads_per_batch) * head + r * row; a row's
+// elements are contiguous.
+struct AttentionStrides {
+  int64_t row = 0;
+  int64_t head = 0;
+  int64_t batch = 0;
+};
+
+struct AttentionLayout {
+  int64_t heads_per_batch = 1;
+  AttentionStrides q, k, v, out;
+
+  // Offset of row 0 of flat head i of an operand with strides s.
+  PLANRT_ATTENTION_HOST_DEVICE int64_t head_offset(const AttentionStrides& s, int64_t i) const {
+    return (i / heads_per_batch) * s.batch + (i % heads_per_batch) * s.head;
+  }
+  // Every stride a multiple of `elements` (16-byte vector access of rows).
+  bool strides_multiple_of(int64_t elements) const {
+    for (const AttentionStrides* s : {&q, &k, &v, &out}) {
+      if (s->row % elements != 0 || s->head % elements != 0 || s->batch % elements != 0) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace planrt::kernels

@@ -1,0 +1,93 @@
+// The rewrites lower_model applies to every method (builder/rewrite.h): what they fuse, and
+// every reason they leave a graph as written.
+#include "builder/rewrite.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace planrt::builder {
+namespace {
+
+ir::Node node(std::string op, std::vector<std::string> inputs, std::string output, ir::Attrs attrs = {}) {
+  ir::Node n;
+  n.op = std::move(op);
+  n.inputs = std::move(inputs);
+  n.outputs = {std::move(output)};
+  n.attrs = std::move(attrs);
+  return n;
+}
+
+ir::Node swap_seq_heads(std::string in, std::string out) {
+  return node("permute", {std::move(in)}, std::move(out), {{"dims", std::vector<int64_t>{0, 2, 1, 3}}});
+}
+
+// The template's attention: q, k, v [1, S, H, D] split into heads, attention, merge.
+ir::Method attention_method() {
+  ir::Method m;
+  m.name = "forward";
+  m.outputs = {"y"};
+  m.nodes = {swap_seq_heads("q", "qh"), swap_seq_heads("k", "kh"), swap_seq_heads("v", "vh"),
+             node("scaled_dot_product_attention", {"qh", "kh", "vh"}, "o", {{"causal", true}}),
+             swap_seq_heads("o", "merged"), node("reshape", {"merged"}, "y")};
+  return m;
+}
+
+std::vector<std::string> ops(const ir::Method& m) {
+  std::vector<std::string> out;
+  for (const ir::Node& n : m.nodes) out.push_back(n.op);
+  return out;
+}
+
+TEST(Rewrite, HeadPermutesAroundAttentionBecomeItsBshdLayout) {
+  ir::Method m = attention_method();
+  EXPECT_EQ(rewrite_method(m), 1);
+  ASSERT_EQ(ops(m), (std::vector<std::string>{"scaled_dot_product_attention", "reshape"}));
+  const ir::Node& attn = m.nodes[0];
+  EXPECT_EQ(attn.inputs, (std::vector<std::string>{"q", "k", "v"}));
+  EXPECT_EQ(attn.outputs, std::vector<std::string>{"merged"});  // what the reshape reads
+  EXPECT_EQ(std::get<std::string>(attn.attrs.at("layout")), "bshd");
+  EXPECT_TRUE(std::get<bool>(attn.attrs.at("causal")));  // other attributes kept
+  EXPECT_EQ(rewrite_method(m), 0);                        // nothing left to rewrite
+}
+
+TEST(Rewrite, OneProjectionForQueriesAndKeysIsSplitOnce) {
+  ir::Method m = attention_method();
+  m.nodes.erase(m.nodes.begin() + 1);  // k is q's split
+  m.nodes[1].inputs[0] = "v";
+  m.nodes[1].outputs[0] = "vh";
+  m.nodes[2].inputs = {"qh", "qh", "vh"};
+  EXPECT_EQ(rewrite_method(m), 1);
+  EXPECT_EQ(m.nodes[0].inputs, (std::vector<std::string>{"q", "q", "v"}));
+}
+
+TEST(Rewrite, GraphsItCannotFuseStayAsWritten) {
+  struct Case {
+    std::string why;
+    void (*change)(ir::Method&);
+  };
+  const Case cases[] = {
+      {"a split read by another node", [](ir::Method& m) { m.nodes.push_back(node("relu", {"kh"}, "r")); }},
+      {"a split that is a method output", [](ir::Method& m) { m.outputs.push_back("vh"); }},
+      {"the attention output read twice", [](ir::Method& m) { m.nodes.push_back(node("relu", {"o"}, "r")); }},
+      {"no merge after", [](ir::Method& m) { m.nodes[4].attrs["dims"] = std::vector<int64_t>{0, 1, 3, 2}; }},
+      {"a split of other dims", [](ir::Method& m) { m.nodes[0].attrs["dims"] = std::vector<int64_t>{2, 1, 0, 3}; }},
+      {"a split in another segment", [](ir::Method& m) { m.nodes[1].segment = "other"; }},
+      {"a merge on another backend", [](ir::Method& m) { m.nodes[4].backend = ir::Backend::Cpu; }},
+      {"a split on another device", [](ir::Method& m) { m.nodes[2].device = Device{DeviceType::CUDA, 1}; }},
+      {"a layout already chosen",
+       [](ir::Method& m) { m.nodes[3].attrs["layout"] = std::string("bhsd"); }},
+      {"a mask input", [](ir::Method& m) { m.nodes[3].inputs.push_back("mask"); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    ir::Method m = attention_method();
+    c.change(m);
+    const std::vector<std::string> before = ops(m);
+    EXPECT_EQ(rewrite_method(m), 0);
+    EXPECT_EQ(ops(m), before);
+  }
+}
+
+}  // namespace
+}  // namespace planrt::builder
