@@ -212,10 +212,15 @@ tolerance = 1e-5 if dtype == "f32" else 1e-2
 if not rel <= tolerance:
     print(f"{name}: relative error {rel:.2e} above {tolerance:.0e}", file=sys.stderr)
     sys.exit(3)
-# The peers must compute the same model: each against the op-by-op oracle (bf16: two bf16
-# computations, up to twice the rounding each has against f32).
+# The peers must compute the same model: each against the op-by-op oracle. Not to planrt's
+# 1e-5 in f32: PyTorch's inference fast path for nn.TransformerEncoderLayer
+# (torch._transformer_encoder_layer_fwd, taken eager and compiled) runs FFN1 + GELU as one
+# cuBLASLt call whose GELU epilogue is the tanh approximation, measured 1.3e-4 from exact f32
+# on the 12-block model (H200, torch 2.11); that is the peer's accuracy, recorded per row.
+# 1e-3 (f32) and 2e-2 (bf16) still catch a wrong weight or a wrong op.
+peer_tolerance = 1e-3 if dtype == "f32" else 2e-2
 for key, value in extra.items():
-    if key.endswith("_rel_error_vs_eager") and not value <= 2 * tolerance:
+    if key.endswith("_rel_error_vs_eager") and not value <= peer_tolerance:
         print(f"{name}: peer {key[:-len('_rel_error_vs_eager')]} differs from the oracle by {value:.2e}", file=sys.stderr)
         sys.exit(3)
 PY
