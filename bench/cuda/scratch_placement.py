@@ -11,7 +11,8 @@ before loading) less the weights, the planned bytes, the warm pool's reserve and
 use, private engine scratch, and the median latency. Modes alternate within each row, two
 rounds each, so a latency ratio compares runs made side by side. Checked on every run (also
 --smoke, the GPU lane's): the planned cuda form allocates nothing from the warm pool, and
-each planned form's output statistics equal its unplanned twin's (same kernels, same values).
+each planned form's output statistics equal its unplanned twin's to rounding (same kernels;
+the cuBLASLt algorithms each process times may differ).
 Exit 0: checks hold; 2: a check failed; 77: no GPU (a skip, as ctest reads it).
 
     bench/cuda/scratch_placement.py PLANRT [--out bench/results/scratch_placement.jsonl]
@@ -40,6 +41,17 @@ def run(cmd):
     if p.returncode != 0:
         sys.exit(f"scratch_placement: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     return p.stdout
+
+
+def stats_agree(a, b):
+    """Output min/max/mean of two runs equal to rounding: each process times its own cuBLASLt
+    algorithms (docs/design.md "gemm-algorithms"), so two runs agree to rounding, not bit for
+    bit; a misplaced buffer gives garbage, far outside this."""
+    for sa, sb in zip(a, b):
+        scale = max(abs(v) for v in sa + sb if v is not None) or 1.0
+        if any(x is None or y is None or abs(x - y) > 1e-5 * scale for x, y in zip(sa, sb)):
+            return False
+    return len(a) == len(b)
 
 
 def measure(planrt, prog, seq, iterations):
@@ -115,7 +127,7 @@ def main():
             if by[("cuda", "planned")]["pool_allocations"] != 0:
                 failures.append(f"S={seq}: the planned cuda form allocated from the warm pool")
             for partition, plain in (("cuda", "pool"), ("engine", "private")):
-                if by[(partition, "planned")]["output_stats"] != by[(partition, plain)]["output_stats"]:
+                if not stats_agree(by[(partition, "planned")]["output_stats"], by[(partition, plain)]["output_stats"]):
                     failures.append(f"S={seq}: {partition} planned and {plain} outputs differ")
         if a.out:
             with open(a.out, "a") as f:
