@@ -19,7 +19,8 @@ bool swaps_seq_and_heads(const ir::Node& n) {
   const auto r = static_cast<int64_t>(dims->size());
   for (int64_t i = 0; i < r; ++i) {
     const int64_t expected = i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i;
-    if ((*dims)[i] != expected) return false;
+    const int64_t d = (*dims)[i] < 0 ? (*dims)[i] + r : (*dims)[i];  // permute takes -1 = last
+    if (d != expected) return false;
   }
   return true;
 }
@@ -38,14 +39,15 @@ int absorb_attention_permutes(ir::Method& method) {
     for (const std::string& out : method.nodes[i].outputs) producer[out] = i;
   }
   for (const std::string& out : method.outputs) ++reads[out];
+  std::vector<bool> removed(method.nodes.size(), false);
   auto permute_producing = [&](const std::string& value) -> ir::Node* {
     auto it = producer.find(value);
-    if (it == producer.end()) return nullptr;
+    if (it == producer.end() || removed[it->second]) return nullptr;
     ir::Node& p = method.nodes[it->second];
     return swaps_seq_and_heads(p) ? &p : nullptr;
   };
+  auto index_of = [&](const ir::Node* n) { return static_cast<size_t>(n - method.nodes.data()); };
 
-  std::vector<bool> removed(method.nodes.size(), false);
   int rewritten = 0;
   for (size_t i = 0; i < method.nodes.size(); ++i) {
     ir::Node& attn = method.nodes[i];
@@ -71,13 +73,23 @@ int absorb_attention_permutes(ir::Method& method) {
       if (!removed[j] && n.inputs.size() == 1 && n.inputs[0] == o) merge = &n;
     }
     if (merge == nullptr || !swaps_seq_and_heads(*merge) || !same_place(*merge, attn)) continue;
+    // Every node from the first split to the merge in the attention's place: removing the
+    // permutes then shortens one segment and never joins or drops one.
+    size_t lo = index_of(merge);
+    for (const ir::Node* p : splits) lo = std::min(lo, index_of(p));
+    bool one_run = true;
+    for (size_t j = lo; j <= index_of(merge) && one_run; ++j) {
+      one_run = removed[j] || same_place(method.nodes[j], attn);
+    }
+    if (!one_run) continue;
     for (size_t k = 0; k < 3; ++k) {
       attn.inputs[k] = splits[k]->inputs[0];
-      removed[static_cast<size_t>(splits[k] - method.nodes.data())] = true;
+      removed[index_of(splits[k])] = true;
     }
     attn.outputs[0] = merge->outputs[0];
     attn.attrs["layout"] = std::string("bshd");
-    removed[static_cast<size_t>(merge - method.nodes.data())] = true;
+    removed[index_of(merge)] = true;
+    producer[attn.outputs[0]] = i;  // a later attention sees who makes it now
     ++rewritten;
   }
   if (rewritten == 0) return 0;

@@ -1,7 +1,8 @@
 // Graph rewrites every front end gets (the template, JSON models, the ONNX importer),
 // applied to each method by lower_model before it is partitioned. A rewrite keeps the
-// method's outputs and every value another node reads; it only fuses nodes that share
-// backend, segment and device, so the partition is the one the author wrote.
+// method's outputs and every value another node reads; it only fuses nodes of one run of
+// nodes sharing backend, segment and device, so the partition is the one the author wrote
+// (its segments may only have fewer nodes).
 //
 // absorb_attention_permutes: the head split and merge around attention,
 //   q = permute(xq, swap S/H), k = permute(xk, ...), v = permute(xv, ...),
@@ -10,7 +11,8 @@
 //   y = scaled_dot_product_attention(xq, xk, xv, layout = "bshd")
 // (kernels/attention_layout.h): the attention kernels read the projections' rows and write
 // the output projection's input where they lie, four activation copies fewer per block.
-// A permute that another node also reads, or that is a method output, stays.
+// A permute that another node also reads, or that is a method output, stays; so does one
+// that another attention's rewrite already absorbed (chained attentions, e.g. axial).
 #pragma once
 
 #include "builder/graph.h"

@@ -84,7 +84,9 @@ struct OpInfo {
 //     read)
 //   scaled_dot_product_attention: causal (bool, false; top-left aligned as PyTorch's
 //     is_causal), scale (float, 1/sqrt(D)), fused (bool, true: the CUDA kernel may run in
-//     one pass without the [Sq, Sk] scores; false keeps them, see workspace.h)
+//     one pass without the [Sq, Sk] scores; false keeps them, see workspace.h), layout
+//     ("bhsd" | "bshd", "bhsd": q, k, v, out as [..., S, D] or as [..., S, H, D],
+//     kernels/attention_layout.h)
 // Dtypes: arithmetic ops are f32 (another input dtype: NotSupported); embedding takes i32
 // or i64 ids and a table of any dtype; data movement works for every dtype.
 // Aliasing: elementwise ops and reshape may write over an input of the output's shape;

@@ -233,7 +233,8 @@ Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const Tensor
 // causal (PyTorch's is_causal) masks key j for query i when j > i, aligned top-left as
 // PyTorch does when Sq != Sk; scale defaults to 1 / sqrt(D). Shapes: q [..., Sq, D],
 // k [..., Sk, D], v [..., Sk, Dv] with equal leading dims (usually [B, H]); the output is
-// [..., Sq, Dv].
+// [..., Sq, Dv]. Layout "bshd": q [..., Sq, H, D], k [..., Sk, H, D], v [..., Sk, H, Dv],
+// the output [..., Sq, H, Dv]; the plan's strides say where each head's rows are.
 Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                      std::span<const TensorView> outputs) {
   constexpr std::string_view op = "scaled_dot_product_attention";
@@ -264,7 +265,6 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
   plan.d = q.sizes.size(-1);
   plan.dv = v.sizes.size(-1);
   plan.heads = drop_last(q.sizes, 2).numel();  // bshd: batch dims x [Sq, H] / Sq below
-  plan.contiguous_heads = !seq_major;
   AttentionLayout& l = plan.layout;
   if (seq_major) {
     const int64_t h = q.sizes.size(-2);

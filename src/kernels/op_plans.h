@@ -101,7 +101,6 @@ struct AttentionPlan {
   double scale = 0.0;
   bool fused = true;  // attribute `fused`: may the CUDA kernel skip the score matrix
   AttentionLayout layout;
-  bool contiguous_heads = true;  // layout "bhsd": each head's rows are one [s, d] matrix
 };
 Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                      std::span<const TensorView> outputs);

@@ -61,6 +61,33 @@ TEST(Rewrite, OneProjectionForQueriesAndKeysIsSplitOnce) {
   EXPECT_EQ(m.nodes[0].inputs, (std::vector<std::string>{"q", "q", "v"}));
 }
 
+TEST(Rewrite, NegativePermuteDimsAreRecognised) {
+  ir::Method m = attention_method();
+  m.nodes[0].attrs["dims"] = std::vector<int64_t>{0, -2, 1, -1};
+  EXPECT_EQ(rewrite_method(m), 1);
+}
+
+// Two attentions in a row (axial attention): the first's merge is the second's split. The
+// first absorbs it; the second then reads the first's output as written, in layout bhsd.
+TEST(Rewrite, ChainedAttentionsShareAPermuteOnlyOnce) {
+  ir::Method m;
+  m.name = "forward";
+  m.outputs = {"z"};
+  m.nodes = {swap_seq_heads("x", "xh"),
+             node("scaled_dot_product_attention", {"xh", "xh", "xh"}, "o1"),
+             swap_seq_heads("o1", "y"),
+             node("scaled_dot_product_attention", {"y", "y", "y"}, "o2"),
+             swap_seq_heads("o2", "z")};
+  EXPECT_EQ(rewrite_method(m), 1);
+  ASSERT_EQ(ops(m), (std::vector<std::string>{"scaled_dot_product_attention", "scaled_dot_product_attention",
+                                              "permute"}));
+  EXPECT_EQ(m.nodes[0].inputs, (std::vector<std::string>{"x", "x", "x"}));
+  EXPECT_EQ(m.nodes[0].outputs, std::vector<std::string>{"y"});
+  EXPECT_EQ(m.nodes[1].inputs, (std::vector<std::string>{"y", "y", "y"}));
+  EXPECT_FALSE(m.nodes[1].attrs.contains("layout"));
+  EXPECT_EQ(m.nodes[2].inputs, std::vector<std::string>{"o2"});
+}
+
 TEST(Rewrite, GraphsItCannotFuseStayAsWritten) {
   struct Case {
     std::string why;
@@ -78,6 +105,13 @@ TEST(Rewrite, GraphsItCannotFuseStayAsWritten) {
       {"a layout already chosen",
        [](ir::Method& m) { m.nodes[3].attrs["layout"] = std::string("bhsd"); }},
       {"a mask input", [](ir::Method& m) { m.nodes[3].inputs.push_back("mask"); }},
+      // Removing the permutes would join the two cpu nodes around them into one segment.
+      {"another backend's node between the splits and the merge",
+       [](ir::Method& m) {
+         ir::Node cpu = node("relu", {"q"}, "r");
+         cpu.backend = ir::Backend::Cpu;
+         m.nodes.insert(m.nodes.begin() + 1, cpu);
+       }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.why);

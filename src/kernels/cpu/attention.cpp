@@ -90,7 +90,7 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
   // `fused` concerns the CUDA kernel only: this one is tiled either way.
-  const auto [heads, sq, sk, d, dv, causal, scale, fused, layout, contiguous_heads] = plan;
+  const auto [heads, sq, sk, d, dv, causal, scale, fused, layout] = plan;
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, sq, sk, d));
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, sq, dv, sk));
 

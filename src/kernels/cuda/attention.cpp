@@ -26,7 +26,7 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
-  const auto [heads, sq, sk, d, dv, causal, scale, fused_attr, layout, contiguous_heads] = plan;
+  const auto [heads, sq, sk, d, dv, causal, scale, fused_attr, layout] = plan;
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, sk, d));
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, dv, sk));
 

@@ -24,6 +24,13 @@ Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout l
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, m, n, k));
   PLANRT_RETURN_IF_ERROR(cpu::check_blas_dim(op, "batch count", count));
   if (m == 0 || n == 0 || count == 0) return {};
+  const int64_t packed_b = layout == BLayout::KN ? n : k;
+  if ((pitches.a != 0 && pitches.a < k) || (pitches.b != 0 && pitches.b < packed_b) ||
+      (pitches.y != 0 && pitches.y < n)) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: GEMM row pitches a {}, b {}, y {} below the rows' lengths {}, {}, {}", op,
+                      pitches.a, pitches.b, pitches.y, k, packed_b, n);
+  }
   const auto elem = static_cast<int64_t>(element_size(dtype));
   const int64_t ldy = pitches.y != 0 ? pitches.y : n;
   if (k == 0) {
@@ -56,7 +63,7 @@ Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout l
   const auto ni = static_cast<int>(n);
   const auto ki = static_cast<int>(k);
   const cublasOperation_t op_b = layout == BLayout::KN ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const int ldb = static_cast<int>(pitches.b != 0 ? pitches.b : layout == BLayout::KN ? n : k);
+  const int ldb = static_cast<int>(pitches.b != 0 ? pitches.b : packed_b);
   const int lda = static_cast<int>(pitches.a != 0 ? pitches.a : k);
   const int ldc = static_cast<int>(ldy);
   PLANRT_RETURN_IF_ERROR(cpu::check_blas_dim(op, "row pitch", std::max({pitches.a, pitches.b, pitches.y})));
