@@ -84,6 +84,8 @@ def main():
     ap.add_argument("--iterations", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--compare-nchw", action="store_true",
+                    help="also build the cuda program with --conv-layout nchw and time it (cuda_nchw, cuda_graphs_nchw)")
     ap.add_argument("--out")
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args()
@@ -108,11 +110,15 @@ def main():
                 with tempfile.TemporaryDirectory() as work:
                     onnx_path = os.path.join(work, "model.onnx")
                     progs = {"cuda": os.path.join(work, "cuda.prog"), "engine": os.path.join(work, "engine.prog")}
+                    if args.compare_nchw:
+                        progs["cuda_nchw"] = os.path.join(work, "cuda_nchw.prog")
                     try:
                         export(model, onnx_path, args.size, dtype)
-                        for partition, prog in progs.items():
+                        for label, prog in progs.items():
+                            partition, _, layout = label.partition("_")
                             planrt_out([args.planrt, "build", onnx_path, "--dim", f"batch={batch}",
-                                        "--partition", partition, "--device", "cuda:0", "-o", prog])
+                                        "--partition", partition, "--device", "cuda:0", "-o", prog]
+                                       + (["--conv-layout", layout] if layout else []))
                         line.update(plan_ratios(args.planrt, progs["engine"]))
                     except RuntimeError as e:
                         print(f"{name} batch {batch} {dtype_name}: {e}", file=sys.stderr)
@@ -145,6 +151,9 @@ def main():
                     runs = [("cuda", progs["cuda"], []),
                             ("cuda_graphs", progs["cuda"], ["--backend-option", "cuda.use_cuda_graphs=true"]),
                             ("engine", progs["engine"], [])]
+                    if args.compare_nchw:
+                        runs += [("cuda_nchw", progs["cuda_nchw"], []),
+                                 ("cuda_graphs_nchw", progs["cuda_nchw"], ["--backend-option", "cuda.use_cuda_graphs=true"])]
                     for label, prog, extra in runs:
                         try:
                             ms, above, cuda, y = run_planrt(args.planrt, prog, x_path, os.path.join(work, label),

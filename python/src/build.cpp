@@ -28,7 +28,7 @@ struct BuildArgs {
   std::string partition, dtype, attention, weights, method;
   std::optional<std::string> device;
   bool shared_scratch = false, external_weights = false, no_reuse = false;
-  std::string engine_scratch, cuda_scratch;
+  std::string engine_scratch, cuda_scratch, conv_layout;
   int64_t layers = 0, d_model = 0, heads = 0, max_seq = 0;
 };
 
@@ -119,7 +119,8 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
                      bool external_weights, bool no_reuse, int64_t layers, int64_t d_model,
                      int64_t heads, py::object ffn, int64_t max_seq, const std::string& weights,
                      const std::string& method, double plan_time_budget_ms,
-                     const std::string& engine_scratch, const std::string& cuda_scratch) {
+                     const std::string& engine_scratch, const std::string& cuda_scratch,
+                     const std::string& conv_layout) {
   BuildArgs a;
   if (!model.is_none()) a.model = fspath(model);
   if (!template_name.is_none()) a.template_name = template_name.cast<std::string>();
@@ -158,6 +159,10 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
   }
   a.engine_scratch = engine_scratch;
   a.cuda_scratch = cuda_scratch;
+  if (conv_layout != "nhwc" && conv_layout != "nchw") {
+    fail(ErrorCode::InvalidArgument, fmt::format("conv_layout='{}': expected 'nhwc' or 'nchw'", conv_layout));
+  }
+  a.conv_layout = conv_layout;
   a.external_weights = external_weights;
   a.no_reuse = no_reuse;
   a.layers = layers;
@@ -187,6 +192,7 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
   options.shared_scratch = a.shared_scratch || a.engine_scratch == "pooled";
   options.plan_engine_scratch = a.engine_scratch == "planned";
   options.plan_cuda_scratch = a.cuda_scratch == "planned";
+  options.channels_last = a.conv_layout == "nhwc";
   options.producer = "planrt-python";
   if (plan_time_budget_ms < 0) fail(ErrorCode::InvalidArgument, "plan_time_budget_ms must be >= 0");
   options.plan_time_budget_ms = plan_time_budget_ms;
@@ -244,7 +250,7 @@ A program built in memory by ``planrt.build``: save it (``save``), take its byte
         py::arg("d_model") = 512, py::arg("heads") = 8, py::arg("ffn") = 2048,
         py::arg("max_seq") = 2048, py::arg("weights") = "random:0", py::arg("method") = "forward",
         py::arg("plan_time_budget_ms") = 500.0, py::arg("engine_scratch") = "",
-        py::arg("cuda_scratch") = "planned",
+        py::arg("cuda_scratch") = "planned", py::arg("conv_layout") = "nhwc",
         R"doc(
 Builds a program, as ``planrt build`` does (docs/cli.md), and returns a BuiltProgram.
 
@@ -263,7 +269,9 @@ per-device pool), ``external_weights`` (weights in a .safetensors file beside th
 after the greedy, per planned buffer above its lower bound; 0: none), ``engine_scratch``
 ("private", "pooled" or "planned": a value of the method's arena, live only while the engine
 runs; "" follows ``shared_scratch``) and ``cuda_scratch`` ("planned", the default: cuda segments'
-intermediates in the method's arena; "pool": from the warm pool per call).)doc");
+intermediates in the method's arena; "pool": from the warm pool per call) and ``conv_layout``
+("nhwc", the default: convolution regions channels-last inside; "nchw": as the model wrote
+them).)doc");
 }
 
 }  // namespace planrt::python

@@ -9,6 +9,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "builder/check.h"
+#include "builder/layout.h"
 #include "planning/engine_scratch.h"
 #include "planning/method_plan.h"
 #include "builder/partition.h"
@@ -408,20 +409,30 @@ class MethodLowering {
 }  // namespace
 
 Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanOptions& planner,
-                                   const ScratchPlacement& scratch) {
+                                   const ScratchPlacement& scratch, const RewriteOptions& rewrites) {
   LoweredProgram out;
   PLANRT_RETURN_IF_ERROR(ir::check_model(model));
-  ConstantTable constants(out);
+  // The methods as they run: the graph rewrites every front end gets (rewrite.h, layout.h).
+  // The channels-last rewrite derives constants (permuted weights), so the program refers
+  // to a copy of the model that holds them; every method is rewritten before any is
+  // lowered, so that the copy's constants no longer move.
+  auto rewritten = std::make_unique<ir::Model>(model);
+  std::vector<ir::Method> methods;
   for (const ir::Method& written : model.methods) {
-    // The method as it runs: the graph rewrites every front end gets (rewrite.h).
     ir::Method method = written;
+    if (rewrites.channels_last) PLANRT_RETURN_IF_ERROR(rewrite_channels_last(*rewritten, method).status());
     rewrite_method(method);
-    PLANRT_ASSIGN_OR_RETURN(ir::CheckedMethod checked, ir::check_method(model, method));
+    methods.push_back(std::move(method));
+  }
+  ConstantTable constants(out);
+  for (const ir::Method& method : methods) {
+    PLANRT_ASSIGN_OR_RETURN(ir::CheckedMethod checked, ir::check_method(*rewritten, method));
     PLANRT_ASSIGN_OR_RETURN(std::vector<SegmentSpan> segments, partition_method(method, checked));
-    MethodLowering lowering(model, method, checked, segments, constants, planner, scratch);
+    MethodLowering lowering(*rewritten, method, checked, segments, constants, planner, scratch);
     PLANRT_ASSIGN_OR_RETURN(auto lowered, lowering.run());
     out.program.methods.push_back(std::move(lowered));
   }
+  out.model = std::move(rewritten);
   return out;
 }
 

@@ -12,13 +12,16 @@
 // read by a cpu kernel. A copy is named "<value>@<device>"; a method output keeps its
 // own name on the host. Then each (method, device) is planned (method_plan.h).
 //
-// The program refers to the Model's constants (by pointer, in program order); the caller
-// keeps them alive. Errors name the method, the node and the value.
+// The program refers to constants (by pointer, in program order) of the rewritten copy of
+// the model that LoweredProgram owns; their bytes are the caller's model's (kept alive by
+// their owners) or derived by a rewrite. Errors name the method, the node and the value.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "builder/graph.h"
+#include "builder/rewrite.h"
 #include "planning/method_plan.h"
 #include "planrt/core/result.h"
 #include "planrt/format/program_generated.h"
@@ -28,6 +31,7 @@ namespace planrt::builder {
 struct LoweredProgram {
   fb::ProgramT program;
   std::vector<const ir::Constant*> constants;  // program.constants[i] holds constants[i]
+  std::unique_ptr<const ir::Model> model;      // the rewritten model `constants` point into
 };
 
 // Where delegate segments' scratch lives (docs/design.md §6). Planned: the segment's
@@ -43,6 +47,6 @@ struct ScratchPlacement {
 };
 
 Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanOptions& planning,
-                                   const ScratchPlacement& scratch = {});
+                                   const ScratchPlacement& scratch = {}, const RewriteOptions& rewrites = {});
 
 }  // namespace planrt::builder

@@ -114,7 +114,9 @@ Result<BuiltProgram> build_program(const Model& model, const BuildOptions& optio
                         "(plan_engine_scratch): pick one");
     }
     ScratchPlacement scratch{options.plan_cuda_scratch, options.plan_engine_scratch};
-    PLANRT_ASSIGN_OR_RETURN(LoweredProgram lowered, lower_model(model.graph(), planner, scratch));
+    RewriteOptions rewrites;
+    rewrites.channels_last = options.channels_last;
+    PLANRT_ASSIGN_OR_RETURN(LoweredProgram lowered, lower_model(model.graph(), planner, scratch, rewrites));
     auto impl = std::make_unique<BuiltProgram::Impl>();
     impl->program = std::move(lowered.program);
     impl->program.producer = options.producer;

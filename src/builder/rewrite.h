@@ -20,6 +20,13 @@
 
 namespace planrt::builder {
 
+// Which optional rewrites lower_model applies (the attention one above always runs).
+struct RewriteOptions {
+  // Convolution regions run channels-last inside (layout.h); off keeps every tensor as the
+  // model wrote it.
+  bool channels_last = true;
+};
+
 // The rewrites above, in order; returns how many attentions were rewritten.
 int rewrite_method(ir::Method& method);
 

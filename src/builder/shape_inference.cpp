@@ -556,16 +556,42 @@ Result<Window> window_attrs(Ctx& c, std::optional<std::vector<int64_t>> kernel) 
   return w;
 }
 
-// x [N, C, H, W] with H and W fixed: the output's [H', W'].
-Result<std::pair<int64_t, int64_t>> window_output(const Ctx& c, const Window& w) {
+// The image operand's layout: "nchw" (default) or "nhwc" (kept in the output's attributes
+// only when not the default). Where C, H and W lie in x.
+struct ImageAxes {
+  bool channels_last = false;
+  int c = 1, h = 2, w = 3;
+};
+Result<ImageAxes> image_axes(Ctx& c) {
+  ImageAxes a;
+  if (const AttrValue* l = find_attr(c, "layout")) {
+    const auto* name = std::get_if<std::string>(l);
+    if (name == nullptr || (*name != "nchw" && *name != "nhwc")) {
+      return bad("attribute 'layout' must be \"nchw\" or \"nhwc\"");
+    }
+    if (*name == "nhwc") {
+      a = {true, 3, 1, 2};
+      c.out.attrs["layout"] = *name;
+    }
+  }
+  return a;
+}
+
+SymShape image_of(const ImageAxes& a, Dim n, Dim ch, Dim h, Dim w) {
+  return a.channels_last ? SymShape{n, h, w, ch} : SymShape{n, ch, h, w};
+}
+
+// x with H and W fixed: the output's [H', W'].
+Result<std::pair<int64_t, int64_t>> window_output(const Ctx& c, const Window& w, const ImageAxes& a) {
   const SymShape& x = c.shape(0);
-  if (!x[2].is_static() || !x[3].is_static()) {
+  const Dim spatial[2] = {x[a.h], x[a.w]};
+  if (!spatial[0].is_static() || !spatial[1].is_static()) {
     return bad(fmt::format("{}: the spatial dims must be fixed sizes (give the image size with "
                            "--dim)", c.describe(0)));
   }
   int64_t out[2];
   for (int i = 0; i < 2; ++i) {
-    Result<int64_t> o = kernels::window_output_size(x[2 + i].value, w.kernel[i], w.strides[i], w.pads[i],
+    Result<int64_t> o = kernels::window_output_size(spatial[i].value, w.kernel[i], w.strides[i], w.pads[i],
                                                     w.pads[2 + i], w.dilations[i], w.ceil_mode);
     if (!o.ok()) return bad(fmt::format("{}: {}", c.describe(0), o.status().message()));
     out[i] = *o;
@@ -578,32 +604,38 @@ Result<InferredNode> conv2d(Ctx& c) {
   PLANRT_RETURN_IF_ERROR(same_dtype(c));
   PLANRT_RETURN_IF_ERROR(rank_is(c, 0, 4));
   PLANRT_RETURN_IF_ERROR(rank_is(c, 1, 4));
+  PLANRT_ASSIGN_OR_RETURN(ImageAxes a, image_axes(c));
   const SymShape& x = c.shape(0);
   const SymShape& wt = c.shape(1);
-  for (const Dim& d : {x[1], wt[0], wt[1], wt[2], wt[3]}) {
+  // weight [K, C/groups, KH, KW], or [K, KH, KW, C/groups] in layout nhwc.
+  const Dim w_channels = wt[a.channels_last ? 3 : 1], w_kh = wt[a.channels_last ? 1 : 2], w_kw = wt[a.channels_last ? 2 : 3];
+  const char* weight_form = a.channels_last ? "[K, KH, KW, C/groups] (layout nhwc)" : "[K, C/groups, KH, KW]";
+  for (const Dim& d : {x[a.c], wt[0], w_channels, w_kh, w_kw}) {
     if (!d.is_static()) return bad(fmt::format("{} and {}: channels and kernel sizes must be fixed", c.describe(0), c.describe(1)));
   }
   PLANRT_ASSIGN_OR_RETURN(int64_t groups, attr_int(c, "groups", 1));
-  if (groups < 1 || x[1].value % groups != 0 || wt[0].value % groups != 0 || wt[1].value * groups != x[1].value) {
-    return bad(fmt::format("groups = {}: {} has {} channels and {} is [K, C/groups, KH, KW] (groups must "
-                           "divide C and K)", groups, c.describe(0), x[1].value, c.describe(1)));
+  const int64_t channels = x[a.c].value;
+  if (groups < 1 || channels % groups != 0 || wt[0].value % groups != 0 || w_channels.value * groups != channels) {
+    return bad(fmt::format("groups = {}: {} has {} channels and {} is {} (groups must "
+                           "divide C and K)", groups, c.describe(0), channels, c.describe(1), weight_form));
   }
   PLANRT_RETURN_IF_ERROR(is_vector_of(c, 2, wt[0], "the output channels"));
-  PLANRT_ASSIGN_OR_RETURN(Window w, window_attrs(c, std::vector<int64_t>{wt[2].value, wt[3].value}));
+  PLANRT_ASSIGN_OR_RETURN(Window w, window_attrs(c, std::vector<int64_t>{w_kh.value, w_kw.value}));
   if (w.ceil_mode) return bad("attribute 'ceil_mode' applies to pooling only");
   c.out.attrs.erase("ceil_mode");
-  if (const AttrValue* a = find_attr(c, "activation")) {
-    const auto* name = std::get_if<std::string>(a);
+  if (const AttrValue* act = find_attr(c, "activation")) {
+    const auto* name = std::get_if<std::string>(act);
     if (name == nullptr || (*name != "none" && *name != "relu")) return bad("attribute 'activation' must be \"none\" or \"relu\"");
   }
   c.out.attrs["groups"] = groups;
-  PLANRT_ASSIGN_OR_RETURN(auto hw, window_output(c, w));
-  return emit(c, {c.type(0).dtype, {x[0], wt[0], Dim::fixed(hw.first), Dim::fixed(hw.second)}});
+  PLANRT_ASSIGN_OR_RETURN(auto hw, window_output(c, w, a));
+  return emit(c, {c.type(0).dtype, image_of(a, x[0], wt[0], Dim::fixed(hw.first), Dim::fixed(hw.second))});
 }
 
 Result<InferredNode> pool2d(Ctx& c, bool average) {
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
   PLANRT_RETURN_IF_ERROR(rank_is(c, 0, 4));
+  PLANRT_ASSIGN_OR_RETURN(ImageAxes a, image_axes(c));
   PLANRT_ASSIGN_OR_RETURN(Window w, window_attrs(c, std::nullopt));
   if (average && (w.dilations[0] != 1 || w.dilations[1] != 1)) return bad("avg_pool2d takes no dilations");
   if (w.pads[0] >= w.kernel[0] || w.pads[2] >= w.kernel[0] || w.pads[1] >= w.kernel[1] || w.pads[3] >= w.kernel[1]) {
@@ -615,9 +647,9 @@ Result<InferredNode> pool2d(Ctx& c, bool average) {
     c.out.attrs["count_include_pad"] = include;
   }
   const SymShape& x = c.shape(0);
-  if (!x[1].is_static()) return bad(fmt::format("{}: the channels must be a fixed size", c.describe(0)));
-  PLANRT_ASSIGN_OR_RETURN(auto hw, window_output(c, w));
-  return emit(c, {c.type(0).dtype, {x[0], x[1], Dim::fixed(hw.first), Dim::fixed(hw.second)}});
+  if (!x[a.c].is_static()) return bad(fmt::format("{}: the channels must be a fixed size", c.describe(0)));
+  PLANRT_ASSIGN_OR_RETURN(auto hw, window_output(c, w, a));
+  return emit(c, {c.type(0).dtype, image_of(a, x[0], x[a.c], Dim::fixed(hw.first), Dim::fixed(hw.second))});
 }
 Result<InferredNode> max_pool2d(Ctx& c) { return pool2d(c, false); }
 Result<InferredNode> avg_pool2d(Ctx& c) { return pool2d(c, true); }
@@ -718,9 +750,9 @@ const std::initializer_list<Rule>& rules() {
       {"embedding", {}, embedding},
       {"concat", {"dim"}, concat},
       {"slice", {"dim", "start", "end", "step"}, slice},
-      {"conv2d", {"strides", "pads", "dilations", "groups", "activation"}, conv2d},
-      {"max_pool2d", {"kernel", "strides", "pads", "dilations", "ceil_mode"}, max_pool2d},
-      {"avg_pool2d", {"kernel", "strides", "pads", "ceil_mode", "count_include_pad"}, avg_pool2d},
+      {"conv2d", {"strides", "pads", "dilations", "groups", "activation", "layout"}, conv2d},
+      {"max_pool2d", {"kernel", "strides", "pads", "dilations", "ceil_mode", "layout"}, max_pool2d},
+      {"avg_pool2d", {"kernel", "strides", "pads", "ceil_mode", "count_include_pad", "layout"}, avg_pool2d},
       {"clip", {"min", "max"}, clamp_op},
       {"hard_sigmoid", {"alpha", "beta"}, clamp_op},
       {"hard_swish", {}, clamp_op},

@@ -69,12 +69,15 @@ struct OpInfo {
 //                                        along dim), step (int, only 1)
 //   conv2d: strides (ints [sh, sw], [1, 1]), pads (ints [top, left, bottom, right], zeros),
 //     dilations (ints [dh, dw], [1, 1]), groups (int, 1), activation ("none" | "relu", "none":
-//     applied after the bias). Operands x [N, C, H, W], weight [K, C/groups, KH, KW],
-//     bias [K]?; output [N, K, OH, OW]; an optional second output is the workspace
+//     applied after the bias), layout ("nchw" | "nhwc", "nchw"). Operands x [N, C, H, W],
+//     weight [K, C/groups, KH, KW], bias [K]?; output [N, K, OH, OW]; in layout nhwc x
+//     [N, H, W, C], weight [K, KH, KW, C/groups], output [N, OH, OW, K] (the builder's
+//     channels-last rewrite, builder/layout.h). An optional second output is the workspace
 //     (kernels/workspace.h: conv2d_workspace_bytes), planned by the builder.
 //   max_pool2d, avg_pool2d: kernel (ints [kh, kw], required), strides (ints, [1, 1]), pads
 //     (ints [top, left, bottom, right], zeros), dilations (ints, [1, 1]; max only),
-//     ceil_mode (bool, false), count_include_pad (bool, false; avg only)
+//     ceil_mode (bool, false), count_include_pad (bool, false; avg only), layout ("nchw" |
+//     "nhwc", "nchw": x [N, H, W, C] -> [N, OH, OW, C])
 //   clip: min, max (floats; absent: unbounded)
 //   hard_sigmoid: alpha (float, 0.2), beta (float, 0.5): max(0, min(1, alpha x + beta))
 //   hard_swish: none: x * max(0, min(1, x / 6 + 1 / 2))

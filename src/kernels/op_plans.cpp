@@ -516,12 +516,11 @@ Result<Window2d> parse_window2d(std::string_view op, const OpAttrs& attrs, const
 
 namespace {
 
-// x [n, c, h, w] through `window`: the output's spatial size.
+// An image of h x w through `window`: the output's spatial size.
 Status window_outputs(std::string_view op, std::span<const TensorView> inputs, const Window2d& w,
-                      int64_t* oh, int64_t* ow) {
-  const Shape& x = inputs[0].sizes;
-  Result<int64_t> h = window_output_size(x[2], w.kh, w.stride_h, w.pad_top, w.pad_bottom, w.dilation_h, w.ceil_mode);
-  Result<int64_t> wd = window_output_size(x[3], w.kw, w.stride_w, w.pad_left, w.pad_right, w.dilation_w, w.ceil_mode);
+                      int64_t h_in, int64_t w_in, int64_t* oh, int64_t* ow) {
+  Result<int64_t> h = window_output_size(h_in, w.kh, w.stride_h, w.pad_top, w.pad_bottom, w.dilation_h, w.ceil_mode);
+  Result<int64_t> wd = window_output_size(w_in, w.kw, w.stride_w, w.pad_left, w.pad_right, w.dilation_w, w.ceil_mode);
   for (const Result<int64_t>* r : {&h, &wd}) {
     if (!r->ok()) {
       return Status(ErrorCode::InvalidArgument,
@@ -533,13 +532,32 @@ Status window_outputs(std::string_view op, std::span<const TensorView> inputs, c
   return {};
 }
 
-Status require_nchw(std::string_view op, std::span<const TensorView> inputs) {
+// x non-empty and of rank 4; the layout attribute read: true for "nhwc".
+Result<bool> image_layout(std::string_view op, const OpAttrs& attrs, std::span<const TensorView> inputs) {
+  PLANRT_ASSIGN_OR_RETURN(std::string layout, with_op(op, attrs.get_string("layout", "nchw")));
+  if (layout != "nchw" && layout != "nhwc") {
+    return make_error(ErrorCode::InvalidArgument, "{}: attribute layout is '{}'; expected \"nchw\" or \"nhwc\"",
+                      op, layout);
+  }
+  const bool channels_last = layout == "nhwc";
   const TensorView& x = inputs[0];
   if (x.rank() != 4 || x.numel() == 0) {
-    return make_error(ErrorCode::InvalidArgument, "{}: x must be a non-empty [N, C, H, W]; got {}", op,
-                      describe_inputs(op, inputs));
+    return make_error(ErrorCode::InvalidArgument, "{}: x must be a non-empty {}; got {}", op,
+                      channels_last ? "[N, H, W, C] (layout nhwc)" : "[N, C, H, W]", describe_inputs(op, inputs));
   }
-  return {};
+  return channels_last;
+}
+
+// n, c, h, w of x in either layout.
+void read_image_dims(const TensorView& x, bool channels_last, int64_t* n, int64_t* c, int64_t* h, int64_t* w) {
+  *n = x.sizes[0];
+  *c = x.sizes[channels_last ? 3 : 1];
+  *h = x.sizes[channels_last ? 1 : 2];
+  *w = x.sizes[channels_last ? 2 : 3];
+}
+
+Shape image_shape(bool channels_last, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return channels_last ? Shape({n, h, w, c}) : Shape({n, c, h, w});
 }
 
 }  // namespace
@@ -547,32 +565,31 @@ Status require_nchw(std::string_view op, std::span<const TensorView> inputs) {
 Result<Conv2dPlan> plan_conv2d(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                std::span<const TensorView> outputs) {
   constexpr std::string_view op = "conv2d";
-  PLANRT_RETURN_IF_ERROR(require_nchw(op, inputs));
+  Conv2dPlan p;
+  PLANRT_ASSIGN_OR_RETURN(p.channels_last, image_layout(op, attrs, inputs));
   const TensorView& x = inputs[0];
   const TensorView& wt = inputs[1];
-  Conv2dPlan p;
-  p.n = x.sizes[0];
-  p.c = x.sizes[1];
-  p.h = x.sizes[2];
-  p.w = x.sizes[3];
+  read_image_dims(x, p.channels_last, &p.n, &p.c, &p.h, &p.w);
   PLANRT_ASSIGN_OR_RETURN(p.groups, with_op(op, attrs.get_int("groups", 1)));
+  const char* weight_form = p.channels_last ? "[K, KH, KW, C/groups] (layout nhwc)" : "[K, C/groups, KH, KW]";
   if (wt.rank() != 4 || wt.numel() == 0) {
-    return make_error(ErrorCode::InvalidArgument, "{}: weight must be [K, C/groups, KH, KW]; got {}", op,
+    return make_error(ErrorCode::InvalidArgument, "{}: weight must be {}; got {}", op, weight_form,
                       describe_inputs(op, inputs));
   }
   p.k = wt.sizes[0];
-  if (p.groups < 1 || p.c % p.groups != 0 || p.k % p.groups != 0 || wt.sizes[1] * p.groups != p.c) {
+  const int64_t weight_channels = wt.sizes[p.channels_last ? 3 : 1];
+  if (p.groups < 1 || p.c % p.groups != 0 || p.k % p.groups != 0 || weight_channels * p.groups != p.c) {
     return make_error(ErrorCode::InvalidArgument,
                       "{}: groups = {} must divide the {} input and {} output channels, and the "
-                      "weight's dim 1 must be C / groups; got {}", op, p.groups, p.c, p.k,
+                      "weight {} must hold C / groups channels; got {}", op, p.groups, p.c, p.k, weight_form,
                       describe_inputs(op, inputs));
   }
-  const int64_t kernel_hw[2] = {wt.sizes[2], wt.sizes[3]};
+  const int64_t kernel_hw[2] = {wt.sizes[p.channels_last ? 1 : 2], wt.sizes[p.channels_last ? 2 : 3]};
   PLANRT_ASSIGN_OR_RETURN(p.window, parse_window2d(op, attrs, kernel_hw));
   if (p.window.ceil_mode) {
     return make_error(ErrorCode::InvalidArgument, "{}: ceil_mode applies to pooling only", op);
   }
-  PLANRT_RETURN_IF_ERROR(window_outputs(op, inputs, p.window, &p.oh, &p.ow));
+  PLANRT_RETURN_IF_ERROR(window_outputs(op, inputs, p.window, p.h, p.w, &p.oh, &p.ow));
   if (inputs.size() > 2 && !inputs[2].is_none()) {
     if (inputs[2].rank() != 1 || inputs[2].sizes[0] != p.k) {
       return make_error(ErrorCode::InvalidArgument, "{}: bias must be [{}] (output channels); got {}",
@@ -586,7 +603,7 @@ Result<Conv2dPlan> plan_conv2d(const OpAttrs& attrs, std::span<const TensorView>
   } else if (act != "none") {
     return make_error(ErrorCode::InvalidArgument, "{}: activation '{}' is not none or relu", op, act);
   }
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, Shape({p.n, p.k, p.oh, p.ow})));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, image_shape(p.channels_last, p.n, p.k, p.oh, p.ow)));
   if (outputs.size() > 1 && !outputs[1].is_none()) {
     p.workspace_bytes = static_cast<uint64_t>(outputs[1].numel()) * element_size(outputs[1].dtype);
   }
@@ -596,13 +613,10 @@ Result<Conv2dPlan> plan_conv2d(const OpAttrs& attrs, std::span<const TensorView>
 Result<Pool2dPlan> plan_pool2d(std::string_view op, const OpAttrs& attrs,
                                std::span<const TensorView> inputs,
                                std::span<const TensorView> outputs) {
-  PLANRT_RETURN_IF_ERROR(require_nchw(op, inputs));
-  const TensorView& x = inputs[0];
   Pool2dPlan p;
-  p.n = x.sizes[0];
-  p.c = x.sizes[1];
-  p.h = x.sizes[2];
-  p.w = x.sizes[3];
+  PLANRT_ASSIGN_OR_RETURN(p.channels_last, image_layout(op, attrs, inputs));
+  const TensorView& x = inputs[0];
+  read_image_dims(x, p.channels_last, &p.n, &p.c, &p.h, &p.w);
   PLANRT_ASSIGN_OR_RETURN(p.window, parse_window2d(op, attrs, nullptr));
   const bool avg = op == "avg_pool2d";
   if (avg && (p.window.dilation_h != 1 || p.window.dilation_w != 1)) {
@@ -615,8 +629,8 @@ Result<Pool2dPlan> plan_pool2d(std::string_view op, const OpAttrs& attrs,
                       op, p.window.kh, p.window.kw);
   }
   PLANRT_ASSIGN_OR_RETURN(p.count_include_pad, with_op(op, attrs.get_bool("count_include_pad", false)));
-  PLANRT_RETURN_IF_ERROR(window_outputs(op, inputs, p.window, &p.oh, &p.ow));
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, Shape({p.n, p.c, p.oh, p.ow})));
+  PLANRT_RETURN_IF_ERROR(window_outputs(op, inputs, p.window, p.h, p.w, &p.oh, &p.ow));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, image_shape(p.channels_last, p.n, p.c, p.oh, p.ow)));
   return p;
 }
 

@@ -177,7 +177,9 @@ enum class ConvActivation { None, Relu };
 
 // conv2d: y [n, k, oh, ow] = x [n, c, h, w] * weight [k, c / groups, kh, kw] (+ bias [k]),
 // groups independent convolutions of c / groups input and k / groups output channels.
+// channels_last (layout "nhwc"): x [n, h, w, c], weight [k, kh, kw, c / groups], y [n, oh, ow, k].
 struct Conv2dPlan {
+  bool channels_last = false;
   int64_t n = 0, c = 0, h = 0, w = 0;
   int64_t k = 0, oh = 0, ow = 0;
   int64_t groups = 1;
@@ -191,8 +193,10 @@ struct Conv2dPlan {
 Result<Conv2dPlan> plan_conv2d(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                std::span<const TensorView> outputs);
 
-// max_pool2d, avg_pool2d: x [n, c, h, w] -> [n, c, oh, ow].
+// max_pool2d, avg_pool2d: x [n, c, h, w] -> [n, c, oh, ow]; channels_last (layout "nhwc"):
+// x [n, h, w, c] -> [n, oh, ow, c].
 struct Pool2dPlan {
+  bool channels_last = false;
   int64_t n = 0, c = 0, h = 0, w = 0;
   int64_t oh = 0, ow = 0;
   Window2d window;

@@ -63,8 +63,11 @@ Result<uint64_t> conv2d_host_workspace_bytes_per_image(const Conv2dPlan& p) {
   if (!fits(p.c, p.h * p.w) || !fits(p.k, p.oh * p.ow) || !fits(p.c / p.groups, p.window.kh * p.window.kw * p.oh * p.ow)) {
     return make_error(ErrorCode::InvalidArgument, "conv2d: the workspace of a [{}, {}, {}] image overflows", p.c, p.h, p.w);
   }
-  const uint64_t channels_last = static_cast<uint64_t>(p.c * p.h * p.w + p.k * p.oh * p.ow) * sizeof(float);
-  return std::max(conv2d_im2col_bytes(p), channels_last + kHostConvScratchBytes);
+  // oneDNN's convolution (cpu/packed_conv.h) runs channels-last: an NCHW program's x and y
+  // are copied through the workspace, a channels-last one's are used where they lie.
+  const uint64_t copies =
+      p.channels_last ? 0 : static_cast<uint64_t>(p.c * p.h * p.w + p.k * p.oh * p.ow) * sizeof(float);
+  return std::max(conv2d_im2col_bytes(p), copies + kHostConvScratchBytes);
 }
 
 bool conv2d_pads_symmetric(const Conv2dPlan& p) {

@@ -56,8 +56,9 @@ Result<uint64_t> cuda_workspace_bytes(std::string_view op, const OpAttrs& attrs,
 
 // conv2d on the host: the bytes its planned workspace output must hold for one image, so
 // that the builder can size it for a batch of any size as [N, per image] (kernels/cpu: the
-// im2col matrix of one image and group for the plain kernel; the channels-last copies of the
-// image's input and output plus kHostConvScratchBytes for oneDNN's, packed_conv.h). The
+// im2col matrix of one image and group for the plain kernel; for oneDNN's, packed_conv.h,
+// kHostConvScratchBytes plus, in an NCHW program, the channels-last copies of the image's
+// input and output). The
 // workspace of a call is N times this. InvalidArgument for a plan whose sizes overflow.
 inline constexpr uint64_t kHostConvScratchBytes = uint64_t{64} << 10;
 Result<uint64_t> conv2d_host_workspace_bytes_per_image(const Conv2dPlan& plan);

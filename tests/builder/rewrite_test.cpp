@@ -6,17 +6,13 @@
 
 #include <algorithm>
 
+#include "ir_test_util.h"
+
 namespace planrt::builder {
 namespace {
 
-ir::Node node(std::string op, std::vector<std::string> inputs, std::string output, ir::Attrs attrs = {}) {
-  ir::Node n;
-  n.op = std::move(op);
-  n.inputs = std::move(inputs);
-  n.outputs = {std::move(output)};
-  n.attrs = std::move(attrs);
-  return n;
-}
+using btest::node;
+using btest::ops;
 
 ir::Node swap_seq_heads(std::string in, std::string out) {
   return node("permute", {std::move(in)}, std::move(out), {{"dims", std::vector<int64_t>{0, 2, 1, 3}}});
@@ -31,12 +27,6 @@ ir::Method attention_method() {
              node("scaled_dot_product_attention", {"qh", "kh", "vh"}, "o", {{"causal", true}}),
              swap_seq_heads("o", "merged"), node("reshape", {"merged"}, "y")};
   return m;
-}
-
-std::vector<std::string> ops(const ir::Method& m) {
-  std::vector<std::string> out;
-  for (const ir::Node& n : m.nodes) out.push_back(n.op);
-  return out;
 }
 
 TEST(Rewrite, HeadPermutesAroundAttentionBecomeItsBshdLayout) {

@@ -153,6 +153,7 @@ int run_build(const BuildArgs& args) {
   options.shared_scratch = args.shared_scratch || args.engine_scratch == "pooled";
   options.plan_engine_scratch = args.engine_scratch == "planned";
   options.plan_cuda_scratch = args.cuda_scratch == "planned";
+  options.channels_last = args.conv_layout == "nhwc";
   if (args.shared_scratch && !args.engine_scratch.empty() && args.engine_scratch != "pooled") {
     return report_usage_error(fmt::format("--shared-scratch and --engine-scratch {} disagree", args.engine_scratch));
   }

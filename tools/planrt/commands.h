@@ -37,6 +37,7 @@ struct BuildArgs {
   bool shared_scratch = false;
   std::string engine_scratch;            // private | pooled | planned (empty: as --shared-scratch says)
   std::string cuda_scratch = "planned";  // planned | pool
+  std::string conv_layout = "nhwc";      // nhwc | nchw
   double plan_time_budget_ms = 500;  // BuildOptions::plan_time_budget_ms
   std::string attention = "fused";  // template: fused | unfused
   std::string dtype = "f32";        // template: f32 | bf16

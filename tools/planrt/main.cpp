@@ -70,6 +70,11 @@ int run_cli(int argc, char** argv) {
                         "--shared-scratch) or planned (a value of the method's arena, live only "
                         "while the engine runs)")
       ->check(CLI::IsMember({"private", "pooled", "planned"}));
+  build_cmd->add_option("--conv-layout", build.conv_layout,
+                        "Inside convolution regions: nhwc (the default: channels-last, weights "
+                        "permuted at build, one permute at each region's edge) or nchw (every "
+                        "tensor as the model wrote it); the model's inputs and outputs keep theirs")
+      ->check(CLI::IsMember({"nhwc", "nchw"}));
   build_cmd->add_option("--cuda-scratch", build.cuda_scratch,
                         "cuda segments' intermediates: planned (the default: one scratch in the "
                         "method's arena, nothing allocated per call) or pool (the warm pool, per call)")

@@ -174,6 +174,10 @@ struct BuildOptions {
   // Engines: off by default (private or pooled scratch, chosen at load); on, planned, and
   // then `shared_scratch` may not be set (InvalidArgument).
   bool plan_engine_scratch = false;
+  // Convolution regions run channels-last (NHWC) inside, with the weights permuted at build
+  // and one permute at each region's edge; the model's inputs and outputs keep their layout
+  // (docs/design.md §9). Off: every tensor keeps the layout the model wrote.
+  bool channels_last = true;
 };
 
 // The memory plan of one (method, device), as recorded in the program.

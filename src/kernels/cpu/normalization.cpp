@@ -2,6 +2,7 @@
 // accumulators, so that long rows keep the 1e-5 relative accuracy the tests ask for. The
 // loops are vectorized (sums reassociated across lanes: `omp simd reduction`) and compiled
 // per instruction set (PLANRT_SIMD_CLONES); rows are split over threads.
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/checks.h"
@@ -148,16 +149,25 @@ Status reduce_mean(const OpAttrs& attrs, std::span<const TensorView> inputs,
   const float* x = inputs[0].data_as<const float>();
   float* y = outputs[0].data_as<float>();
   const auto [outer, n, inner] = plan;
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const float* line = x + o * n * inner + i;
-      double sum = 0.0;
-      for (int64_t j = 0; j < n; ++j) sum += line[j * inner];
+  // Tasks of up to kBlock adjacent outputs of one outer index; each sums its n rows in
+  // order, reading them contiguously (the channels-last global pool reduces [H*W] rows of C).
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  return parallel_for(outer * blocks, 1, [&](int64_t begin, int64_t end) {
+    double sum[kBlock];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t o = task / blocks, i0 = task % blocks * kBlock;
+      const int64_t width = std::min(kBlock, inner - i0);
+      std::fill(sum, sum + width, 0.0);
+      const float* rows = x + o * n * inner + i0;
+      for (int64_t j = 0; j < n; ++j) {
+        const float* row = rows + j * inner;
+        for (int64_t i = 0; i < width; ++i) sum[i] += row[i];
+      }
       // n == 0: the mean of nothing is NaN, as torch.mean and ONNX ReduceMean give.
-      y[o * inner + i] = static_cast<float>(sum / static_cast<double>(n));
+      for (int64_t i = 0; i < width; ++i) y[o * inner + i0 + i] = static_cast<float>(sum[i] / static_cast<double>(n));
     }
-  }
-  return {};
+  });
 }
 
 }  // namespace planrt::kernels::cpu

@@ -24,6 +24,14 @@ constexpr size_t kMaxShapes = 64;
 dnnl::engine& cpu_engine() { return onednn_cpu_engine(); }
 ErrorCode code_of(dnnl_status_t s) { return onednn_error_code(s); }
 
+// The weight as the program holds it (kernel.h): [K, C/g, KH, KW], or [K, KH, KW, C/g]
+// channels-last.
+Shape weight_shape(const Conv2dPlan& p) {
+  const int64_t cg = p.c / p.groups;
+  return p.channels_last ? Shape({p.k, p.window.kh, p.window.kw, cg}) : Shape({p.k, cg, p.window.kh, p.window.kw});
+}
+
+// oneDNN's logical weight dims (whatever the memory order).
 memory::dims weight_dims(const Conv2dPlan& p) {
   if (p.groups == 1) return {p.k, p.c, p.window.kh, p.window.kw};
   return {p.groups, p.k / p.groups, p.c / p.groups, p.window.kh, p.window.kw};
@@ -36,7 +44,7 @@ struct PackedConv::State {
   memory weights;  // owns the blocked copy
   struct Prepared {
     dnnl::convolution_forward conv;
-    dnnl::reorder to_channels_last, from_channels_last;
+    dnnl::reorder to_channels_last, from_channels_last;  // empty when the program is channels-last
     memory::desc scratchpad;
     // oneDNN found only its reference convolution for this batch with the weight's layout
     // (seen for 1x1 convolutions of 1x1 images at batch 8 on a layout chosen at batch 1: 3.6 ms
@@ -48,6 +56,7 @@ struct PackedConv::State {
     const memory::desc x({n, p.c, p.h, p.w}, Type::f32, Tag::nchw), x_last({n, p.c, p.h, p.w}, Type::f32, Tag::nhwc);
     const memory::desc y({n, p.k, p.oh, p.ow}, Type::f32, Tag::nchw), y_last({n, p.k, p.oh, p.ow}, Type::f32, Tag::nhwc);
     const bool reference = std::string_view(pd.impl_info_str()).starts_with("ref");
+    if (p.channels_last) return {dnnl::convolution_forward(pd), {}, {}, pd.scratchpad_desc(), reference};
     return {dnnl::convolution_forward(pd), dnnl::reorder(dnnl::reorder::primitive_desc(e, x, e, x_last)),
             dnnl::reorder(dnnl::reorder::primitive_desc(e, y_last, e, y)), pd.scratchpad_desc(), reference};
   }
@@ -91,11 +100,9 @@ uint64_t PackedConv::packed_bytes() const { return state_->weights_desc.get_size
 
 Result<std::unique_ptr<PackedConv>> PackedConv::create(const OpAttrs& attrs, const Conv2dPlan& plan,
                                                        const TensorView& weight) {
-  if (weight.dtype != DType::F32 || !weight.is_contiguous() ||
-      weight.sizes != Shape({plan.k, plan.c / plan.groups, plan.window.kh, plan.window.kw})) {
-    return make_error(ErrorCode::NotSupported, "packed conv2d: the weight ({} {}) is not the plan's f32 [{}, {}, {}, {}]",
-                      dtype_name(weight.dtype), weight.sizes.to_string(), plan.k, plan.c / plan.groups, plan.window.kh,
-                      plan.window.kw);
+  if (weight.dtype != DType::F32 || !weight.is_contiguous() || weight.sizes != weight_shape(plan)) {
+    return make_error(ErrorCode::NotSupported, "packed conv2d: the weight ({} {}) is not the plan's f32 {}",
+                      dtype_name(weight.dtype), weight.sizes.to_string(), weight_shape(plan).to_string());
   }
   try {
     auto state = std::make_unique<State>();
@@ -103,7 +110,9 @@ Result<std::unique_ptr<PackedConv>> PackedConv::create(const OpAttrs& attrs, con
     const auto pd = State::describe(plan, 1, memory::desc(dims, Type::f32, Tag::any));
     state->weights_desc = pd.weights_desc();
     state->weights = memory(state->weights_desc, cpu_engine());
-    memory source(memory::desc(dims, Type::f32, plan.groups == 1 ? Tag::oihw : Tag::goihw), cpu_engine(), weight.data);
+    const Tag stored = plan.channels_last ? (plan.groups == 1 ? Tag::ohwi : Tag::gohwi)
+                                          : (plan.groups == 1 ? Tag::oihw : Tag::goihw);
+    memory source(memory::desc(dims, Type::f32, stored), cpu_engine(), weight.data);
     dnnl::stream stream(cpu_engine());
     dnnl::reorder(source, state->weights).execute(stream, source, state->weights);
     stream.wait();
@@ -125,8 +134,11 @@ Status PackedConv::run(std::span<const TensorView> inputs, std::span<const Tenso
   // The attributes were read when preparing; the call's shapes are checked against them.
   const Conv2dPlan& p = plan_;
   const int64_t n = inputs[0].rank() == 4 ? inputs[0].sizes[0] : -1;
-  if (n < 1 || inputs[0].sizes != Shape({n, p.c, p.h, p.w}) || outputs[0].sizes != Shape({n, p.k, p.oh, p.ow}) ||
-      outputs[0].dtype != DType::F32 || inputs[1].sizes != Shape({p.k, p.c / p.groups, p.window.kh, p.window.kw}) ||
+  const auto image = [&](int64_t c, int64_t h, int64_t w) {
+    return p.channels_last ? Shape({n, h, w, c}) : Shape({n, c, h, w});
+  };
+  if (n < 1 || inputs[0].sizes != image(p.c, p.h, p.w) || outputs[0].sizes != image(p.k, p.oh, p.ow) ||
+      outputs[0].dtype != DType::F32 || inputs[1].sizes != weight_shape(p) ||
       (inputs.size() > 2 && !inputs[2].is_none()) != p.has_bias ||
       (p.has_bias && inputs[2].sizes != Shape({p.k}))) {
     return make_error(ErrorCode::InvalidArgument, "{}: operands {} and output {} do not match the prepared convolution "
@@ -148,9 +160,23 @@ Status PackedConv::run(std::span<const TensorView> inputs, std::span<const Tenso
       }
     }
     const uint64_t scratch = prepared.scratchpad.get_size();
-    if (prepared.reference || workspace < x_bytes + y_bytes + scratch) return conv2d(attrs_, inputs, outputs);
-    auto* base = static_cast<uint8_t*>(outputs[1].data);
+    // A channels-last program gives x and y as oneDNN takes them: no copies in the workspace.
+    const uint64_t copies = p.channels_last ? 0 : x_bytes + y_bytes;
+    if (prepared.reference || workspace < copies + scratch) return conv2d(attrs_, inputs, outputs);
+    auto* base = static_cast<uint8_t*>(workspace > 0 ? outputs[1].data : nullptr);
     dnnl::engine& engine = cpu_engine();
+    if (p.channels_last) {
+      memory x(memory::desc({n, p.c, p.h, p.w}, Type::f32, Tag::nhwc), engine, inputs[0].data);
+      memory y(memory::desc({n, p.k, p.oh, p.ow}, Type::f32, Tag::nhwc), engine, outputs[0].data);
+      memory pad(prepared.scratchpad, engine, base);
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, state_->weights}, {DNNL_ARG_DST, y}, {DNNL_ARG_SCRATCHPAD, pad}};
+      if (p.has_bias) args.emplace(DNNL_ARG_BIAS, memory(memory::desc({p.k}, Type::f32, Tag::x), engine, inputs[2].data));
+      dnnl::stream stream(engine);
+      prepared.conv.execute(stream, args);
+      stream.wait();
+      return {};
+    }
     memory x(memory::desc({n, p.c, p.h, p.w}, Type::f32, Tag::nchw), engine, inputs[0].data);
     memory x_last(memory::desc({n, p.c, p.h, p.w}, Type::f32, Tag::nhwc), engine, base);
     memory y_last(memory::desc({n, p.k, p.oh, p.ow}, Type::f32, Tag::nhwc), engine, base + x_bytes);

@@ -2,13 +2,14 @@
 //
 // Why: oneDNN runs NCHW convolutions as im2col + GEMM (~50–100 GFLOP/s on one AVX-512 core of
 // the development machine) but channels-last ones with its brgemm kernels (~150–200), and
-// depthwise ones 10x faster (docs/performance.md). So each call reorders x into
-// channels-last, convolves with the bias and the activation fused, and reorders the result
-// back to the program's NCHW, both copies in the planned workspace output
-// (kernels/workspace.h: conv2d_host_workspace_bytes_per_image); the model's boundary and the
-// plan stay NCHW. oneDNN's own scratchpad comes from the same workspace; a convolution whose
-// scratchpad does not fit there, or for which oneDNN offers only its reference implementation
-// (far slower than im2col + sgemm), runs the plain kernel instead (convolution.cpp).
+// depthwise ones 10x faster (docs/performance.md). A channels-last program (layout "nhwc",
+// the builder's rewrite, builder/layout.h) hands x and y over where they lie; for an NCHW one
+// each call reorders x into channels-last, convolves with the bias and the activation fused,
+// and reorders the result back, both copies in the planned workspace output
+// (kernels/workspace.h: conv2d_host_workspace_bytes_per_image). oneDNN's own scratchpad
+// comes from the same workspace; a convolution whose scratchpad does not fit there, or for
+// which oneDNN offers only its reference implementation (far slower than im2col + sgemm),
+// runs the plain kernel instead (convolution.cpp).
 //
 // Memory: the weight reordered into oneDNN's blocked layout, packed_bytes(), owned here. Per
 // batch size the convolution is created on first use and kept (at most kMaxShapes).

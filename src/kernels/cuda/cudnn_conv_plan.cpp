@@ -71,9 +71,15 @@ class Descriptor {
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
-Result<Descriptor> tensor(const CudnnLibrary& lib, int64_t uid, cudnnDataType_t type, std::array<int64_t, 4> dims) {
+// A packed 4-d tensor of `dims` in cuDNN's order ([N, C, H, W], or [K, C / groups, KH, KW]
+// for the filter), laid out in memory that order or, channels_last, with dim 1 innermost
+// (NHWC, or KRSC for the filter): cuDNN reads the layout from the strides alone.
+Result<Descriptor> tensor(const CudnnLibrary& lib, int64_t uid, cudnnDataType_t type, std::array<int64_t, 4> dims,
+                          bool channels_last) {
   PLANRT_ASSIGN_OR_RETURN(Descriptor t, Descriptor::make(lib, CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor"));
-  const std::array<int64_t, 4> strides{dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+  const std::array<int64_t, 4> strides =
+      channels_last ? std::array<int64_t, 4>{dims[1] * dims[2] * dims[3], 1, dims[3] * dims[1], dims[1]}
+                    : std::array<int64_t, 4>{dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
   PLANRT_RETURN_IF_ERROR(t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, &type, 1, "a tensor's data type"));
   PLANRT_RETURN_IF_ERROR(t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims.data(), 4, "a tensor's dims"));
   PLANRT_RETURN_IF_ERROR(t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, strides.data(), 4, "a tensor's strides"));
@@ -87,9 +93,10 @@ Result<Descriptor> tensor(const CudnnLibrary& lib, int64_t uid, cudnnDataType_t 
 // The operation graph of one forward convolution.
 Result<Descriptor> convolution_graph(const CudnnLibrary& lib, cudnnHandle_t handle, const ConvPlanKey& k) {
   const cudnnDataType_t type = k.dtype == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-  PLANRT_ASSIGN_OR_RETURN(Descriptor x, tensor(lib, kUidX, type, {k.n, k.c, k.h, k.w}));
-  PLANRT_ASSIGN_OR_RETURN(Descriptor w, tensor(lib, kUidW, type, {k.k, k.c / k.groups, k.kh, k.kw}));
-  PLANRT_ASSIGN_OR_RETURN(Descriptor y, tensor(lib, kUidY, type, {k.n, k.k, k.oh, k.ow}));
+  PLANRT_ASSIGN_OR_RETURN(Descriptor x, tensor(lib, kUidX, type, {k.n, k.c, k.h, k.w}, k.channels_last));
+  PLANRT_ASSIGN_OR_RETURN(Descriptor w,
+                          tensor(lib, kUidW, type, {k.k, k.c / k.groups, k.kh, k.kw}, k.channels_last));
+  PLANRT_ASSIGN_OR_RETURN(Descriptor y, tensor(lib, kUidY, type, {k.n, k.k, k.oh, k.ow}, k.channels_last));
 
   PLANRT_ASSIGN_OR_RETURN(Descriptor conv,
                           Descriptor::make(lib, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, "convolution"));
@@ -258,10 +265,11 @@ Result<std::unique_ptr<CudnnConvPlan>> CudnnConvPlan::create(const CudnnLibrary&
     }
   }
   return make_error(ErrorCode::NotSupported,
-                    "conv2d: cuDNN has no engine for the convolution of [{}, {}, {}, {}] by [{}, {}, {}, {}] (groups {}) "
-                    "within its planned workspace of {} bytes ({} engine configs ranked{})",
-                    key.n, key.c, key.h, key.w, key.k, key.c / key.groups, key.kh, key.kw, key.groups,
-                    key.workspace_budget, ranked,
+                    "conv2d: cuDNN has no engine for the {} {} convolution of x [N, C, H, W] = [{}, {}, {}, {}] by "
+                    "weight [K, C/groups, KH, KW] = [{}, {}, {}, {}] (groups {}) within its planned workspace of {} "
+                    "bytes ({} engine configs ranked{})",
+                    dtype_name(key.dtype), key.channels_last ? "NHWC" : "NCHW", key.n, key.c, key.h, key.w, key.k,
+                    key.c / key.groups, key.kh, key.kw, key.groups, key.workspace_budget, ranked,
                     smallest_need >= 0 ? fmt::format("; the smallest that suits needs {} bytes", smallest_need) : "");
 }
 

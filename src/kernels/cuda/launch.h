@@ -103,7 +103,7 @@ cudaError_t embedding_gather(const void* ids, bool ids_i64, int64_t n, const voi
 
 // ---- the convolutional networks' ops (vision_kernels.cu), float and bf16 ----------------
 
-// A 2-D sliding window over [planes, h, w] images (convolution padding, pooling).
+// A 2-D sliding window over h x w images (convolution padding, pooling).
 struct Window {
   int64_t h = 0, w = 0, oh = 0, ow = 0;
   int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
@@ -115,13 +115,23 @@ struct Window {
   cudaError_t clamp(const T* x, T* y, int64_t n, float scale, float shift, float lo, float hi, \
                     bool times_x, cudaStream_t stream);                                       \
   /* Max (NaN wins) or average (divisor: the window within the input, or within the padded   \
-     input with count_include_pad) of each window of each of `planes` images. */              \
+     input with count_include_pad) of each window of each of `planes` images (NCHW: x         \
+     [planes, h, w] -> y [planes, oh, ow]). */                                                \
   cudaError_t pool2d(bool max, bool count_include_pad, const T* x, T* y, int64_t planes,       \
                      const Window& window, cudaStream_t stream);                              \
+  /* The same channels-last (NHWC): x [images, h, w, channels] -> y [images, oh, ow,          \
+     channels], each channel's windows as pool2d computes them, to the same bits. */          \
+  cudaError_t pool2d_channels_last(bool max, bool count_include_pad, const T* x, T* y,         \
+                                   int64_t images, int64_t channels, const Window& window,    \
+                                   cudaStream_t stream);                                      \
   /* y[plane, i] = act(y[plane, i] + bias[plane % channels]) over planes of hw; bias may be  \
      null; relu: max(0, .) with NaN kept. */                                                  \
   cudaError_t bias_activation(T* y, const T* bias, int64_t planes, int64_t channels,          \
-                              int64_t hw, bool relu, cudaStream_t stream);
+                              int64_t hw, bool relu, cudaStream_t stream);                    \
+  /* Channels-last: y[row, c] = act(y[row, c] + bias[c]) over rows of `channels` (an NHWC     \
+     output: rows = n * oh * ow); bias may be null; relu as above. */                         \
+  cudaError_t bias_activation_channels_last(T* y, const T* bias, int64_t rows,                \
+                                            int64_t channels, bool relu, cudaStream_t stream);
 
 PLANRT_VISION_LAUNCHER_DECLS(float)
 PLANRT_VISION_LAUNCHER_DECLS(__nv_bfloat16)

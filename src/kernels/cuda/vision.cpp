@@ -2,11 +2,14 @@
 // of cuDNN 9, opened on first use), the pools, clip and the hard activations, pad and
 // expand. f32 and bf16.
 //
-// conv2d: NCHW in and out, through an execution plan of cuDNN's backend API made once per
-// shape on the handle (cudnn_conv_plan.h: the first of cuDNN's heuristic ranking, no trial
-// runs, whose workspace fits the planned workspace output, kernels/workspace.h:
+// conv2d: NCHW in and out, or NHWC with a [K, KH, KW, C/groups] weight (layout "nhwc"),
+// through an execution plan of cuDNN's backend API made once per shape and layout on the
+// handle (cudnn_conv_plan.h: the first of cuDNN's heuristic ranking, no trial runs, whose
+// workspace fits the planned workspace output, kernels/workspace.h:
 // conv2d_cuda_workspace_per_image). Asymmetric pads first copy the image into the workspace,
-// padded. Bias and ReLU follow in one elementwise pass.
+// padded, in the layout of x. Bias and ReLU follow in one elementwise pass.
+//
+// The pools: one thread per output element in either layout (vision_kernels.cu).
 #include <cstring>
 
 #include <fmt/format.h>
@@ -69,6 +72,13 @@ Status pool_op(std::string_view op, const CudaKernelContext& ctx, const OpAttrs&
   const bool max = op == "max_pool2d";
   const TensorView& x = inputs[0];
   const TensorView& y = outputs[0];
+  if (p.channels_last) {
+    return launched(op, dtype == DType::BF16
+                            ? launch::pool2d_channels_last(max, p.count_include_pad, x.data_as<const bf16>(),
+                                                           y.data_as<bf16>(), p.n, p.c, w, ctx.stream)
+                            : launch::pool2d_channels_last(max, p.count_include_pad, x.data_as<const float>(),
+                                                           y.data_as<float>(), p.n, p.c, w, ctx.stream));
+  }
   return launched(op, dtype == DType::BF16
                           ? launch::pool2d(max, p.count_include_pad, x.data_as<const bf16>(), y.data_as<bf16>(),
                                            p.n * p.c, w, ctx.stream)
@@ -107,13 +117,22 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
   int64_t h = p.h, w = p.w, pad_h = p.window.pad_top, pad_w = p.window.pad_left;
   auto* workspace = static_cast<uint8_t*>(p.workspace_bytes > 0 ? outputs[1].data : nullptr);
   if (!conv2d_pads_symmetric(p)) {
-    // The image padded into the workspace, then a convolution without padding.
+    // The image padded into the workspace, then a convolution without padding. The copy keeps
+    // the layout of x: [n, c, padded h, padded w], or channels-last [n, padded h, padded w, c].
+    const int64_t padded_h = p.h + p.window.pad_top + p.window.pad_bottom;
+    const int64_t padded_w = p.w + p.window.pad_left + p.window.pad_right;
+    const int h_dim = p.channels_last ? 1 : 2, w_dim = h_dim + 1, c_dim = p.channels_last ? 3 : 1;
+    int64_t out[4], in[4], begin[4] = {0, 0, 0, 0};
+    out[0] = in[0] = p.n;
+    out[c_dim] = in[c_dim] = p.c;
+    out[h_dim] = padded_h;
+    out[w_dim] = padded_w;
+    in[h_dim] = p.h;
+    in[w_dim] = p.w;
+    begin[h_dim] = p.window.pad_top;
+    begin[w_dim] = p.window.pad_left;
     launch::PadMap map;
     map.rank = 4;
-    const int64_t out[4] = {p.n, p.c, p.h + p.window.pad_top + p.window.pad_bottom,
-                            p.w + p.window.pad_left + p.window.pad_right};
-    const int64_t in[4] = {p.n, p.c, p.h, p.w};
-    const int64_t begin[4] = {0, 0, p.window.pad_top, p.window.pad_left};
     for (int d = 0; d < 4; ++d) {
       map.out_size[d] = out[d];
       map.in_size[d] = in[d];
@@ -122,8 +141,8 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
     PLANRT_RETURN_IF_ERROR(launched(op, launch::pad(x, workspace, element_size(dtype), out[0] * out[1] * out[2] * out[3],
                                                     map, launch::PadMode::Constant, 0, ctx.stream)));
     x = workspace;
-    h = out[2];
-    w = out[3];
+    h = padded_h;
+    w = padded_w;
     pad_h = pad_w = 0;
   }
   ConvPlanKey key;
@@ -143,6 +162,7 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
   key.groups = p.groups;
   key.oh = p.oh;
   key.ow = p.ow;
+  key.channels_last = p.channels_last;
   key.dtype = dtype;
   key.allow_tf32 = ctx.cudnn->allow_tf32();
   key.workspace_budget = p.workspace_bytes - padded_bytes;
@@ -151,6 +171,16 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
                                        plan->workspace_bytes() > 0 ? workspace + padded_bytes : nullptr));
   if (!p.has_bias && p.activation == ConvActivation::None) return {};
   const bool relu = p.activation == ConvActivation::Relu;
+  if (p.channels_last) {
+    const int64_t rows = p.n * p.oh * p.ow;  // one per output position, of k channels
+    return launched(op, dtype == DType::BF16
+                            ? launch::bias_activation_channels_last(
+                                  outputs[0].data_as<bf16>(), p.has_bias ? inputs[2].data_as<const bf16>() : nullptr,
+                                  rows, p.k, relu, ctx.stream)
+                            : launch::bias_activation_channels_last(
+                                  outputs[0].data_as<float>(), p.has_bias ? inputs[2].data_as<const float>() : nullptr,
+                                  rows, p.k, relu, ctx.stream));
+  }
   const int64_t planes = p.n * p.k, hw = p.oh * p.ow;
   return launched(op, dtype == DType::BF16
                           ? launch::bias_activation(outputs[0].data_as<bf16>(),

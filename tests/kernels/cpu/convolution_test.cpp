@@ -271,6 +271,17 @@ std::vector<double> pool_reference(const PoolCase& t, bool max, const HostTensor
   return y;
 }
 
+OpAttrs pool_attrs(const PoolCase& t, bool max) {
+  OpAttrs a;
+  a.set("kernel", std::vector<int64_t>{t.kh, t.kw});
+  a.set("strides", std::vector<int64_t>{t.sh, t.sw});
+  a.set("pads", t.pads);
+  a.set("ceil_mode", t.ceil);
+  if (max) a.set("dilations", std::vector<int64_t>{t.dh, t.dw});
+  if (!max) a.set("count_include_pad", t.include_pad);
+  return a;
+}
+
 TEST(Pool2d, MaxAndAverageMatchDirectReferences) {
   const std::vector<PoolCase> cases = {
       {3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, false, false},
@@ -283,13 +294,7 @@ TEST(Pool2d, MaxAndAverageMatchDirectReferences) {
   for (const PoolCase& t : cases) {
     for (bool max : {true, false}) {
       if (!max && (t.dh != 1 || t.dw != 1)) continue;
-      OpAttrs a;
-      a.set("kernel", std::vector<int64_t>{t.kh, t.kw});
-      a.set("strides", std::vector<int64_t>{t.sh, t.sw});
-      a.set("pads", t.pads);
-      a.set("ceil_mode", t.ceil);
-      if (max) a.set("dilations", std::vector<int64_t>{t.dh, t.dw});
-      if (!max) a.set("count_include_pad", t.include_pad);
+      OpAttrs a = pool_attrs(t, max);
       const int64_t oh = *window_output_size(9, t.kh, t.sh, t.pads[0], t.pads[2], t.dh, t.ceil);
       const int64_t ow = *window_output_size(10, t.kw, t.sw, t.pads[1], t.pads[3], t.dw, t.ceil);
       HostTensor y(DType::F32, {2, 3, oh, ow});
@@ -297,6 +302,116 @@ TEST(Pool2d, MaxAndAverageMatchDirectReferences) {
       ASSERT_TRUE(s.ok()) << s.to_string();
       EXPECT_LT(testing::relative_error(y, pool_reference(t, max, x, oh, ow)), 1e-6)
           << (max ? "max" : "avg") << " kernel " << t.kh << "x" << t.kw << " ceil " << t.ceil;
+    }
+  }
+}
+
+// [a, b, c, d] -> [a, c, d, b]: an NCHW tensor (or OIHW weight) in channels-last order.
+HostTensor to_channels_last(const HostTensor& t) {
+  const Shape& s = t.shape();
+  HostTensor out(DType::F32, {s[0], s[2], s[3], s[1]});
+  for (int64_t a = 0; a < s[0]; ++a) {
+    for (int64_t b = 0; b < s[1]; ++b) {
+      for (int64_t c = 0; c < s[2]; ++c) {
+        for (int64_t d = 0; d < s[3]; ++d) {
+          out.f()[((a * s[2] + c) * s[3] + d) * s[1] + b] = t.f()[((a * s[1] + b) * s[2] + c) * s[3] + d];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> to_channels_last(const std::vector<double>& v, const Shape& nchw) {
+  HostTensor t(DType::F32, nchw);
+  for (size_t i = 0; i < v.size(); ++i) t.f()[i] = static_cast<float>(v[i]);
+  return to_channels_last(t).doubles();
+}
+
+// Layout nhwc (x [N, H, W, C], weight [K, KH, KW, C/g], y [N, OH, OW, K]): the plain kernel
+// (im2row + product) and the prepared convolution (x and y handed to oneDNN where they lie)
+// equal the direct NCHW reference, permuted.
+TEST(Conv2d, ChannelsLastMatchesTheNchwReferenceInBothKernels) {
+  uint32_t seed = 200;
+  for (const ConvCase& t : conv_cases()) {
+    SCOPED_TRACE(::testing::Message() << "c " << t.c << " k " << t.k << " groups " << t.groups << " kernel " << t.kh
+                                      << "x" << t.kw);
+    ConvOperands o = make_operands(t, seed += 3);
+    const std::vector<double> want =
+        to_channels_last(conv_reference(t, o.x, o.w, t.bias ? &o.b : nullptr), o.y.shape());
+    HostTensor x = to_channels_last(o.x), w = to_channels_last(o.w), y = to_channels_last(o.y);
+    OpAttrs attrs = conv_attrs(t);
+    attrs.set("layout", std::string("nhwc"));
+    std::vector<TensorView> in = {x.view(), w.view()};
+    if (t.bias) in.push_back(o.b.view());
+    Status s = run_op("conv2d", attrs, in, {y.view(), o.workspace.view()});
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_LT(testing::relative_error(y, want), 1e-6) << "plain kernel";
+
+    const TensorView outs1[] = {y.view()};
+    Result<Conv2dPlan> plan = plan_conv2d(attrs, in, outs1);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    EXPECT_TRUE(plan->channels_last);
+    Result<std::unique_ptr<cpu::PackedConv>> packed = cpu::PackedConv::create(attrs, *plan, w.view());
+    ASSERT_TRUE(packed.ok()) << packed.status().to_string();
+    HostTensor y2(DType::F32, y.shape());
+    const TensorView outs[] = {y2.view(), o.workspace.view()};
+    s = (*packed)->run(in, outs);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_LT(testing::relative_error(y2, want), 1e-6) << "prepared convolution";
+    // The NCHW weight is not the channels-last plan's (where the two shapes differ).
+    if (o.w.shape() != w.shape()) {
+      EXPECT_TRUE(IsError(cpu::PackedConv::create(attrs, *plan, o.w.view()).status(), ErrorCode::NotSupported));
+    }
+  }
+}
+
+TEST(Conv2d, ChannelsLastRefusesAnNchwWeightAndAnUnknownLayout) {
+  const ConvCase t = conv_cases()[1];  // c 8, k 16, 3x3
+  ConvOperands o = make_operands(t, 9);
+  HostTensor x = to_channels_last(o.x), y = to_channels_last(o.y);
+  OpAttrs attrs = conv_attrs(t);
+  attrs.set("layout", std::string("nhwc"));
+  // [16, 8, 3, 3] read as [K, KH, KW, C/g] has 3 channels, not 8.
+  EXPECT_TRUE(IsError(run_op("conv2d", attrs, {x.view(), o.w.view(), o.b.view()}, {y.view(), o.workspace.view()}),
+                      ErrorCode::InvalidArgument, {"[K, KH, KW, C/groups] (layout nhwc)"}));
+  attrs.set("layout", std::string("chwn"));
+  EXPECT_TRUE(IsError(run_op("conv2d", attrs, {o.x.view(), o.w.view(), o.b.view()}, {o.y.view(), o.workspace.view()}),
+                      ErrorCode::InvalidArgument, {"layout", "chwn"}));
+}
+
+TEST(Pool2d, ChannelsLastMatchesTheNchwResult) {
+  const std::vector<PoolCase> cases = {
+      {3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, false, false},
+      {3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, true, true},
+      {3, 2, 1, 2, {0, 1, 2, 0}, 1, 1, false, true},
+      {2, 2, 1, 1, {0, 0, 0, 0}, 2, 2, false, false},
+  };
+  HostTensor x = HostTensor::random({2, 5, 9, 10}, 12);
+  x.f()[7] = std::numeric_limits<float>::quiet_NaN();  // NaN wins in max pooling, in both layouts
+  const HostTensor x_last = to_channels_last(x);
+  for (const PoolCase& t : cases) {
+    for (bool max : {true, false}) {
+      if (!max && (t.dh != 1 || t.dw != 1)) continue;
+      OpAttrs a = pool_attrs(t, max);
+      const int64_t oh = *window_output_size(9, t.kh, t.sh, t.pads[0], t.pads[2], t.dh, t.ceil);
+      const int64_t ow = *window_output_size(10, t.kw, t.sw, t.pads[1], t.pads[3], t.dw, t.ceil);
+      const std::string op = max ? "max_pool2d" : "avg_pool2d";
+      HostTensor y(DType::F32, {2, 5, oh, ow}), y_last(DType::F32, {2, oh, ow, 5});
+      ASSERT_TRUE(run_op(op, a, {x.view()}, {y.view()}).ok());
+      a.set("layout", std::string("nhwc"));
+      Status s = run_op(op, a, {x_last.view()}, {y_last.view()});
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      const HostTensor want = to_channels_last(y);
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const float a_v = want.f()[i], b_v = y_last.f()[i];
+        ASSERT_TRUE((std::isnan(a_v) && std::isnan(b_v)) || std::abs(a_v - b_v) <= 1e-6f * (1.0f + std::abs(a_v)))
+            << op << " element " << i << ": " << a_v << " vs " << b_v;
+      }
+      // An NCHW-shaped output is refused in layout nhwc (where the two shapes differ).
+      if (y.shape() != y_last.shape()) {
+        EXPECT_TRUE(IsError(run_op(op, a, {x_last.view()}, {y.view()}), ErrorCode::InvalidArgument));
+      }
     }
   }
 }
