@@ -103,13 +103,19 @@ std::optional<ir::ShapeSpec> spec_of(const ir::SymShape& shape, const std::vecto
 
 class ChannelsLast {
  public:
-  ChannelsLast(ir::Model& model, ir::Method& method, const ir::CheckedMethod& types)
-      : model_(model), method_(method), types_(types) {
-    for (const ir::ValueDecl& in : method.inputs) taken_.insert(in.name);
-    for (const ir::Node& n : method.nodes) {
-      for (const std::string& o : n.outputs) taken_.insert(o);
+  ChannelsLast(ir::Model& model, ir::Method& method, const ir::CheckedMethod& types, ChannelsLastNames& names)
+      : model_(model), method_(method), types_(types), taken_(names.taken), derived_(names.derived) {
+    if (!names.initialised) {
+      // Every name of the model as written, so that no made name meets one in any method.
+      for (const ir::Method& m : model.methods) {
+        for (const ir::ValueDecl& in : m.inputs) taken_.insert(in.name);
+        for (const ir::Node& n : m.nodes) taken_.insert(n.outputs.begin(), n.outputs.end());
+      }
+      for (const ir::Constant& c : model.constants) taken_.insert(c.name);
+      names.initialised = true;
     }
-    for (const ir::Constant& c : model.constants) taken_.insert(c.name);
+    for (const ir::ValueDecl& in : method.inputs) taken_.insert(in.name);
+    for (const ir::Node& n : method.nodes) taken_.insert(n.outputs.begin(), n.outputs.end());
     for (const std::string& o : method.outputs) method_outputs_.insert(o);
   }
 
@@ -161,18 +167,29 @@ class ChannelsLast {
     const ir::Backend backend = first.backend.value_or(method_.backend);
     Device device = first.device ? *first.device : method_.device ? *method_.device : ir::default_device(backend);
     if (backend == ir::Backend::Cpu) device = Device::cpu();
-    if (device.is_cpu()) return true;
-    bool sixteen_bit = false;
+    bool any_conv = false, sixteen_bit = false;
     for (size_t i = begin; i < end; ++i) {
       const ir::Node& n = method_.nodes[i];
-      if (n.op != "conv2d" || n.inputs.size() < 2) continue;
+      if (!convertible_conv(n)) continue;
+      any_conv = true;
       const ir::TensorType* x = type_of(n.inputs[0]);
-      if (x == nullptr || x->shape.size() != 4) continue;
       sixteen_bit = sixteen_bit || x->dtype == DType::BF16 || x->dtype == DType::F16;
       const auto groups = int_attr(types_.nodes[i].attrs, "groups");
-      if (groups && *groups > 1 && x->shape[1].is_static() && x->shape[1].value == *groups) return false;
+      if (!device.is_cpu() && groups && *groups > 1 && x->shape[1].is_static() && x->shape[1].value == *groups) {
+        return false;
+      }
     }
-    return sixteen_bit;
+    return any_conv && (device.is_cpu() || sixteen_bit);
+  }
+
+  // A conv2d the rewrite can run channels-last: NCHW as written, over a constant rank-4 weight.
+  bool convertible_conv(const ir::Node& n) const {
+    if (n.op != "conv2d" || !is_default_layout(n) || n.outputs.size() != 1 || n.inputs.size() < 2 ||
+        n.inputs[0].empty() || !rank4(n.inputs[0])) {
+      return false;
+    }
+    const ir::Constant* w = constant(n.inputs[1]);
+    return w != nullptr && w->shape.size() == 4;
   }
 
   struct Emitted {
@@ -232,12 +249,11 @@ class ChannelsLast {
         return std::optional<std::string>{name};
       }
     }
-    const std::string derived = name + "#nhwc";
-    if (const ir::Constant* made = model_.find_constant(derived)) {
-      if (made->shape == t4 && made->dtype == c->dtype) return std::optional<std::string>{derived};
-      return std::optional<std::string>{};  // the name is someone else's
-    }
-    if (taken_.contains(derived)) return std::optional<std::string>{};
+    // Nothing moves: the same shape and only unit dims permuted ([K, 1, 1, 1]). The same
+    // shape alone is not enough: [8, 3, 3, 3] permutes into [8, 3, 3, 3] with its elements moved.
+    if (t4 == c->shape && keeps_element_order(sym, kToLast)) return std::optional<std::string>{name};
+    if (auto it = derived_.find(name); it != derived_.end()) return std::optional<std::string>{it->second};
+    const std::string derived = fresh(name);
     std::span<const uint8_t> data = c->bytes;
     std::shared_ptr<const void> owner = c->owner;
     if (!keeps_element_order(sym, kToLast)) {
@@ -273,7 +289,7 @@ class ChannelsLast {
     made.bytes = data;  // the source's own bytes when only size-1 dims move
     made.owner = std::move(owner);
     model_.constants.push_back(std::move(made));
-    taken_.insert(derived);
+    derived_.emplace(name, derived);
     return std::optional<std::string>{derived};
   }
 
@@ -301,7 +317,9 @@ class ChannelsLast {
       ir::Node reshape = node_like(user, "reshape", value, twin);
       reshape.attrs["shape"] = *spec;
       emit(std::move(reshape));
-      twin_[value] = twin;
+      // Only a rank-4 value's twin is an image later nodes may read as one; a broadcast
+      // operand of lower rank ([C, 1, 1]) is reshaped again for each reader.
+      if (t->shape.size() == 4) twin_[value] = twin;
       return std::optional<std::string>{twin};
     }
     if (!copy || t->shape.size() != 4) return std::optional<std::string>{};
@@ -376,8 +394,7 @@ class ChannelsLast {
       return {};
     }
     const std::string& x = node.inputs[0];
-    if (node.op == "conv2d" && is_default_layout(node) && rank4(x) && node.inputs.size() >= 2 &&
-        constant(node.inputs[1]) != nullptr && constant(node.inputs[1])->shape.size() == 4) {
+    if (convertible_conv(node)) {
       PLANRT_ASSIGN_OR_RETURN(std::optional<std::string> weight, constant_twin(node.inputs[1]));
       if (weight) {
         PLANRT_ASSIGN_OR_RETURN(std::optional<std::string> image, operand(x, node, /*copy=*/true));
@@ -563,7 +580,8 @@ class ChannelsLast {
   ir::Model& model_;
   ir::Method& method_;
   const ir::CheckedMethod& types_;
-  std::set<std::string, std::less<>> taken_;
+  std::set<std::string, std::less<>>& taken_;
+  std::map<std::string, std::string, std::less<>>& derived_;  // source constant -> its NHWC copy
   std::set<std::string, std::less<>> method_outputs_;
   std::map<std::string, std::set<size_t>, std::less<>> read_in_runs_;
   size_t current_run_ = 0;
@@ -577,11 +595,11 @@ class ChannelsLast {
 
 }  // namespace
 
-Result<int> rewrite_channels_last(ir::Model& model, ir::Method& method) {
+Result<int> rewrite_channels_last(ir::Model& model, ir::Method& method, ChannelsLastNames& names) {
   Result<ir::CheckedMethod> types = ir::check_method(model, method);
   if (!types.ok()) return 0;
   try {
-    ChannelsLast pass(model, method, *types);
+    ChannelsLast pass(model, method, *types, names);
     return pass.run();
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::OutOfMemory, "out of memory in the channels-last rewrite of method '{}'", method.name);

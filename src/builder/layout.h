@@ -28,22 +28,35 @@
 //      is made from its twin by one permute (or a reshape when only size-1 dims move) right
 //      after the twin's producer; permutes and reshapes nobody reads are dropped.
 // The input permute of the region's first convolution and those output permutes are the
-// only copies it adds. A run without a convolution is left as it is.
+// only copies it adds. A run without a convolution it can convert is left as it is.
 //
 // Limits: conv2d whose weight is a value (not a constant) stays NCHW; normalisations and
 // softmax over the channel dim of an NCHW tensor are not converted (their twins are
 // permuted back first); reshapes that reorder elements end the region.
 #pragma once
 
+#include <map>
+#include <set>
+#include <string>
+
 #include "builder/graph.h"
 #include "planrt/core/result.h"
 
 namespace planrt::builder {
 
+// What the rewrites of one model's methods share: every name taken in the model (so that a
+// made name meets none), and the constants derived so far (source -> "<source>#nhwc...", made
+// once for every method that needs it). One per model; filled by the first call.
+struct ChannelsLastNames {
+  bool initialised = false;
+  std::set<std::string, std::less<>> taken;
+  std::map<std::string, std::string, std::less<>> derived;
+};
+
 // Rewrites `method` of `model` as above. Derived constants are appended to
-// model.constants (one per source constant, shared by every method that needs it).
-// Returns how many conv2d nodes now run channels-last; a method that does not check (the
-// caller reports that) is left as it is. OutOfMemory if a derived constant cannot be made.
-Result<int> rewrite_channels_last(ir::Model& model, ir::Method& method);
+// model.constants. Returns how many conv2d nodes now run channels-last; a method that does
+// not check (the caller reports that) is left as it is. OutOfMemory if a derived constant
+// cannot be made.
+Result<int> rewrite_channels_last(ir::Model& model, ir::Method& method, ChannelsLastNames& names);
 
 }  // namespace planrt::builder

@@ -418,9 +418,10 @@ Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanO
   // lowered, so that the copy's constants no longer move.
   auto rewritten = std::make_unique<ir::Model>(model);
   std::vector<ir::Method> methods;
+  ChannelsLastNames names;
   for (const ir::Method& written : model.methods) {
     ir::Method method = written;
-    if (rewrites.channels_last) PLANRT_RETURN_IF_ERROR(rewrite_channels_last(*rewritten, method).status());
+    if (rewrites.channels_last) PLANRT_RETURN_IF_ERROR(rewrite_channels_last(*rewritten, method, names).status());
     rewrite_method(method);
     methods.push_back(std::move(method));
   }

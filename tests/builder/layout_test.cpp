@@ -67,10 +67,10 @@ std::string layout_of(const ir::Node& n) {
 }
 
 // Rewrites, then checks that the result is a valid method with the same output types.
-int rewrite_and_check(ir::Model& model, ir::Method& m) {
+int rewrite_and_check(ir::Model& model, ir::Method& m, ChannelsLastNames& names) {
   Result<ir::CheckedMethod> before = ir::check_method(model, m);
   EXPECT_TRUE(before.ok()) << before.status().to_string();
-  Result<int> converted = rewrite_channels_last(model, m);
+  Result<int> converted = rewrite_channels_last(model, m, names);
   EXPECT_TRUE(converted.ok()) << converted.status().to_string();
   Result<ir::CheckedMethod> after = ir::check_method(model, m);
   EXPECT_TRUE(after.ok()) << after.status().to_string();
@@ -78,6 +78,11 @@ int rewrite_and_check(ir::Model& model, ir::Method& m) {
     for (const std::string& out : m.outputs) EXPECT_EQ(before->values.at(out), after->values.at(out)) << out;
   }
   return converted.ok() ? *converted : -1;
+}
+
+int rewrite_and_check(ir::Model& model, ir::Method& m) {
+  ChannelsLastNames names;
+  return rewrite_and_check(model, m, names);
 }
 
 // A ResNet-like body: stem conv, relu, pool, a residual block, the global pool and the
@@ -117,8 +122,9 @@ TEST(ChannelsLast, TheWeightIsPermutedOnceAtBuildAndSharedByEveryMethod) {
   ir::Method again = m;
   again.name = "again";
   model.methods = {m, again};
-  EXPECT_EQ(rewrite_and_check(model, m), 1);
-  EXPECT_EQ(rewrite_and_check(model, again), 1);
+  ChannelsLastNames names;
+  EXPECT_EQ(rewrite_and_check(model, m, names), 1);
+  EXPECT_EQ(rewrite_and_check(model, again, names), 1);
   ASSERT_EQ(model.constants.size(), 2u);
   const ir::Constant& w = model.constants[1];
   EXPECT_EQ(w.name, "w#nhwc");
@@ -134,6 +140,15 @@ TEST(ChannelsLast, TheWeightIsPermutedOnceAtBuildAndSharedByEveryMethod) {
       }
     }
   }
+  // A weight whose permuted shape is its own still has its elements moved.
+  add_constant(model, "square", {4, 3, 3, 3});
+  ir::Method stem = image_method({node("conv2d", {"x", "square"}, "y")}, {"y"}, 3);
+  ChannelsLastNames fresh;
+  EXPECT_EQ(rewrite_and_check(model, stem, fresh), 1);
+  const ir::Constant* square = model.find_constant(stem.nodes[1].inputs[1]);
+  ASSERT_NE(square, nullptr);
+  EXPECT_NE(square->name, "square");
+  EXPECT_EQ(floats_of(*square)[1], 9.0f);  // [0, 0, 0, 1] is [0, 1, 0, 0] of the source
   // The output is the method's: made back in NCHW right after the convolution.
   EXPECT_EQ(ops(m), (std::vector<std::string>{"permute", "conv2d", "permute"}));
   EXPECT_EQ(std::get<std::vector<int64_t>>(m.nodes[2].attrs.at("dims")), (std::vector<int64_t>{0, 3, 1, 2}));
@@ -295,6 +310,56 @@ TEST(ChannelsLast, ARunOnAnotherBackendReadsNchw) {
   EXPECT_FALSE(m.nodes[2].backend.has_value());  // made back on the convolution's side
   EXPECT_EQ(m.nodes[3].inputs[0], "c");
   EXPECT_EQ(producer(m, "c"), &m.nodes[2]);
+}
+
+// A broadcast operand of lower rank is reshaped for the node that reads it, never taken for
+// an image: a reduce_mean or reshape of it later reads it as written (the review of f077a4f).
+TEST(ChannelsLast, ALowerRankBroadcastOperandIsNoImageTwin) {
+  ir::Model model;
+  add_constant(model, "w", {8, 8, 3, 3});
+  ir::Method m = image_method({node("conv2d", {"x", "w"}, "c", conv3x3()), node("add", {"c", "pos"}, "a"),
+                               node("reduce_mean", {"pos"}, "rows", {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}}),
+                               node("reshape", {"pos"}, "flat", {{"shape", ir::ShapeSpec{{100, {}}}}})},
+                              {"a", "rows", "flat"});
+  m.inputs.push_back({"pos", {DType::F32, {Dim::fixed(10), Dim::fixed(10)}}});
+  model.methods = {m};
+  EXPECT_EQ(rewrite_and_check(model, m), 1);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"permute", "conv2d", "reshape", "add", "permute", "reduce_mean", "reshape"}));
+  EXPECT_EQ(m.nodes[5].inputs[0], "pos");
+  EXPECT_EQ(std::get<std::vector<int64_t>>(m.nodes[5].attrs.at("dims")), std::vector<int64_t>{1});
+  EXPECT_EQ(m.nodes[6].inputs[0], "pos");
+}
+
+// Names the rewrite makes never meet the model's: a constant or another method's value
+// already called "w#nhwc" is left alone, the derived weight takes another name.
+TEST(ChannelsLast, MadeNamesAvoidEveryNameOfTheModel) {
+  ir::Model model;
+  add_constant(model, "w", {8, 8, 3, 3});
+  add_constant(model, "w#nhwc", {8, 3, 3, 8});  // the author's own, not a permuted w
+  ir::Method m = image_method({node("conv2d", {"x", "w"}, "y", conv3x3())}, {"y"});
+  ir::Method other = image_method({node("relu", {"x"}, "w#nhwc2")}, {"w#nhwc2"});
+  other.name = "other";
+  model.methods = {m, other};
+  ChannelsLastNames names;
+  EXPECT_EQ(rewrite_and_check(model, m, names), 1);
+  EXPECT_EQ(m.nodes[1].inputs[1], "w#nhwc3");
+  EXPECT_TRUE(ir::check_method(model, other).ok());
+}
+
+// A run with no convolution it can convert is left alone, on the host too (a model's own
+// permute to channels-last there would otherwise pull a later op into a copy).
+TEST(ChannelsLast, AHostRunWithoutAConvolutionIsLeftAlone) {
+  ir::Model model;
+  add_constant(model, "w", {8, 8, 3, 3});
+  ir::Method m = image_method({node("conv2d", {"x", "w"}, "c", conv3x3()),
+                               node("permute", {"x"}, "p", {{"dims", std::vector<int64_t>{0, 2, 3, 1}}}),
+                               node("layer_norm", {"p"}, "ln"), node("gelu", {"x"}, "g")},
+                              {"c", "ln", "g"});
+  m.nodes[0].segment = "convs";  // the convolution in a run of its own
+  model.methods = {m};
+  EXPECT_EQ(rewrite_and_check(model, m), 1);
+  EXPECT_EQ(ops(m), (std::vector<std::string>{"permute", "conv2d", "permute", "permute", "layer_norm", "gelu"}));
+  EXPECT_EQ(m.nodes[5].inputs[0], "x");
 }
 
 // On a GPU only 16-bit convolutions without a depthwise one in their run go channels-last
