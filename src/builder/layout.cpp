@@ -158,7 +158,7 @@ class ChannelsLast {
  private:
   // Where channels-last was measured faster (docs/performance.md, "Channels-last"): on the
   // host always (oneDNN's convolutions are channels-last; NCHW ones reorder every call); on
-  // a GPU for 16-bit convolutions (cuDNN's tensor-core kernels: resnet50 bf16 at batch 32
+  // a GPU for two or more 16-bit convolutions (cuDNN's tensor-core kernels: resnet50 bf16 at batch 32
   // 3.5x faster) unless the run has a depthwise one (cuDNN's channels-last depthwise kernels
   // made mobilenet_v2 and convnext_tiny 1.5x slower); never for f32 on a GPU (TF32 off,
   // cuDNN's channels-last f32 kernels took twice as long as its NCHW ones).
@@ -167,11 +167,12 @@ class ChannelsLast {
     const ir::Backend backend = first.backend.value_or(method_.backend);
     Device device = first.device ? *first.device : method_.device ? *method_.device : ir::default_device(backend);
     if (backend == ir::Backend::Cpu) device = Device::cpu();
-    bool any_conv = false, sixteen_bit = false;
+    int convs = 0;
+    bool sixteen_bit = false;
     for (size_t i = begin; i < end; ++i) {
       const ir::Node& n = method_.nodes[i];
       if (!convertible_conv(n)) continue;
-      any_conv = true;
+      ++convs;
       const ir::TensorType* x = type_of(n.inputs[0]);
       sixteen_bit = sixteen_bit || x->dtype == DType::BF16 || x->dtype == DType::F16;
       const auto groups = int_attr(types_.nodes[i].attrs, "groups");
@@ -179,7 +180,11 @@ class ChannelsLast {
         return false;
       }
     }
-    return any_conv && (device.is_cpu() || sixteen_bit);
+    // On the host a lone convolution costs nothing more channels-last (oneDNN's NCHW call
+    // reorders anyway); on a GPU it would pay two permutes for one kernel (vit_b_16's patch
+    // embedding, bf16 batch 32: 6.03 ms channels-last against 5.80).
+    if (device.is_cpu()) return convs > 0;
+    return convs > 1 && sixteen_bit;
   }
 
   // A conv2d the rewrite can run channels-last: NCHW as written, over a constant rank-4 weight.
