@@ -25,6 +25,13 @@ Device default_device(Backend backend) {
   return backend == Backend::Cpu ? Device::cpu() : Device::cuda(0);
 }
 
+Device node_device(const Method& method, const Node& node) {
+  const Backend backend = node.backend.value_or(method.backend);
+  if (node.device) return *node.device;
+  if (method.device && backend != Backend::Cpu) return *method.device;
+  return default_device(backend);
+}
+
 uint64_t Constant::nbytes() const {
   uint64_t n = element_size(dtype);
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);

@@ -121,6 +121,10 @@ struct Model {
   const Method* find_method(std::string_view name) const;
 };
 
+// Where `node` of `method` runs: the host for a cpu node; else the node's device, the
+// method's, or its backend's default (as check_method places it).
+Device node_device(const Method& method, const Node& node);
+
 // "[1, S, 8*S]" with the method's dim names.
 std::string shape_to_string(const SymShape& shape, std::span<const DimDecl> dims);
 std::string type_to_string(const TensorType& type, std::span<const DimDecl> dims);

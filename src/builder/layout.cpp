@@ -163,10 +163,7 @@ class ChannelsLast {
   // made mobilenet_v2 and convnext_tiny 1.5x slower); never for f32 on a GPU (TF32 off,
   // cuDNN's channels-last f32 kernels took twice as long as its NCHW ones).
   bool prefers_channels_last(size_t begin, size_t end) const {
-    const ir::Node& first = method_.nodes[begin];
-    const ir::Backend backend = first.backend.value_or(method_.backend);
-    Device device = first.device ? *first.device : method_.device ? *method_.device : ir::default_device(backend);
-    if (backend == ir::Backend::Cpu) device = Device::cpu();
+    const Device device = ir::node_device(method_, method_.nodes[begin]);
     int convs = 0;
     bool sixteen_bit = false;
     for (size_t i = begin; i < end; ++i) {

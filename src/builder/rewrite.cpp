@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,8 +103,60 @@ int absorb_attention_permutes(ir::Method& method) {
   return rewritten;
 }
 
+// conv2d read only by one relu, clip, hard_sigmoid or hard_swish of its run, on the host:
+// the convolution applies it (oneDNN's post-ops, kernels/cpu/packed_conv.h).
+int fuse_host_conv_activations(ir::Method& method) {
+  static const std::set<std::string, std::less<>> kFusable = {"relu", "clip", "hard_sigmoid", "hard_swish"};
+  std::map<std::string, int, std::less<>> reads;
+  for (const ir::Node& n : method.nodes) {
+    for (const std::string& in : n.inputs) {
+      if (!in.empty()) ++reads[in];
+    }
+  }
+  for (const std::string& out : method.outputs) ++reads[out];
+  std::vector<bool> removed(method.nodes.size(), false);
+  int fused = 0;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    ir::Node& conv = method.nodes[i];
+    auto act = conv.attrs.find("activation");
+    const bool plain = act == conv.attrs.end() ||
+                       (std::holds_alternative<std::string>(act->second) && std::get<std::string>(act->second) == "none");
+    if (conv.op != "conv2d" || !plain || conv.outputs.size() != 1 || reads[conv.outputs[0]] != 1 ||
+        !ir::node_device(method, conv).is_cpu()) {
+      continue;
+    }
+    for (size_t j = i + 1; j < method.nodes.size(); ++j) {
+      ir::Node& reader = method.nodes[j];
+      if (std::find(reader.inputs.begin(), reader.inputs.end(), conv.outputs[0]) == reader.inputs.end()) continue;
+      if (kFusable.contains(reader.op) && reader.inputs.size() == 1 && reader.outputs.size() == 1 &&
+          same_place(reader, conv)) {
+        bool one_run = true;  // every node between them in the same place: no segment changes
+        for (size_t k = i + 1; k < j && one_run; ++k) one_run = removed[k] || same_place(method.nodes[k], conv);
+        if (one_run) {
+          conv.attrs["activation"] = reader.op;
+          for (const auto& [name, value] : reader.attrs) conv.attrs[name] = value;
+          conv.outputs = reader.outputs;
+          removed[j] = true;
+          ++fused;
+        }
+      }
+      break;
+    }
+  }
+  if (fused == 0) return 0;
+  std::vector<ir::Node> kept;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(method.nodes[i]));
+  }
+  method.nodes = std::move(kept);
+  return fused;
+}
+
 }  // namespace
 
-int rewrite_method(ir::Method& method) { return absorb_attention_permutes(method); }
+int rewrite_method(ir::Method& method) {
+  const int attentions = absorb_attention_permutes(method);
+  return attentions + fuse_host_conv_activations(method);
+}
 
 }  // namespace planrt::builder

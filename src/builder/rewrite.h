@@ -13,6 +13,12 @@
 // the output projection's input where they lie, four activation copies fewer per block.
 // A permute that another node also reads, or that is a method output, stays; so does one
 // that another attention's rewrite already absorbed (chained attentions, e.g. axial).
+//
+// fuse_host_conv_activations: on the host, a conv2d whose output only a relu, clip,
+// hard_sigmoid or hard_swish of its run reads takes it as its `activation` (with the op's
+// own attributes): oneDNN applies it as a post-op while the output is in cache, one pass
+// over the activations fewer (mobilenet_v3's hard_swish after most convolutions). Not on a
+// GPU: cuDNN's call is followed by a separate bias kernel there anyway.
 #pragma once
 
 #include "builder/graph.h"
@@ -27,7 +33,7 @@ struct RewriteOptions {
   bool channels_last = true;
 };
 
-// The rewrites above, in order; returns how many attentions were rewritten.
+// The rewrites above, in order; returns how many nodes they rewrote.
 int rewrite_method(ir::Method& method);
 
 }  // namespace planrt::builder

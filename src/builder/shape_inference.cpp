@@ -623,9 +623,22 @@ Result<InferredNode> conv2d(Ctx& c) {
   PLANRT_ASSIGN_OR_RETURN(Window w, window_attrs(c, std::vector<int64_t>{w_kh.value, w_kw.value}));
   if (w.ceil_mode) return bad("attribute 'ceil_mode' applies to pooling only");
   c.out.attrs.erase("ceil_mode");
+  std::string activation = "none";
   if (const AttrValue* act = find_attr(c, "activation")) {
     const auto* name = std::get_if<std::string>(act);
-    if (name == nullptr || (*name != "none" && *name != "relu")) return bad("attribute 'activation' must be \"none\" or \"relu\"");
+    if (name == nullptr || (*name != "none" && *name != "relu" && *name != "clip" && *name != "hard_sigmoid" &&
+                            *name != "hard_swish")) {
+      return bad("attribute 'activation' must be \"none\", \"relu\", \"clip\", \"hard_sigmoid\" or \"hard_swish\"");
+    }
+    activation = *name;
+  }
+  // The clamp's own attributes (clip: min, max; hard_sigmoid: alpha, beta), only with it.
+  for (std::string_view name : {"min", "max", "alpha", "beta"}) {
+    if (find_attr(c, name) == nullptr) continue;
+    const bool belongs = (activation == "clip" && (name == "min" || name == "max")) ||
+                         (activation == "hard_sigmoid" && (name == "alpha" || name == "beta"));
+    if (!belongs) return bad(fmt::format("attribute '{}' needs activation {}", name, name == "min" || name == "max" ? "clip" : "hard_sigmoid"));
+    PLANRT_RETURN_IF_ERROR(attr_float(c, name, 0.0).status());
   }
   c.out.attrs["groups"] = groups;
   PLANRT_ASSIGN_OR_RETURN(auto hw, window_output(c, w, a));
@@ -750,7 +763,7 @@ const std::initializer_list<Rule>& rules() {
       {"embedding", {}, embedding},
       {"concat", {"dim"}, concat},
       {"slice", {"dim", "start", "end", "step"}, slice},
-      {"conv2d", {"strides", "pads", "dilations", "groups", "activation", "layout"}, conv2d},
+      {"conv2d", {"strides", "pads", "dilations", "groups", "activation", "min", "max", "alpha", "beta", "layout"}, conv2d},
       {"max_pool2d", {"kernel", "strides", "pads", "dilations", "ceil_mode", "layout"}, max_pool2d},
       {"avg_pool2d", {"kernel", "strides", "pads", "ceil_mode", "count_include_pad", "layout"}, avg_pool2d},
       {"clip", {"min", "max"}, clamp_op},

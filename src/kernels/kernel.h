@@ -68,8 +68,10 @@ struct OpInfo {
 //                                        end (int; absent: start + the output's length
 //                                        along dim), step (int, only 1)
 //   conv2d: strides (ints [sh, sw], [1, 1]), pads (ints [top, left, bottom, right], zeros),
-//     dilations (ints [dh, dw], [1, 1]), groups (int, 1), activation ("none" | "relu", "none":
-//     applied after the bias), layout ("nchw" | "nhwc", "nchw"). Operands x [N, C, H, W],
+//     dilations (ints [dh, dw], [1, 1]), groups (int, 1), activation ("none" | "relu" | "clip"
+//     | "hard_sigmoid" | "hard_swish", "none": applied after the bias; a clamp one with that
+//     op's own attributes, min/max or alpha/beta, on the conv2d; host only, the builder fuses
+//     them there), layout ("nchw" | "nhwc", "nchw"). Operands x [N, C, H, W],
 //     weight [K, C/groups, KH, KW], bias [K]?; output [N, K, OH, OW]; in layout nhwc x
 //     [N, H, W, C], weight [K, KH, KW, C/groups], output [N, OH, OW, K] (the builder's
 //     channels-last rewrite, builder/layout.h). An optional second output is the workspace

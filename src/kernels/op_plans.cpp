@@ -597,11 +597,17 @@ Result<Conv2dPlan> plan_conv2d(const OpAttrs& attrs, std::span<const TensorView>
     }
     p.has_bias = true;
   }
-  PLANRT_ASSIGN_OR_RETURN(std::string act, with_op(op, attrs.get_string("activation", "none")));
-  if (act == "relu") {
+  PLANRT_ASSIGN_OR_RETURN(p.activation_name, with_op(op, attrs.get_string("activation", "none")));
+  if (p.activation_name == "relu") {
     p.activation = ConvActivation::Relu;
-  } else if (act != "none") {
-    return make_error(ErrorCode::InvalidArgument, "{}: activation '{}' is not none or relu", op, act);
+  } else if (p.activation_name == "clip" || p.activation_name == "hard_sigmoid" || p.activation_name == "hard_swish") {
+    p.activation = ConvActivation::Clamp;
+    Result<ClampPlan> clamp = clamp_params(p.activation_name, attrs);
+    if (!clamp.ok()) return clamp.status().with_context(op);
+    p.clamp = *clamp;
+  } else if (p.activation_name != "none") {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: activation '{}' is not none, relu, clip, hard_sigmoid or hard_swish", op, p.activation_name);
   }
   PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, image_shape(p.channels_last, p.n, p.k, p.oh, p.ow)));
   if (outputs.size() > 1 && !outputs[1].is_none()) {
@@ -638,6 +644,10 @@ Result<ClampPlan> plan_clamp(std::string_view op, const OpAttrs& attrs,
                              std::span<const TensorView> inputs,
                              std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, inputs[0].sizes));
+  return clamp_params(op, attrs);
+}
+
+Result<ClampPlan> clamp_params(std::string_view op, const OpAttrs& attrs) {
   ClampPlan p;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   if (op == "clip") {

@@ -173,7 +173,16 @@ struct Window2d {
 Result<Window2d> parse_window2d(std::string_view op, const OpAttrs& attrs,
                                 const int64_t* kernel_hw);
 
-enum class ConvActivation { None, Relu };
+// clip, hard_sigmoid, hard_swish: y = (times_x ? x : 1) * clamp(scale * x + shift, lo, hi).
+struct ClampPlan {
+  float scale = 1.0f, shift = 0.0f;
+  float lo = 0.0f, hi = 0.0f;
+  bool times_x = false;
+};
+
+// What conv2d applies after its bias: nothing, relu, or one of the clamp ops (clip,
+// hard_sigmoid, hard_swish: `clamp`, with that op's own attributes on the conv2d).
+enum class ConvActivation { None, Relu, Clamp };
 
 // conv2d: y [n, k, oh, ow] = x [n, c, h, w] * weight [k, c / groups, kh, kw] (+ bias [k]),
 // groups independent convolutions of c / groups input and k / groups output channels.
@@ -186,6 +195,8 @@ struct Conv2dPlan {
   Window2d window;
   bool has_bias = false;
   ConvActivation activation = ConvActivation::None;
+  std::string activation_name = "none";
+  ClampPlan clamp;  // ConvActivation::Clamp
   uint64_t workspace_bytes = 0;  // what the workspace output holds (0: none given)
 };
 // Checks a workspace output, when given, against the plan's need on the host
@@ -206,15 +217,11 @@ Result<Pool2dPlan> plan_pool2d(std::string_view op, const OpAttrs& attrs,
                                std::span<const TensorView> inputs,
                                std::span<const TensorView> outputs);
 
-// clip, hard_sigmoid, hard_swish: y = (times_x ? x : 1) * clamp(scale * x + shift, lo, hi).
-struct ClampPlan {
-  float scale = 1.0f, shift = 0.0f;
-  float lo = 0.0f, hi = 0.0f;
-  bool times_x = false;
-};
 Result<ClampPlan> plan_clamp(std::string_view op, const OpAttrs& attrs,
                              std::span<const TensorView> inputs,
                              std::span<const TensorView> outputs);
+// The parameters alone, from the op's attributes (conv2d's fused activation reads them too).
+Result<ClampPlan> clamp_params(std::string_view op, const OpAttrs& attrs);
 
 // pad: output dim d is x's plus begin[d] + end[d] (negative pads crop).
 enum class PadMode { Constant, Reflect, Edge };

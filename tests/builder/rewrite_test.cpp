@@ -113,5 +113,54 @@ TEST(Rewrite, GraphsItCannotFuseStayAsWritten) {
   }
 }
 
+// On the host a convolution takes the relu or clamp op that alone reads it, with that op's
+// attributes; on a GPU, when another node also reads it, when it is a method output, when
+// the reader is in another run, or when the convolution has an activation already, not.
+TEST(Rewrite, HostConvolutionsTakeTheActivationThatAloneReadsThem) {
+  auto conv_then = [](std::string op, ir::Attrs attrs) {
+    ir::Method m;
+    m.name = "forward";
+    m.outputs = {"y"};
+    m.nodes = {node("conv2d", {"x", "w"}, "c", {{"groups", int64_t{1}}}), node(std::move(op), {"c"}, "y", std::move(attrs))};
+    return m;
+  };
+  {
+    ir::Method m = conv_then("clip", {{"min", 0.0}, {"max", 6.0}});
+    EXPECT_EQ(rewrite_method(m), 1);
+    ASSERT_EQ(ops(m), std::vector<std::string>{"conv2d"});
+    EXPECT_EQ(m.nodes[0].outputs, std::vector<std::string>{"y"});
+    EXPECT_EQ(std::get<std::string>(m.nodes[0].attrs.at("activation")), "clip");
+    EXPECT_EQ(std::get<double>(m.nodes[0].attrs.at("max")), 6.0);
+    EXPECT_EQ(std::get<int64_t>(m.nodes[0].attrs.at("groups")), 1);
+  }
+  for (const char* op : {"relu", "hard_sigmoid", "hard_swish"}) {
+    ir::Method m = conv_then(op, {});
+    EXPECT_EQ(rewrite_method(m), 1) << op;
+    EXPECT_EQ(std::get<std::string>(m.nodes[0].attrs.at("activation")), op);
+  }
+  ir::Method gelu = conv_then("gelu", {});
+  EXPECT_EQ(rewrite_method(gelu), 0);
+  ir::Method on_gpu = conv_then("hard_swish", {});
+  on_gpu.backend = ir::Backend::Cuda;
+  EXPECT_EQ(rewrite_method(on_gpu), 0);
+  ir::Method engine_on_host = conv_then("hard_swish", {});
+  engine_on_host.backend = ir::Backend::Engine;
+  engine_on_host.device = Device::cpu();
+  EXPECT_EQ(rewrite_method(engine_on_host), 1);
+  ir::Method read_twice = conv_then("hard_swish", {});
+  read_twice.nodes.push_back(node("add", {"c", "y"}, "z"));
+  read_twice.outputs = {"z"};
+  EXPECT_EQ(rewrite_method(read_twice), 0);
+  ir::Method an_output = conv_then("hard_swish", {});
+  an_output.outputs = {"y", "c"};
+  EXPECT_EQ(rewrite_method(an_output), 0);
+  ir::Method other_run = conv_then("hard_swish", {});
+  other_run.nodes[1].segment = "after";
+  EXPECT_EQ(rewrite_method(other_run), 0);
+  ir::Method has_one = conv_then("hard_swish", {});
+  has_one.nodes[0].attrs["activation"] = std::string("relu");
+  EXPECT_EQ(rewrite_method(has_one), 0);
+}
+
 }  // namespace
 }  // namespace planrt::builder

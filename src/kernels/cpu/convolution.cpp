@@ -129,6 +129,7 @@ Status conv2d(const OpAttrs& attrs, std::span<const TensorView> inputs,
   }
   if (bias == nullptr && p.activation == ConvActivation::None) return {};
   const bool relu = p.activation == ConvActivation::Relu;
+  const bool clamp = p.activation == ConvActivation::Clamp;
   if (p.channels_last) {
     // Rows of k channels, one per output position.
     return parallel_for(p.n * positions, 64, [&](int64_t begin, int64_t end) {
@@ -139,6 +140,7 @@ Status conv2d(const OpAttrs& attrs, std::span<const TensorView> inputs,
           const float v = out[i] + (bias == nullptr ? 0.0f : bias[i]);
           out[i] = relu && v < 0.0f ? 0.0f : v;
         }
+        if (clamp) map_clamp(p.clamp, out, out, p.k);
       }
     });
   }
@@ -151,6 +153,7 @@ Status conv2d(const OpAttrs& attrs, std::span<const TensorView> inputs,
         const float v = out[i] + add;
         out[i] = relu && v < 0.0f ? 0.0f : v;
       }
+      if (clamp) map_clamp(p.clamp, out, out, positions);
     }
   });
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "kernels/kernel.h"
+#include "kernels/op_plans.h"
 
 namespace planrt::kernels::cpu {
 
@@ -60,5 +61,9 @@ PLANRT_CPU_KERNEL(pad);
 PLANRT_CPU_KERNEL(expand);
 
 #undef PLANRT_CPU_KERNEL
+
+// y = clip, hard_sigmoid or hard_swish of x over n floats (x may be y): the clamp ops' loop,
+// also conv2d's fused activation in the plain kernel.
+void map_clamp(const ClampPlan& p, const float* x, float* y, int64_t n);
 
 }  // namespace planrt::kernels::cpu

@@ -135,19 +135,6 @@ Status unary(std::string_view op, Pointwise fn, std::span<const TensorView> inpu
 
 // clip, hard_sigmoid, hard_swish: y = (times_x ? x : 1) * clamp(scale x + shift, lo, hi).
 PLANRT_SIMD_CLONES
-void map_clamp(const ClampPlan& p, const float* x, float* y, int64_t n) {
-  if (p.times_x) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * std::min(std::max(p.scale * x[i] + p.shift, p.lo), p.hi);
-  } else {
-    // NaN stays NaN, as torch.clamp gives (std::max(NaN, lo) would not).
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = p.scale * x[i] + p.shift;
-      y[i] = v < p.lo ? p.lo : (v > p.hi ? p.hi : v);
-    }
-  }
-}
 
 Status clamp(std::string_view op, const OpAttrs& attrs, std::span<const TensorView> inputs,
              std::span<const TensorView> outputs) {
@@ -161,6 +148,20 @@ Status clamp(std::string_view op, const OpAttrs& attrs, std::span<const TensorVi
 }
 
 }  // namespace
+
+void map_clamp(const ClampPlan& p, const float* x, float* y, int64_t n) {
+  if (p.times_x) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * std::min(std::max(p.scale * x[i] + p.shift, p.lo), p.hi);
+  } else {
+    // NaN stays NaN, as torch.clamp gives (std::max(NaN, lo) would not).
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = p.scale * x[i] + p.shift;
+      y[i] = v < p.lo ? p.lo : (v > p.hi ? p.hi : v);
+    }
+  }
+}
 
 Status clip(const OpAttrs& attrs, std::span<const TensorView> in, std::span<const TensorView> out) {
   return clamp("clip", attrs, in, out);

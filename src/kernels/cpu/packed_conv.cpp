@@ -70,11 +70,21 @@ struct PackedConv::State {
     const Window2d& w = p.window;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::post_ops ops;
     if (p.activation == ConvActivation::Relu) {
-      dnnl::post_ops ops;
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      attr.set_post_ops(ops);
+    } else if (p.activation == ConvActivation::Clamp) {
+      // clip and hard_sigmoid as linear then clip; hard_swish as oneDNN's own (the same
+      // x * clamp(x / 6 + 1/2, 0, 1); create() refuses other multiplied clamps).
+      const ClampPlan& c = p.clamp;
+      if (c.times_x) {
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
+      } else {
+        if (c.scale != 1.0f || c.shift != 0.0f) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, c.scale, c.shift);
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, c.lo, c.hi);
+      }
     }
+    if (ops.len() > 0) attr.set_post_ops(ops);
     memory::desc src({n, p.c, p.h, p.w}, Type::f32, Tag::nhwc);
     memory::desc dst({n, p.k, p.oh, p.ow}, Type::f32, Tag::nhwc);
     // oneDNN counts dilation from 0 (no gap), ONNX and PyTorch from 1.
@@ -100,6 +110,11 @@ uint64_t PackedConv::packed_bytes() const { return state_->weights_desc.get_size
 
 Result<std::unique_ptr<PackedConv>> PackedConv::create(const OpAttrs& attrs, const Conv2dPlan& plan,
                                                        const TensorView& weight) {
+  const ClampPlan& c = plan.clamp;
+  if (plan.activation == ConvActivation::Clamp && c.times_x &&
+      (c.scale != 1.0f / 6.0f || c.shift != 0.5f || c.lo != 0.0f || c.hi != 1.0f)) {
+    return make_error(ErrorCode::NotSupported, "packed conv2d: oneDNN has no post-op for this multiplied clamp");
+  }
   if (weight.dtype != DType::F32 || !weight.is_contiguous() || weight.sizes != weight_shape(plan)) {
     return make_error(ErrorCode::NotSupported, "packed conv2d: the weight ({} {}) is not the plan's f32 {}",
                       dtype_name(weight.dtype), weight.sizes.to_string(), weight_shape(plan).to_string());

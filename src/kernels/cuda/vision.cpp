@@ -94,6 +94,13 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(Conv2dPlan p, plan_conv2d(attrs, inputs, outputs));
+  if (p.activation == ConvActivation::Clamp) {
+    // The builder fuses these only into host convolutions (builder/rewrite.h); on the GPU the
+    // separate clamp op runs them.
+    return make_error(ErrorCode::NotSupported,
+                      "{}: activation '{}' fused into a convolution runs on the host only; on CUDA give it as "
+                      "its own {} node", op, p.activation_name, p.activation_name);
+  }
   if (ctx.cudnn == nullptr || ctx.cudnn->get() == nullptr) {
     return make_error(ErrorCode::InvalidArgument, "{}: the CUDA kernel needs a cuDNN handle", op);
   }

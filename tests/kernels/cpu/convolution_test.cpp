@@ -366,6 +366,71 @@ TEST(Conv2d, ChannelsLastMatchesTheNchwReferenceInBothKernels) {
   }
 }
 
+// A fused clip, hard_sigmoid or hard_swish (the builder's host fusion) in both kernels and
+// both layouts: the direct reference, then the clamp in double.
+TEST(Conv2d, AFusedClampActivationMatchesTheConvolutionThenTheOp) {
+  struct Act {
+    const char* name;
+    double alpha, beta, lo, hi;
+    bool times_x;
+  };
+  const Act acts[] = {{"clip", 1, 0, -0.25, 0.5, false}, {"hard_sigmoid", 0.3, 0.4, 0, 1, false},
+                      {"hard_swish", 1.0 / 6, 0.5, 0, 1, true}};
+  uint32_t seed = 400;
+  for (const Act& act : acts) {
+    for (const ConvCase& base : {conv_cases()[1], conv_cases()[4]}) {
+      ConvCase t = base;
+      t.relu = false;
+      for (bool last : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << act.name << " groups " << t.groups << " nhwc " << last);
+        ConvOperands o = make_operands(t, seed += 3);
+        std::vector<double> want = conv_reference(t, o.x, o.w, t.bias ? &o.b : nullptr);
+        for (double& v : want) {
+          const double c = std::min(std::max(act.alpha * v + act.beta, act.lo), act.hi);
+          v = act.times_x ? v * c : c;
+        }
+        OpAttrs attrs = conv_attrs(t);
+        attrs.set("activation", std::string(act.name));
+        if (std::string(act.name) == "clip") {
+          attrs.set("min", act.lo);
+          attrs.set("max", act.hi);
+        } else if (std::string(act.name) == "hard_sigmoid") {
+          attrs.set("alpha", act.alpha);
+          attrs.set("beta", act.beta);
+        }
+        HostTensor x = o.x, w = o.w, y = o.y;
+        if (last) {
+          attrs.set("layout", std::string("nhwc"));
+          x = to_channels_last(o.x);
+          w = to_channels_last(o.w);
+          y = to_channels_last(o.y);
+          want = to_channels_last(want, o.y.shape());
+        }
+        std::vector<TensorView> in = {x.view(), w.view()};
+        if (t.bias) in.push_back(o.b.view());
+        ASSERT_TRUE(run_op("conv2d", attrs, in, {y.view(), o.workspace.view()}).ok());
+        EXPECT_LT(testing::relative_error(y, want), 1e-6) << "plain kernel";
+        const TensorView outs1[] = {y.view()};
+        Result<Conv2dPlan> plan = plan_conv2d(attrs, in, outs1);
+        ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+        auto packed = cpu::PackedConv::create(attrs, *plan, w.view());
+        ASSERT_TRUE(packed.ok()) << packed.status().to_string();
+        HostTensor y2(DType::F32, y.shape());
+        const TensorView outs[] = {y2.view(), o.workspace.view()};
+        ASSERT_TRUE((*packed)->run(in, outs).ok());
+        EXPECT_LT(testing::relative_error(y2, want), 1e-6) << "oneDNN post-ops";
+      }
+    }
+  }
+  // The clamp's attributes need their activation; an unknown activation is named.
+  const ConvCase t = conv_cases()[1];
+  ConvOperands o = make_operands(t, 5);
+  OpAttrs attrs = conv_attrs(t);
+  attrs.set("activation", std::string("gelu"));
+  EXPECT_TRUE(IsError(run_op("conv2d", attrs, {o.x.view(), o.w.view(), o.b.view()}, {o.y.view(), o.workspace.view()}),
+                      ErrorCode::InvalidArgument, {"activation 'gelu'"}));
+}
+
 TEST(Conv2d, ChannelsLastRefusesAnNchwWeightAndAnUnknownLayout) {
   const ConvCase t = conv_cases()[1];  // c 8, k 16, 3x3
   ConvOperands o = make_operands(t, 9);

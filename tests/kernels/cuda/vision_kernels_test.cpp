@@ -393,6 +393,10 @@ TEST(CudaConvolution, RefusesAMissingHandleAndAShortWorkspace) {
   EXPECT_TRUE(IsError(conv2d(r.ctx(), a, in, out1), ErrorCode::InvalidArgument, {"cuDNN handle"}));
   ASSERT_TRUE(r.enable_cudnn());
   EXPECT_TRUE(IsError(conv2d(r.ctx(), a, in, out1), ErrorCode::InvalidArgument, {"padded copy"}));
+  // A clamp fused into the convolution is the host's (the builder fuses it only there).
+  a = attrs_of({{"strides", c.strides}, {"pads", c.pads}, {"groups", c.groups}});
+  a.set("activation", std::string("hard_swish"));
+  EXPECT_TRUE(IsError(conv2d(r.ctx(), a, in, out1), ErrorCode::NotSupported, {"hard_swish", "host only"}));
 }
 
 }  // namespace
