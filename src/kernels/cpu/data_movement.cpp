@@ -1,11 +1,13 @@
 // reshape, permute, transpose, concat, slice, pad: pure data movement, so every dtype works and
 // elements are moved by their size, never interpreted.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/checks.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/threading.h"
 #include "kernels/op_plans.h"
 
 namespace planrt::kernels::cpu {
@@ -43,27 +45,110 @@ void copy_elements(Byte* dst, const Byte* src, int64_t n, int64_t src_stride, si
   }
 }
 
-// out = x viewed through `plan`: one strided row read per output row.
-void permute_into(const TensorView& x, const TensorView& out, const PermutePlan& plan) {
-  if (x.numel() == 0) return;
-  const Shape& shape = plan.shape;
-  const Shape& src_strides = plan.src_strides;
+// The output's dims with the source's strides, size-1 dims dropped and neighbours merged
+// where the source holds them contiguously too (fewer, longer loops).
+void merge_dims(const PermutePlan& plan, std::vector<int64_t>* shape, std::vector<int64_t>* strides) {
+  for (int d = 0; d < plan.shape.rank(); ++d) {
+    if (plan.shape[d] == 1) continue;
+    if (!shape->empty() && strides->back() == plan.src_strides[d] * plan.shape[d]) {
+      shape->back() *= plan.shape[d];
+      strides->back() = plan.src_strides[d];
+      continue;
+    }
+    shape->push_back(plan.shape[d]);
+    strides->push_back(plan.src_strides[d]);
+  }
+}
+
+// Source and destination element offsets of outer index `index` over `dims` (mixed radix).
+void offsets_of(int64_t index, const std::vector<int>& dims, const std::vector<int64_t>& shape,
+                const std::vector<int64_t>& src_strides, const std::vector<int64_t>& dst_strides, int64_t* src,
+                int64_t* dst) {
+  *src = *dst = 0;
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+    const int64_t i = index % shape[*it];
+    index /= shape[*it];
+    *src += i * src_strides[*it];
+    *dst += i * dst_strides[*it];
+  }
+}
+
+// One tile of a 2-D transpose: dst[a * dst_a + b] = src[a + b * src_b].
+template <typename T>
+void transpose_tile(Byte* dst, const Byte* src, int64_t a0, int64_t a1, int64_t b0, int64_t b1, int64_t dst_a,
+                    int64_t src_b) {
+  T* d = reinterpret_cast<T*>(dst);
+  const T* s = reinterpret_cast<const T*>(src);
+  for (int64_t a = a0; a < a1; ++a) {
+    for (int64_t b = b0; b < b1; ++b) d[a * dst_a + b] = s[a + b * src_b];
+  }
+}
+
+// out = x viewed through `plan`. Rows whose elements lie apart in x, the source's own
+// rows lying along another output dim (NCHW <-> NHWC, a matrix transpose), are moved as
+// tiles of a 2-D transpose, so that reads and writes both stay within cache lines; other
+// permutes copy one (strided) row per output row. Split between threads either way.
+Status permute_into(const TensorView& x, const TensorView& out, const PermutePlan& plan) {
+  if (x.numel() == 0) return {};
   const size_t size = element_size(x.dtype);
   const auto* src = static_cast<const Byte*>(x.data);
   auto* dst = static_cast<Byte*>(out.data);
-  if (shape.rank() == 0) {
+  std::vector<int64_t> shape, strides;
+  merge_dims(plan, &shape, &strides);
+  if (shape.empty()) {
     std::memcpy(dst, src, size);
-    return;
+    return {};
   }
-  const int last = shape.rank() - 1;
+  const int r = static_cast<int>(shape.size()), last = r - 1;
+  std::vector<int64_t> dst_strides(shape.size(), 1);
+  for (int d = last - 1; d >= 0; --d) dst_strides[d] = dst_strides[d + 1] * shape[d + 1];
+  int inner = -1;  // the output dim along which the source is contiguous
+  for (int d = 0; d < last; ++d) {
+    if (strides[d] == 1) inner = d;
+  }
+  const bool typed = size == 1 || size == 2 || size == 4 || size == 8;
+  if (strides[last] > 1 && inner >= 0 && typed) {
+    constexpr int64_t kTile = 32;
+    const int64_t a_count = shape[inner], b_count = shape[last];
+    const int64_t a_tiles = (a_count + kTile - 1) / kTile, b_tiles = (b_count + kTile - 1) / kTile;
+    std::vector<int> outer;
+    int64_t outer_count = 1;
+    for (int d = 0; d < last; ++d) {
+      if (d == inner) continue;
+      outer.push_back(d);
+      outer_count *= shape[d];
+    }
+    return parallel_for(outer_count * a_tiles * b_tiles, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t tile = task % (a_tiles * b_tiles);
+        int64_t s_off = 0, d_off = 0;
+        offsets_of(task / (a_tiles * b_tiles), outer, shape, strides, dst_strides, &s_off, &d_off);
+        const int64_t a0 = tile / b_tiles * kTile, b0 = tile % b_tiles * kTile;
+        const int64_t a1 = std::min(a0 + kTile, a_count), b1 = std::min(b0 + kTile, b_count);
+        Byte* d = dst + static_cast<size_t>(d_off) * size;
+        const Byte* sp = src + static_cast<size_t>(s_off) * size;
+        const int64_t dst_a = dst_strides[inner], src_b = strides[last];
+        switch (size) {
+          case 1: transpose_tile<uint8_t>(d, sp, a0, a1, b0, b1, dst_a, src_b); break;
+          case 2: transpose_tile<uint16_t>(d, sp, a0, a1, b0, b1, dst_a, src_b); break;
+          case 4: transpose_tile<uint32_t>(d, sp, a0, a1, b0, b1, dst_a, src_b); break;
+          default: transpose_tile<uint64_t>(d, sp, a0, a1, b0, b1, dst_a, src_b); break;
+        }
+      }
+    });
+  }
+  std::vector<int> row_dims(static_cast<size_t>(last));
+  for (int d = 0; d < last; ++d) row_dims[static_cast<size_t>(d)] = d;
   const int64_t row = shape[last];
-  int64_t dst_index = 0;
-  for_each_index<1>(
-      drop_last(shape, 1), {drop_last(src_strides, 1)}, [&](const std::array<int64_t, 1>& off) {
-        copy_elements(dst + static_cast<size_t>(dst_index) * size,
-                      src + static_cast<size_t>(off[0]) * size, row, src_strides[last], size);
-        dst_index += row;
-      });
+  const int64_t rows = x.numel() / row;
+  return parallel_for(rows, std::max<int64_t>(1, 4096 / row), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      int64_t s_off = 0, d_off = 0;
+      offsets_of(i, row_dims, shape, strides, dst_strides, &s_off, &d_off);
+      copy_elements(dst + static_cast<size_t>(d_off) * size, src + static_cast<size_t>(s_off) * size, row,
+                    strides[last], size);
+    }
+  });
 }
 
 }  // namespace
@@ -85,8 +170,7 @@ Status permute(const OpAttrs& attrs, std::span<const TensorView> inputs,
   constexpr std::string_view op = "permute";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_ASSIGN_OR_RETURN(PermutePlan plan, plan_permute(attrs, inputs, outputs));
-  permute_into(inputs[0], outputs[0], plan);
-  return {};
+  return permute_into(inputs[0], outputs[0], plan);
 }
 
 Status transpose(const OpAttrs& attrs, std::span<const TensorView> inputs,
@@ -94,8 +178,7 @@ Status transpose(const OpAttrs& attrs, std::span<const TensorView> inputs,
   constexpr std::string_view op = "transpose";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_ASSIGN_OR_RETURN(PermutePlan plan, plan_transpose(attrs, inputs, outputs));
-  permute_into(inputs[0], outputs[0], plan);
-  return {};
+  return permute_into(inputs[0], outputs[0], plan);
 }
 
 Status concat(const OpAttrs& attrs, std::span<const TensorView> inputs,

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include <limits>
@@ -84,6 +85,31 @@ TEST(Permute, KeepingTheLastDimCopiesRows) {
   attrs.set("dims", std::vector<int64_t>{1, 0, -1});
   ASSERT_TRUE(run_op("permute", attrs, {x.view()}, {y.view()}).ok());
   expect_permuted(x, y, {1, 0, 2});
+}
+
+// Every permutation of shapes with tile edges (the tiled transpose's 32-element tiles, dims
+// of 1 that merging drops, dims the source holds contiguously) moves every element: NCHW <->
+// NHWC, matrix transposes, head splits.
+TEST(Permute, EveryPermutationOfShapesAcrossTileEdgesMovesEveryElement) {
+  const std::vector<Shape> shapes = {{33, 65}, {2, 3, 40, 37}, {1, 70, 1, 3}, {4, 1, 33, 2, 5}, {3, 64, 64}};
+  for (const Shape& shape : shapes) {
+    HostTensor x = iota(shape);
+    std::vector<int> perm(static_cast<size_t>(shape.rank()));
+    for (int d = 0; d < shape.rank(); ++d) perm[static_cast<size_t>(d)] = d;
+    do {
+      std::vector<int64_t> out_shape, dims;
+      for (int d : perm) {
+        out_shape.push_back(shape[d]);
+        dims.push_back(d);
+      }
+      HostTensor y(DType::I64, *Shape::from(out_shape));
+      OpAttrs attrs;
+      attrs.set("dims", dims);
+      ASSERT_TRUE(run_op("permute", attrs, {x.view()}, {y.view()}).ok());
+      SCOPED_TRACE(::testing::Message() << "shape " << shape.to_string());
+      expect_permuted(x, y, perm);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
 }
 
 TEST(Permute, WorksForTwoByteElements) {
