@@ -282,14 +282,20 @@ OpAttrs pool_attrs(const PoolCase& t, bool max) {
   return a;
 }
 
-TEST(Pool2d, MaxAndAverageMatchDirectReferences) {
-  const std::vector<PoolCase> cases = {
+// Windows with pads, ceil_mode, count_include_pad and dilations, for both layouts' tests.
+const std::vector<PoolCase>& pool_cases() {
+  static const std::vector<PoolCase> cases = {
       {3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, false, false},
       {2, 2, 2, 2, {0, 0, 0, 0}, 1, 1, true, false},
       {3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, true, true},
       {3, 2, 1, 2, {0, 1, 2, 0}, 1, 1, false, true},
       {2, 2, 1, 1, {0, 0, 0, 0}, 2, 2, false, false},  // dilated (max only)
   };
+  return cases;
+}
+
+TEST(Pool2d, MaxAndAverageMatchDirectReferences) {
+  const std::vector<PoolCase>& cases = pool_cases();
   HostTensor x = HostTensor::random({2, 3, 9, 10}, 11);
   for (const PoolCase& t : cases) {
     for (bool max : {true, false}) {
@@ -446,12 +452,7 @@ TEST(Conv2d, ChannelsLastRefusesAnNchwWeightAndAnUnknownLayout) {
 }
 
 TEST(Pool2d, ChannelsLastMatchesTheNchwResult) {
-  const std::vector<PoolCase> cases = {
-      {3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, false, false},
-      {3, 3, 2, 2, {1, 1, 1, 1}, 1, 1, true, true},
-      {3, 2, 1, 2, {0, 1, 2, 0}, 1, 1, false, true},
-      {2, 2, 1, 1, {0, 0, 0, 0}, 2, 2, false, false},
-  };
+  const std::vector<PoolCase>& cases = pool_cases();
   HostTensor x = HostTensor::random({2, 5, 9, 10}, 12);
   x.f()[7] = std::numeric_limits<float>::quiet_NaN();  // NaN wins in max pooling, in both layouts
   const HostTensor x_last = to_channels_last(x);
