@@ -12,6 +12,8 @@
 #   ./scripts/gpu-test.sh                       # configure, build, test, benchmarks' smoke runs
 #   PLANRT_SKIP_BUILD=1 ./scripts/gpu-test.sh   # a build carried from elsewhere (gpu-carry.sh)
 # PLANRT_LANE_OUT=DIR keeps the logs and the lane's summary line (lane.json) there.
+# PLANRT_LANE_STEPS="tests bench-smoke ..." runs only the named steps (a device session that
+# allows ten minutes a command runs the lane in two parts); the default runs every step.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +69,10 @@ failed=()
 step() {  # step NAME COMMAND...: runs it, its output to the terminal and $out/NAME.log
   local name=$1
   shift
+  if [ -n "${PLANRT_LANE_STEPS:-}" ] && [[ " $PLANRT_LANE_STEPS " != *" $name "* ]]; then
+    echo "=== gpu lane: $name not selected (PLANRT_LANE_STEPS)"
+    return
+  fi
   echo "=== gpu lane: $name"
   if "$@" 2>&1 | tee "$out/$name.log"; then
     echo "=== gpu lane: $name passed"
@@ -87,10 +93,11 @@ step onnx-encoder-smoke "$py" bench/onnx_encoder.py --planrt "$planrt_cli" --smo
 step vision-models-smoke "$py" bench/vision_models.py --planrt "$planrt_cli" --smoke
 
 summary() {  # ctest's own summary line: "100% tests passed out of N" or "..., K tests failed out of N"
+  [ -f "$out/$1.log" ] || return 0  # a step not selected
   grep -Eo '[0-9]+% tests passed(, [0-9]+ tests failed)? out of [0-9]+' "$out/$1.log" | tail -1
 }
 cat > "$out/lane.json" <<EOF
-{"lane": "gpu-test", "commit": "${PLANRT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}", "device": "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | sed 's/^ *//' | paste -sd, -)", "tests": "$(summary tests)", "bench_smoke": "$(summary bench-smoke)", "skipped": $(grep -c '\*\*\*Skipped' "$out/tests.log" 2>/dev/null || true), "failed_steps": "${failed[*]:-}", "wall_s": $((SECONDS - start))}
+{"lane": "gpu-test", "steps": "${PLANRT_LANE_STEPS:-all}", "commit": "${PLANRT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}", "device": "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | sed 's/^ *//' | paste -sd, -)", "tests": "$(summary tests)", "bench_smoke": "$(summary bench-smoke)", "skipped": $(cat "$out/tests.log" 2>/dev/null | grep -c '\*\*\*Skipped'), "failed_steps": "${failed[*]:-}", "wall_s": $((SECONDS - start))}
 EOF
 cat "$out/lane.json"
 if [ ${#failed[@]} -gt 0 ]; then
