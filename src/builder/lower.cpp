@@ -413,16 +413,17 @@ Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanO
   LoweredProgram out;
   PLANRT_RETURN_IF_ERROR(ir::check_model(model));
   // The methods as they run: the graph rewrites every front end gets (rewrite.h, layout.h).
-  // The channels-last rewrite derives constants (permuted weights), so the program refers
-  // to a copy of the model that holds them; every method is rewritten before any is
+  // The channels-last rewrite and the projection packing derive constants (permuted or
+  // stacked weights), so the program refers to a copy of the model that holds them; every method is rewritten before any is
   // lowered, so that the copy's constants no longer move.
   auto rewritten = std::make_unique<ir::Model>(model);
   std::vector<ir::Method> methods;
   ChannelsLastNames names;
+  RewriteState state;
   for (const ir::Method& written : model.methods) {
     ir::Method method = written;
     if (rewrites.channels_last) PLANRT_RETURN_IF_ERROR(rewrite_channels_last(*rewritten, method, names).status());
-    rewrite_method(method);
+    rewrite_method(*rewritten, method, state);
     methods.push_back(std::move(method));
   }
   ConstantTable constants(out);

@@ -1,10 +1,16 @@
 #include "builder/rewrite.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <new>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
+
+#include "builder/check.h"
 
 namespace planrt::builder {
 namespace {
@@ -152,11 +158,261 @@ int fuse_host_conv_activations(ir::Method& method) {
   return fused;
 }
 
+// Who reads each value (nodes, plus one per method output) and who makes it.
+struct Uses {
+  std::map<std::string, size_t, std::less<>> producer;
+  std::map<std::string, int, std::less<>> reads;
+
+  explicit Uses(const ir::Method& method) {
+    for (size_t i = 0; i < method.nodes.size(); ++i) {
+      for (const std::string& in : method.nodes[i].inputs) {
+        if (!in.empty()) ++reads[in];
+      }
+      for (const std::string& out : method.nodes[i].outputs) producer[out] = i;
+    }
+    for (const std::string& out : method.outputs) ++reads[out];
+  }
+  int read_count(const std::string& v) const {
+    auto it = reads.find(v);
+    return it == reads.end() ? 0 : it->second;
+  }
+};
+
+// Every node from `lo` to `hi` (indices) that is not removed shares `place`'s place.
+bool one_run(const ir::Method& method, const std::vector<bool>& removed, size_t lo, size_t hi,
+             const ir::Node& place) {
+  for (size_t j = lo; j <= hi; ++j) {
+    if (!removed[j] && !same_place(method.nodes[j], place)) return false;
+  }
+  return true;
+}
+
+void drop_removed(ir::Method& method, const std::vector<bool>& removed) {
+  std::vector<ir::Node> kept;
+  kept.reserve(method.nodes.size());
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(method.nodes[i]));
+  }
+  method.nodes = std::move(kept);
+}
+
+const ir::TensorType* type_of(const ir::CheckedMethod& types, const std::string& v) {
+  auto it = types.values.find(v);
+  return it == types.values.end() ? nullptr : &it->second;
+}
+
+// A bshd attention whose q, k, v are reshapes [.., S, H * D] -> [.., S, H, D] read only by
+// it, and whose output only a reshape [.., S, H, Dv] -> [.., S, H * Dv] reads, reads and
+// writes the flat rows itself (attribute heads = H): the same bytes, three or four copies
+// fewer (a reshape between two values is a copy unless the plan aliases them).
+int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types) {
+  Uses uses(method);
+  std::vector<bool> removed(method.nodes.size(), false);
+  auto index_of = [&](const ir::Node* n) { return static_cast<size_t>(n - method.nodes.data()); };
+  // from = to with its last two dims merged into one (both static).
+  auto merges_heads = [&](const std::string& from, const std::string& to, int64_t& heads) {
+    const ir::TensorType* f = type_of(types, from);
+    const ir::TensorType* t = type_of(types, to);
+    if (f == nullptr || t == nullptr || f->dtype != t->dtype || t->shape.size() < 3 ||
+        f->shape.size() + 1 != t->shape.size()) {
+      return false;
+    }
+    const ir::Dim h = t->shape[t->shape.size() - 2], d = t->shape.back(), flat = f->shape.back();
+    if (!h.is_static() || !d.is_static() || !flat.is_static() || h.value <= 0 || flat.value != h.value * d.value ||
+        !std::equal(f->shape.begin(), f->shape.end() - 1, t->shape.begin())) {
+      return false;
+    }
+    heads = h.value;
+    return true;
+  };
+  int rewritten = 0;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    ir::Node& attn = method.nodes[i];
+    auto layout = attn.attrs.find("layout");
+    if (attn.op != "scaled_dot_product_attention" || attn.inputs.size() != 3 || attn.outputs.size() != 1 ||
+        attn.attrs.contains("heads") || layout == attn.attrs.end() ||
+        !std::holds_alternative<std::string>(layout->second) || std::get<std::string>(layout->second) != "bshd") {
+      continue;
+    }
+    std::vector<ir::Node*> splits;
+    int64_t heads = 0;
+    for (const std::string& in : attn.inputs) {
+      auto p = uses.producer.find(in);
+      if (p == uses.producer.end() || removed[p->second]) break;
+      ir::Node& split = method.nodes[p->second];
+      const auto reads_here = std::count(attn.inputs.begin(), attn.inputs.end(), in);
+      int64_t h = 0;
+      if (split.op != "reshape" || split.inputs.size() != 1 || uses.read_count(in) != reads_here ||
+          !same_place(split, attn) || !merges_heads(split.inputs[0], in, h) || (heads != 0 && h != heads)) {
+        break;
+      }
+      heads = h;
+      splits.push_back(&split);
+    }
+    if (splits.size() != 3 || uses.read_count(attn.outputs[0]) != 1) continue;
+    ir::Node* merge = nullptr;
+    for (size_t j = i + 1; j < method.nodes.size() && merge == nullptr; ++j) {
+      ir::Node& n = method.nodes[j];
+      if (!removed[j] && std::find(n.inputs.begin(), n.inputs.end(), attn.outputs[0]) != n.inputs.end()) merge = &n;
+    }
+    int64_t out_heads = 0;
+    if (merge == nullptr || merge->op != "reshape" || merge->outputs.size() != 1 || !same_place(*merge, attn) ||
+        !merges_heads(merge->outputs[0], attn.outputs[0], out_heads) || out_heads != heads) {
+      continue;
+    }
+    size_t lo = index_of(merge);
+    for (const ir::Node* p : splits) lo = std::min(lo, index_of(p));
+    if (!one_run(method, removed, lo, index_of(merge), attn)) continue;
+    for (size_t k = 0; k < 3; ++k) {
+      attn.inputs[k] = splits[k]->inputs[0];
+      removed[index_of(splits[k])] = true;
+    }
+    attn.outputs[0] = merge->outputs[0];
+    attn.attrs["heads"] = heads;
+    removed[index_of(merge)] = true;
+    uses.producer[attn.outputs[0]] = i;
+    ++rewritten;
+  }
+  if (rewritten > 0) drop_removed(method, removed);
+  return rewritten;
+}
+
+// Shares the bytes of `parts` when they lie back to back in one owner's memory, else copies
+// them into one new buffer; nullopt when a part has no bytes yet or memory runs out.
+std::optional<std::pair<std::span<const uint8_t>, std::shared_ptr<const void>>> joined_bytes(
+    const std::vector<const ir::Constant*>& parts) {
+  bool adjacent = true;
+  size_t total = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i]->bytes.size() != parts[i]->nbytes()) return std::nullopt;
+    total += parts[i]->bytes.size();
+    if (i > 0) {
+      adjacent = adjacent && parts[i]->owner == parts[0]->owner &&
+                 parts[i]->bytes.data() == parts[i - 1]->bytes.data() + parts[i - 1]->bytes.size();
+    }
+  }
+  if (adjacent) return std::make_pair(std::span<const uint8_t>(parts[0]->bytes.data(), total), parts[0]->owner);
+  auto bytes = std::shared_ptr<std::vector<uint8_t>>(new (std::nothrow) std::vector<uint8_t>());
+  if (bytes == nullptr) return std::nullopt;
+  try {
+    bytes->resize(total);
+  } catch (const std::bad_alloc&) {
+    return std::nullopt;
+  }
+  size_t at = 0;
+  for (const ir::Constant* p : parts) {
+    std::memcpy(bytes->data() + at, p->bytes.data(), p->bytes.size());
+    at += p->bytes.size();
+  }
+  std::span<const uint8_t> span(bytes->data(), bytes->size());
+  return std::make_pair(span, std::shared_ptr<const void>(std::move(bytes)));
+}
+
+// An attention with attribute heads whose q, k and v are three linears of one input, over
+// constant weights of one shape [N, K] (biases all constant or all absent), each read only
+// by it: one linear over the weights' rows stacked [3N, K] writes the packed q|k|v rows the
+// attention reads (one GEMM three times as wide instead of three; the weights are stacked
+// once at build, shared between methods, and share the source bytes when those already lie
+// back to back, as an ONNX in_proj split by the importer does).
+int pack_attention_projections(ir::Model& model, ir::Method& method, RewriteState& state) {
+  if (!state.initialised) {
+    for (const ir::Constant& c : model.constants) state.taken.insert(c.name);
+    for (const ir::Method& m : model.methods) {
+      for (const ir::ValueDecl& v : m.inputs) state.taken.insert(v.name);
+      for (const ir::Node& n : m.nodes) state.taken.insert(n.outputs.begin(), n.outputs.end());
+    }
+    state.initialised = true;
+  }
+  for (const ir::ValueDecl& v : method.inputs) state.taken.insert(v.name);
+  for (const ir::Node& n : method.nodes) state.taken.insert(n.outputs.begin(), n.outputs.end());
+  auto fresh = [&](const std::string& base) {
+    std::string name = base + "#qkv";
+    for (int k = 2; state.taken.contains(name); ++k) name = fmt::format("{}#qkv{}", base, k);
+    state.taken.insert(name);
+    return name;
+  };
+  Uses uses(method);
+  std::vector<bool> removed(method.nodes.size(), false);
+  auto index_of = [&](const ir::Node* n) { return static_cast<size_t>(n - method.nodes.data()); };
+  int packed = 0;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    ir::Node& attn = method.nodes[i];
+    if (attn.op != "scaled_dot_product_attention" || attn.inputs.size() != 3 || !attn.attrs.contains("heads")) {
+      continue;
+    }
+    std::vector<ir::Node*> proj;
+    std::vector<const ir::Constant*> weights, biases;
+    for (const std::string& in : attn.inputs) {
+      auto p = uses.producer.find(in);
+      if (p == uses.producer.end() || removed[p->second] || uses.read_count(in) != 1) break;
+      ir::Node& lin = method.nodes[p->second];
+      if (lin.op != "linear" || lin.inputs.size() < 2 || !lin.attrs.empty() || !same_place(lin, attn)) break;
+      const ir::Constant* w = model.find_constant(lin.inputs[1]);
+      const ir::Constant* b = lin.inputs.size() > 2 && !lin.inputs[2].empty() ? model.find_constant(lin.inputs[2]) : nullptr;
+      const bool has_bias = lin.inputs.size() > 2 && !lin.inputs[2].empty();
+      if (w == nullptr || w->shape.size() != 2 || (has_bias && b == nullptr)) break;
+      if (!proj.empty() && (lin.inputs[0] != proj[0]->inputs[0] || w->shape != weights[0]->shape ||
+                            w->dtype != weights[0]->dtype || has_bias != (biases[0] != nullptr) ||
+                            (b != nullptr && b->dtype != w->dtype))) {
+        break;
+      }
+      proj.push_back(&lin);
+      weights.push_back(w);
+      biases.push_back(b);
+    }
+    if (proj.size() != 3 || !one_run(method, removed, std::min({index_of(proj[0]), index_of(proj[1]), index_of(proj[2])}), i, attn)) {
+      continue;
+    }
+    // The stacked weight and bias, made once per model for these sources.
+    std::string key = weights[0]->name + "\n" + weights[1]->name + "\n" + weights[2]->name;
+    if (biases[0] != nullptr) key += "\n" + biases[0]->name + "\n" + biases[1]->name + "\n" + biases[2]->name;
+    auto made = state.packed.find(key);
+    if (made == state.packed.end()) {
+      std::vector<ir::Constant> stacked;
+      for (const std::vector<const ir::Constant*>* parts : {&weights, &biases}) {
+        if ((*parts)[0] == nullptr) continue;
+        auto bytes = joined_bytes(*parts);
+        if (!bytes) break;
+        ir::Constant c;
+        c.name = fresh((*parts)[0]->name);
+        c.dtype = (*parts)[0]->dtype;
+        c.shape = (*parts)[0]->shape;
+        c.shape[0] *= 3;
+        c.init = (*parts)[0]->init;
+        c.bytes = bytes->first;
+        c.owner = bytes->second;
+        stacked.push_back(std::move(c));
+      }
+      if (stacked.size() != (biases[0] != nullptr ? 2u : 1u)) continue;
+      std::vector<std::string> names;
+      for (ir::Constant& c : stacked) {
+        names.push_back(c.name);
+        model.constants.push_back(std::move(c));  // `weights` and `biases` may dangle from here
+      }
+      made = state.packed.emplace(key, names).first;
+    }
+    // The q projection becomes the packed one, in its place; k's and v's go.
+    ir::Node& q = *proj[0];
+    q.inputs = {q.inputs[0], made->second[0]};
+    if (made->second.size() > 1) q.inputs.push_back(made->second[1]);
+    q.outputs = {fresh(q.outputs[0])};
+    removed[index_of(proj[1])] = removed[index_of(proj[2])] = true;
+    attn.inputs = {q.outputs[0]};
+    ++packed;
+  }
+  if (packed > 0) drop_removed(method, removed);
+  return packed;
+}
+
 }  // namespace
 
-int rewrite_method(ir::Method& method) {
-  const int attentions = absorb_attention_permutes(method);
-  return attentions + fuse_host_conv_activations(method);
+int rewrite_method(ir::Model& model, ir::Method& method, RewriteState& state) {
+  int rewritten = absorb_attention_permutes(method);
+  if (Result<ir::CheckedMethod> types = ir::check_method(model, method); types.ok()) {
+    rewritten += absorb_attention_reshapes(method, *types);
+    rewritten += pack_attention_projections(model, method, state);
+  }
+  return rewritten + fuse_host_conv_activations(method);
 }
 
 }  // namespace planrt::builder

@@ -14,12 +14,29 @@
 // A permute that another node also reads, or that is a method output, stays; so does one
 // that another attention's rewrite already absorbed (chained attentions, e.g. axial).
 //
+// absorb_attention_reshapes: a bshd attention whose q, k, v are reshapes [.., S, H * D] ->
+// [.., S, H, D] read only by it, and whose output one reshape back to [.., S, H * Dv] reads,
+// takes the flat operands itself (attribute heads = H): the same bytes, four copies fewer.
+//
+// pack_attention_projections: an attention with attribute heads whose q, k, v are linears of
+// one input over constant [N, K] weights (biases all or none), each read only by it, reads one
+// linear over the stacked [3N, K] weight (and [3N] bias) instead: one GEMM three times as wide
+// (small M products run far below the GPU's peak; one launch instead of three). The stacked
+// constants are made once per model (RewriteState) and share the sources' bytes when those lie
+// back to back (an ONNX in_proj split into q, k, v by the importer); otherwise they are a copy
+// the program stores in place of the three, which no node reads any more.
+//
 // fuse_host_conv_activations: on the host, a conv2d whose output only a relu, clip,
 // hard_sigmoid or hard_swish of its run reads takes it as its `activation` (with the op's
 // own attributes): oneDNN applies it as a post-op while the output is in cache, one pass
 // over the activations fewer (mobilenet_v3's hard_swish after most convolutions). Not on a
 // GPU: cuDNN's call is followed by a separate bias kernel there anyway.
 #pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "builder/graph.h"
 #include "planrt/core/result.h"
@@ -33,7 +50,17 @@ struct RewriteOptions {
   bool channels_last = true;
 };
 
-// The rewrites above, in order; returns how many nodes they rewrote.
-int rewrite_method(ir::Method& method);
+// What the rewrites of one model's methods share: the names taken in the model (made names
+// meet none) and the stacked projections made so far (sources -> weight, bias names).
+struct RewriteState {
+  bool initialised = false;
+  std::set<std::string, std::less<>> taken;
+  std::map<std::string, std::vector<std::string>, std::less<>> packed;
+};
+
+// The rewrites above, in order, on `method` of `model` (stacked weights are appended to
+// model.constants); returns how many nodes they rewrote. The two that need value types skip
+// a method that does not check (the caller reports that).
+int rewrite_method(ir::Model& model, ir::Method& method, RewriteState& state);
 
 }  // namespace planrt::builder

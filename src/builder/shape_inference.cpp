@@ -359,7 +359,8 @@ Result<InferredNode> transpose(Ctx& c) {
 Result<InferredNode> sdpa(Ctx& c) {
   // layout "bhsd" (the default): [..., S, D] with equal leading dims, usually [B, H], or one
   // merged [B*H] as exporters of nn.MultiheadAttention write. layout "bshd": [..., S, H, D],
-  // the heads of a position side by side (kernels/attention_layout.h).
+  // the heads of a position side by side (kernels/attention_layout.h); with attribute heads
+  // = H, [..., S, H * D], and one input alone a packed projection [..., S, 3 * H * D].
   bool seq_major = false;
   if (const AttrValue* l = find_attr(c, "layout")) {
     const auto* name = std::get_if<std::string>(l);
@@ -369,11 +370,38 @@ Result<InferredNode> sdpa(Ctx& c) {
     seq_major = *name == "bshd";
     if (seq_major) c.out.attrs["layout"] = *name;  // kept only when not the default
   }
-  PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, 3));
-  for (size_t i = 1; i < 3; ++i) PLANRT_RETURN_IF_ERROR(rank_is(c, i, c.shape(0).size()));
+  PLANRT_ASSIGN_OR_RETURN(int64_t heads, attr_int(c, "heads", 0));
+  const bool packed = c.in.size() == 1;
+  if (heads < 0 || (heads > 0 && !seq_major) || (packed && heads == 0)) {
+    return bad(fmt::format("attribute 'heads' ({}) must be positive, and needs layout \"bshd\"; one "
+                           "packed q|k|v input needs it",
+                           heads));
+  }
+  if (heads > 0) c.out.attrs["heads"] = heads;
+  if (!packed && c.in.size() < 3) return bad("expected q, k and v, or one packed input with attribute 'heads'");
+  const size_t operands = packed ? 1 : 3;
+  PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, heads > 0 ? 2 : 3));
+  for (size_t i = 1; i < operands; ++i) PLANRT_RETURN_IF_ERROR(rank_is(c, i, c.shape(0).size()));
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
   PLANRT_RETURN_IF_ERROR(same_dtype(c));
-  const SymShape &q = c.shape(0), &k = c.shape(1), &v = c.shape(2);
+  // The operands as [..., S, H, D] (attribute heads: split from a static last dim).
+  std::vector<SymShape> qkv;
+  for (size_t i = 0; i < 3; ++i) {
+    const size_t from = packed ? 0 : i;
+    SymShape s = c.shape(from);
+    if (heads > 0) {
+      const Dim last = s.back();
+      const int64_t parts = packed ? 3 : 1;
+      if (!last.is_static() || last.value % (parts * heads) != 0) {
+        return bad(fmt::format("{}: attribute heads = {} needs a static last dim divisible by {}",
+                               c.describe(from), heads, parts * heads));
+      }
+      s.back() = Dim::fixed(heads);
+      s.push_back(Dim::fixed(last.value / (parts * heads)));
+    }
+    qkv.push_back(std::move(s));
+  }
+  const SymShape &q = qkv[0], &k = qkv[1], &v = qkv[2];
   const size_t r = q.size();
   const size_t seq = seq_major ? r - 3 : r - 2;  // the sequence dim
   auto mismatch = [&](size_t a, size_t b, std::string_view what) {
@@ -410,8 +438,8 @@ Result<InferredNode> sdpa(Ctx& c) {
     PLANRT_ASSIGN_OR_RETURN(bool fused, attr_bool(c, "fused", true));
     c.out.attrs["fused"] = fused;
   }
-  SymShape out = q;
-  out.back() = v[r - 1];
+  SymShape out = c.shape(0);  // q's, with the value dim: [..., S, H, Dv] or [..., S, H x Dv]
+  out.back() = heads > 0 ? Dim::fixed(heads * v[r - 1].value) : v[r - 1];
   return emit(c, {c.type(0).dtype, std::move(out)});
 }
 
@@ -759,7 +787,7 @@ const std::initializer_list<Rule>& rules() {
       {"reshape", {"shape"}, reshape},
       {"permute", {"dims"}, permute},
       {"transpose", {"dim0", "dim1"}, transpose},
-      {"scaled_dot_product_attention", {"causal", "scale", "fused", "layout"}, sdpa},
+      {"scaled_dot_product_attention", {"causal", "scale", "fused", "layout", "heads"}, sdpa},
       {"embedding", {}, embedding},
       {"concat", {"dim"}, concat},
       {"slice", {"dim", "start", "end", "step"}, slice},

@@ -8,6 +8,9 @@
 //       out [..., Sq, H, Dv] -- the heads of one position side by side, as a projection
 //       [..., S, H * D] writes them: attention reads the projection's output and writes the
 //       next projection's input directly, without the four head permutes around it.
+//       With attribute `heads` the operands may be [..., S, H * D] (the same bytes), and one
+//       packed input [..., S, 3 * H * D] holds q, k and v side by side in each row (one
+//       projection for all three): each operand then starts `start` elements into the row.
 #pragma once
 
 #include <cstdint>
@@ -21,12 +24,13 @@
 namespace planrt::kernels {
 
 // Element offsets of one operand: row r of flat head i (i = b * heads_per_batch + h) starts
-// at (i / heads_per_batch) * batch + (i % heads_per_batch) * head + r * row; a row's
+// at start + (i / heads_per_batch) * batch + (i % heads_per_batch) * head + r * row; a row's
 // elements are contiguous.
 struct AttentionStrides {
   int64_t row = 0;
   int64_t head = 0;
   int64_t batch = 0;
+  int64_t start = 0;  // into the tensor the operand lies in (a packed q|k|v row: k, v past q)
 };
 
 struct AttentionLayout {
@@ -35,12 +39,15 @@ struct AttentionLayout {
 
   // Offset of row 0 of flat head i of an operand with strides s.
   PLANRT_ATTENTION_HOST_DEVICE int64_t head_offset(const AttentionStrides& s, int64_t i) const {
-    return (i / heads_per_batch) * s.batch + (i % heads_per_batch) * s.head;
+    return s.start + (i / heads_per_batch) * s.batch + (i % heads_per_batch) * s.head;
   }
   // Every stride a multiple of `elements` (16-byte vector access of rows).
   bool strides_multiple_of(int64_t elements) const {
     for (const AttentionStrides* s : {&q, &k, &v, &out}) {
-      if (s->row % elements != 0 || s->head % elements != 0 || s->batch % elements != 0) return false;
+      if (s->row % elements != 0 || s->head % elements != 0 || s->batch % elements != 0 ||
+          s->start % elements != 0) {
+        return false;
+      }
     }
     return true;
   }

@@ -230,49 +230,97 @@ Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const Tensor
   return plan;
 }
 
+namespace {
+
+// An operand of attribute `heads` = h: [..., S, parts * h * D] read as `parts` operands
+// [..., S, h, D] side by side in each row (parts 3: a packed q|k|v projection).
+Result<Shape> split_heads(std::string_view op, const TensorView& x, int64_t heads, int64_t parts,
+                          std::span<const TensorView> inputs) {
+  const int64_t last = x.rank() >= 2 ? x.sizes.size(-1) : 0;
+  if (x.rank() < 2 || x.rank() >= kMaxRank || last % (parts * heads) != 0) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: attribute heads = {} needs operands [..., S, {}heads x D]: a last dim "
+                      "divisible by {}; got {}",
+                      op, heads, parts == 1 ? "" : "3 x ", parts * heads, describe_inputs(op, inputs));
+  }
+  Shape out = drop_last(x.sizes, 1);
+  PLANRT_RETURN_IF_ERROR(out.push_back(heads));
+  PLANRT_RETURN_IF_ERROR(out.push_back(last / (parts * heads)));
+  return out;
+}
+
+}  // namespace
+
 // causal (PyTorch's is_causal) masks key j for query i when j > i, aligned top-left as
 // PyTorch does when Sq != Sk; scale defaults to 1 / sqrt(D). Shapes: q [..., Sq, D],
 // k [..., Sk, D], v [..., Sk, Dv] with equal leading dims (usually [B, H]); the output is
 // [..., Sq, Dv]. Layout "bshd": q [..., Sq, H, D], k [..., Sk, H, D], v [..., Sk, H, Dv],
-// the output [..., Sq, H, Dv]; the plan's strides say where each head's rows are.
+// the output [..., Sq, H, Dv]; with attribute heads = H the last two dims are one
+// ([..., S, H * D]), and one input alone is a packed projection [..., S, 3 * H * D] holding
+// q, k and v side by side in each row. The plan's strides say where each head's rows are.
 Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                      std::span<const TensorView> outputs) {
   constexpr std::string_view op = "scaled_dot_product_attention";
-  const TensorView& q = inputs[0];
-  const TensorView& k = inputs[1];
-  const TensorView& v = inputs[2];
   PLANRT_ASSIGN_OR_RETURN(std::string layout, with_op(op, attrs.get_string("layout", "bhsd")));
   if (layout != "bhsd" && layout != "bshd") {
     return make_error(ErrorCode::InvalidArgument,
                       "{}: attribute layout is '{}'; expected \"bhsd\" or \"bshd\"", op, layout);
   }
   const bool seq_major = layout == "bshd";
+  PLANRT_ASSIGN_OR_RETURN(int64_t heads_attr, with_op(op, attrs.get_int("heads", 0)));
+  const bool packed = inputs.size() == 1;
+  if (heads_attr < 0 || (heads_attr > 0 && !seq_major) || (packed && heads_attr == 0) ||
+      (inputs.size() != 1 && inputs.size() != 3)) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: takes q, k, v, or with layout \"bshd\" and attribute heads > 0 one packed "
+                      "[..., S, 3 x heads x D] input; got {} input(s), layout {}, heads {}",
+                      op, inputs.size(), layout, heads_attr);
+  }
+  // The operands as [..., S, H, D] (bshd) or [..., S, D] (bhsd).
+  Shape qs, ks, vs;
+  if (packed) {
+    PLANRT_ASSIGN_OR_RETURN(qs, split_heads(op, inputs[0], heads_attr, 3, inputs));
+    ks = vs = qs;
+  } else if (heads_attr > 0) {
+    PLANRT_ASSIGN_OR_RETURN(qs, split_heads(op, inputs[0], heads_attr, 1, inputs));
+    PLANRT_ASSIGN_OR_RETURN(ks, split_heads(op, inputs[1], heads_attr, 1, inputs));
+    PLANRT_ASSIGN_OR_RETURN(vs, split_heads(op, inputs[2], heads_attr, 1, inputs));
+  } else {
+    qs = inputs[0].sizes, ks = inputs[1].sizes, vs = inputs[2].sizes;
+  }
   // The dims after the batch dims: [S, D] (bhsd, heads among the batch dims) or [S, H, D].
   const int tail = seq_major ? 3 : 2;
-  if (q.rank() < tail || k.rank() != q.rank() || v.rank() != q.rank() ||
-      drop_last(k.sizes, tail) != drop_last(q.sizes, tail) ||
-      drop_last(v.sizes, tail) != drop_last(q.sizes, tail) || k.sizes.size(-1) != q.sizes.size(-1) ||
-      v.sizes.size(-tail) != k.sizes.size(-tail) ||
-      (seq_major && (k.sizes.size(-2) != q.sizes.size(-2) || v.sizes.size(-2) != q.sizes.size(-2)))) {
+  if (qs.rank() < tail || ks.rank() != qs.rank() || vs.rank() != qs.rank() ||
+      drop_last(ks, tail) != drop_last(qs, tail) || drop_last(vs, tail) != drop_last(qs, tail) ||
+      ks.size(-1) != qs.size(-1) || vs.size(-tail) != ks.size(-tail) ||
+      (seq_major && (ks.size(-2) != qs.size(-2) || vs.size(-2) != qs.size(-2)))) {
     return make_error(ErrorCode::InvalidArgument, "{}: expected {} with equal leading dims; got {}", op,
-                      seq_major ? "q [..., Sq, H, D], k [..., Sk, H, D], v [..., Sk, H, Dv] (layout bshd)"
-                                : "q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv]",
+                      !seq_major        ? "q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv]"
+                      : heads_attr == 0 ? "q [..., Sq, H, D], k [..., Sk, H, D], v [..., Sk, H, Dv] (layout bshd)"
+                                        : "q [..., Sq, H x D], k [..., Sk, H x D], v [..., Sk, H x Dv] (heads H)",
                       describe_inputs(op, inputs));
   }
   AttentionPlan plan;
-  plan.sq = q.sizes.size(-tail);
-  plan.sk = k.sizes.size(-tail);
-  plan.d = q.sizes.size(-1);
-  plan.dv = v.sizes.size(-1);
-  plan.heads = drop_last(q.sizes, 2).numel();  // bshd: batch dims x [Sq, H] / Sq below
+  plan.sq = qs.size(-tail);
+  plan.sk = ks.size(-tail);
+  plan.d = qs.size(-1);
+  plan.dv = vs.size(-1);
+  plan.heads = drop_last(qs, 2).numel();  // bshd: batch dims x [Sq, H] / Sq below
   AttentionLayout& l = plan.layout;
   if (seq_major) {
-    const int64_t h = q.sizes.size(-2);
-    plan.heads = drop_last(q.sizes, 3).numel() * h;
+    const int64_t h = qs.size(-2);
+    plan.heads = drop_last(qs, 3).numel() * h;
     l.heads_per_batch = std::max<int64_t>(h, 1);
-    l.q = {h * plan.d, plan.d, plan.sq * h * plan.d};
-    l.k = {h * plan.d, plan.d, plan.sk * h * plan.d};
-    l.v = {h * plan.dv, plan.dv, plan.sk * h * plan.dv};
+    if (packed) {  // q | k | v side by side in each row of 3 h d
+      const int64_t row = 3 * h * plan.d;
+      l.q = {row, plan.d, plan.sq * row, 0};
+      l.k = {row, plan.d, plan.sq * row, h * plan.d};
+      l.v = {row, plan.d, plan.sq * row, 2 * h * plan.d};
+    } else {
+      l.q = {h * plan.d, plan.d, plan.sq * h * plan.d};
+      l.k = {h * plan.d, plan.d, plan.sk * h * plan.d};
+      l.v = {h * plan.dv, plan.dv, plan.sk * h * plan.dv};
+    }
     l.out = {h * plan.dv, plan.dv, plan.sq * h * plan.dv};
   } else {
     l.heads_per_batch = std::max<int64_t>(plan.heads, 1);
@@ -281,8 +329,8 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
     l.v = {plan.dv, plan.sk * plan.dv, 0};
     l.out = {plan.dv, plan.sq * plan.dv, 0};
   }
-  Shape expected = q.sizes;
-  expected[expected.rank() - 1] = plan.dv;
+  Shape expected = inputs[0].sizes;  // [..., Sq, H, Dv], or [..., Sq, H x Dv] with heads
+  expected[expected.rank() - 1] = heads_attr > 0 ? heads_attr * plan.dv : plan.dv;
   PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, expected));
   PLANRT_ASSIGN_OR_RETURN(plan.causal, with_op(op, attrs.get_bool("causal", false)));
   PLANRT_ASSIGN_OR_RETURN(plan.scale,

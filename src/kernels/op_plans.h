@@ -89,8 +89,8 @@ Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const Tensor
                                     std::span<const TensorView> outputs);
 
 // scaled_dot_product_attention: `heads` independent [sq, d] x [sk, d] -> [sq, dv] problems,
-// their rows where `layout` (attribute "bhsd", the default, or "bshd";
-// kernels/attention_layout.h) puts them.
+// their rows where `layout` (attribute "bhsd", the default, or "bshd", with or without
+// attribute heads; kernels/attention_layout.h) puts them.
 struct AttentionPlan {
   int64_t heads = 0;  // batch x heads
   int64_t sq = 0;
@@ -104,6 +104,11 @@ struct AttentionPlan {
 };
 Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                      std::span<const TensorView> outputs);
+// The tensor operand `which` (0 q, 1 k, 2 v) lies in: its own input, or the one packed input
+// (the plan's strides then start each operand at its place in the row).
+inline const TensorView& attention_source(std::span<const TensorView> inputs, size_t which) {
+  return inputs.size() == 1 ? inputs[0] : inputs[which];
+}
 
 // embedding: n ids gather rows of row_bytes from a table of `rows` rows.
 struct EmbeddingPlan {

@@ -30,7 +30,7 @@ constexpr OpInfo kOps[] = {
     {"reshape",                       1,  1, 1},
     {"permute",                       1,  1, 1},
     {"transpose",                     1,  1, 1},
-    {"scaled_dot_product_attention",  3,  3, 1},  // q, k, v
+    {"scaled_dot_product_attention",  1,  3, 1},  // q, k, v; or one packed qkv (attribute heads)
     {"embedding",                     2,  2, 1},  // ids, table[V, D]
     {"concat",                        1, -1, 1},  // xs... (variadic)
     {"slice",                         1,  1, 1},

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "builder/builder_test_util.h"
+#include "builder/check.h"
 #include "ir_test_util.h"
 
 namespace planrt::builder {
@@ -13,6 +15,13 @@ namespace {
 
 using btest::node;
 using btest::ops;
+
+// The rewrites on a method outside any model (the typed ones skip it: it does not check).
+int rewrite_method(ir::Method& m) {
+  ir::Model model;
+  RewriteState state;
+  return builder::rewrite_method(model, m, state);
+}
 
 ir::Node swap_seq_heads(std::string in, std::string out) {
   return node("permute", {std::move(in)}, std::move(out), {{"dims", std::vector<int64_t>{0, 2, 1, 3}}});
@@ -110,6 +119,163 @@ TEST(Rewrite, GraphsItCannotFuseStayAsWritten) {
     const std::vector<std::string> before = ops(m);
     EXPECT_EQ(rewrite_method(m), 0);
     EXPECT_EQ(ops(m), before);
+  }
+}
+
+// A typed model of the template's attention half as it is after the permutes' rewrite:
+// three projections [1, S, 16] of x, split into 2 heads of 8 by reshapes, attention in layout
+// bshd, merged back by a reshape. Weights with bytes (the packing stacks them).
+struct AttentionModel {
+  ir::Model model;
+  std::vector<std::shared_ptr<std::vector<float>>> storage;
+
+  AttentionModel() {
+    const ir::ShapeSpec heads{{1, ""}, {0, "S"}, {2, ""}, {8, ""}};
+    const ir::ShapeSpec flat{{1, ""}, {0, "S"}, {16, ""}};
+    ir::Method m;
+    m.name = "forward";
+    m.dims = {{"S", 1, 32}};
+    m.inputs = {{"x", {DType::F32, {ir::Dim::fixed(1), ir::Dim::named(0), ir::Dim::fixed(16)}}}};
+    m.outputs = {"y"};
+    for (const char* p : {"q", "k", "v"}) {
+      const std::string w = std::string(p) + ".w", b = std::string(p) + ".b";
+      add_constant(w, {16, 16});
+      add_constant(b, {16});
+      m.nodes.push_back(node("linear", {"x", w, b}, std::string(p) + ".out"));
+      m.nodes.push_back(node("reshape", {std::string(p) + ".out"}, std::string(p) + ".heads", {{"shape", heads}}));
+    }
+    m.nodes.push_back(node("scaled_dot_product_attention", {"q.heads", "k.heads", "v.heads"}, "o",
+                           {{"layout", std::string("bshd")}, {"causal", true}}));
+    m.nodes.push_back(node("reshape", {"o"}, "y", {{"shape", flat}}));
+    model.methods.push_back(std::move(m));
+  }
+  void add_constant(const std::string& name, std::vector<int64_t> shape) {
+    ir::Constant c;
+    c.name = name;
+    c.shape = std::move(shape);
+    auto bytes = std::make_shared<std::vector<float>>(c.nbytes() / sizeof(float));
+    for (size_t i = 0; i < bytes->size(); ++i) (*bytes)[i] = static_cast<float>(model.constants.size() * 1000 + i);
+    c.bytes = {reinterpret_cast<const uint8_t*>(bytes->data()), c.nbytes()};
+    c.owner = bytes;
+    storage.push_back(bytes);
+    model.constants.push_back(std::move(c));
+  }
+  ir::Method& method() { return model.methods[0]; }
+  int rewrite(RewriteState& state) {
+    ir::Method m = model.methods[0];
+    const int n = builder::rewrite_method(model, m, state);
+    model.methods[0] = std::move(m);
+    return n;
+  }
+  int rewrite() {
+    RewriteState state;
+    return rewrite(state);
+  }
+  std::vector<float> values(const std::string& constant) {
+    const ir::Constant* c = model.find_constant(constant);
+    if (c == nullptr) return {};
+    const auto* f = reinterpret_cast<const float*>(c->bytes.data());
+    return {f, f + c->bytes.size() / sizeof(float)};
+  }
+};
+
+TEST(Rewrite, AttentionReadsFlatHeadsAndOnePackedProjection) {
+  AttentionModel a;
+  const std::vector<float> wq = a.values("q.w"), wk = a.values("k.w"), wv = a.values("v.w");
+  const std::vector<float> bk = a.values("k.b");
+  EXPECT_EQ(a.rewrite(), 2);  // the reshapes absorbed, the projections packed
+  const ir::Method& m = a.method();
+  ASSERT_EQ(ops(m), (std::vector<std::string>{"linear", "scaled_dot_product_attention"}));
+  const ir::Node& lin = m.nodes[0];
+  ASSERT_EQ(lin.inputs.size(), 3u);
+  EXPECT_EQ(lin.inputs[0], "x");
+  EXPECT_EQ(lin.inputs[1], "q.w#qkv");
+  EXPECT_EQ(lin.inputs[2], "q.b#qkv");
+  const ir::Node& attn = m.nodes[1];
+  EXPECT_EQ(attn.inputs, std::vector<std::string>{lin.outputs[0]});
+  EXPECT_EQ(attn.outputs, std::vector<std::string>{"y"});
+  EXPECT_EQ(std::get<int64_t>(attn.attrs.at("heads")), 2);
+  EXPECT_TRUE(std::get<bool>(attn.attrs.at("causal")));
+  // The stacked weight is q's rows, then k's, then v's; the bias likewise.
+  const ir::Constant* w = a.model.find_constant("q.w#qkv");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->shape, (std::vector<int64_t>{48, 16}));
+  std::vector<float> want = wq;
+  want.insert(want.end(), wk.begin(), wk.end());
+  want.insert(want.end(), wv.begin(), wv.end());
+  EXPECT_EQ(a.values("q.w#qkv"), want);
+  const std::vector<float> b = a.values("q.b#qkv");
+  ASSERT_EQ(b.size(), 48u);
+  EXPECT_EQ(std::vector<float>(b.begin() + 16, b.begin() + 32), bk);
+  // The result checks: the attention's operand is [1, S, 48], its output [1, S, 16].
+  ASSERT_OK_AND_ASSIGN(ir::CheckedMethod types, ir::check_method(a.model, m));
+  EXPECT_EQ(types.values.at("y").shape.back(), ir::Dim::fixed(16));
+  EXPECT_EQ(types.values.at(lin.outputs[0]).shape.back(), ir::Dim::fixed(48));
+}
+
+// Weights that already lie back to back in one buffer (an ONNX in_proj the importer split)
+// are stacked without a copy; a second method reuses the stacked constants.
+TEST(Rewrite, PackedProjectionSharesAdjacentWeightBytesAndIsMadeOncePerModel) {
+  AttentionModel a;
+  auto joint = std::make_shared<std::vector<float>>(3 * 256);
+  for (size_t i = 0; i < joint->size(); ++i) (*joint)[i] = static_cast<float>(i);
+  const char* names[] = {"q.w", "k.w", "v.w"};
+  for (int p = 0; p < 3; ++p) {
+    ir::Constant& c = a.model.constants[static_cast<size_t>(std::find_if(a.model.constants.begin(), a.model.constants.end(),
+        [&](const ir::Constant& k) { return k.name == names[p]; }) - a.model.constants.begin())];
+    c.bytes = {reinterpret_cast<const uint8_t*>(joint->data() + p * 256), 256 * sizeof(float)};
+    c.owner = joint;
+  }
+  a.model.methods.push_back(a.method());
+  a.model.methods[1].name = "again";
+  RewriteState state;
+  EXPECT_EQ(a.rewrite(state), 2);
+  const size_t constants = a.model.constants.size();
+  ir::Method again = a.model.methods[1];
+  EXPECT_EQ(builder::rewrite_method(a.model, again, state), 2);
+  EXPECT_EQ(a.model.constants.size(), constants);  // nothing stacked twice
+  EXPECT_EQ(again.nodes[0].inputs[1], "q.w#qkv");
+  const ir::Constant* w = a.model.find_constant("q.w#qkv");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->bytes.data(), reinterpret_cast<const uint8_t*>(joint->data()));  // shared, not copied
+  EXPECT_EQ(w->bytes.size(), 3 * 256 * sizeof(float));
+}
+
+TEST(Rewrite, ProjectionsItCannotPackStaySeparate) {
+  struct Case {
+    std::string why;
+    void (*change)(AttentionModel&);
+    int rewritten;  // the reshapes' absorption still happens where only the packing cannot
+  };
+  const Case cases[] = {
+      {"k projects another input",
+       [](AttentionModel& a) {
+         a.method().inputs.push_back({"x2", a.method().inputs[0].type});
+         a.method().nodes[2].inputs[0] = "x2";
+       },
+       1},
+      {"a projection read by another node",
+       [](AttentionModel& a) { a.method().nodes.push_back(node("relu", {"v.out"}, "r")); }, 1},
+      {"a projection that is a method output", [](AttentionModel& a) { a.method().outputs.push_back("k.out"); }, 1},
+      {"v without bias", [](AttentionModel& a) { a.method().nodes[4].inputs.pop_back(); }, 1},
+      {"a weight that is an input",
+       [](AttentionModel& a) {
+         a.method().inputs.push_back({"wk", {DType::F32, {ir::Dim::fixed(16), ir::Dim::fixed(16)}}});
+         a.method().nodes[2].inputs[1] = "wk";
+       },
+       1},
+      {"a projection in another segment", [](AttentionModel& a) { a.method().nodes[0].segment = "other"; }, 1},
+      {"a head split that is a method output", [](AttentionModel& a) { a.method().outputs.push_back("q.heads"); }, 0},
+      {"the attention output read twice", [](AttentionModel& a) { a.method().outputs.push_back("o"); }, 0},
+      {"a head split in another segment", [](AttentionModel& a) { a.method().nodes[3].segment = "other"; }, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    AttentionModel a;
+    c.change(a);
+    EXPECT_EQ(a.rewrite(), c.rewritten);
+    const std::vector<std::string> got = ops(a.method());
+    EXPECT_EQ(std::count(got.begin(), got.end(), "linear"), 3);
   }
 }
 

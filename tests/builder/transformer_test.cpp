@@ -64,27 +64,31 @@ TEST(Transformer, ProgramHasOneMethodWithDynamicSequenceDim) {
   EXPECT_EQ(x.shape[1].value(), 1);
   EXPECT_EQ(x.shape[1].dim(), 0);
   EXPECT_EQ(x.shape[2].value(), 64);
-  // 16 nodes per block: the template's 20 less the four head permutes its attention absorbs
+  // 10 nodes per block: the template's 20 less the four head permutes and four head
+  // reshapes its attention absorbs and the k and v projections packed into q's
   // (builder/rewrite.h).
-  EXPECT_EQ(m.instructions.size(), 32u);
+  EXPECT_EQ(m.instructions.size(), 20u);
   ASSERT_EQ(m.segments.size(), 1u);
   EXPECT_EQ(m.segments[0]->backend, "cpu");
-  EXPECT_EQ(m.segments[0]->num_nodes, 32u);
+  EXPECT_EQ(m.segments[0]->num_nodes, 20u);
   for (const auto& ins : m.instructions) {
     EXPECT_EQ(ins->kind, fb::InstructionKind::Kernel);
     EXPECT_EQ(ins->segment, 0);
   }
-  // The attention reads the projection's heads as they lie, [1, S, H, Dh]; no permuted copy.
+  // The attention reads one packed projection [1, S, 3 x H x Dh] as it lies: no head split,
+  // no permuted copy, no separate k and v products.
   EXPECT_EQ(find_value(m, "blocks.0.attn.q.bhsd"), nullptr);
-  const fb::ValueT* heads = find_value(m, "blocks.0.attn.q.heads");
-  ASSERT_NE(heads, nullptr);
-  ASSERT_EQ(heads->shape.size(), 4u);
-  EXPECT_EQ(heads->shape[1].dim(), 0);     // S
-  EXPECT_EQ(heads->shape[2].value(), 4);   // H
-  EXPECT_EQ(heads->shape[3].value(), 16);  // Dh
+  EXPECT_EQ(find_value(m, "blocks.0.attn.q.heads"), nullptr);
+  EXPECT_EQ(find_value(m, "blocks.0.attn.k.out"), nullptr);
+  const fb::ValueT* qkv = find_value(m, "blocks.0.attn.q.out#qkv");
+  ASSERT_NE(qkv, nullptr);
+  ASSERT_EQ(qkv->shape.size(), 3u);
+  EXPECT_EQ(qkv->shape[1].dim(), 0);        // S
+  EXPECT_EQ(qkv->shape[2].value(), 3 * 64);  // q | k | v
   ASSERT_EQ(m.planned_buffers.size(), 1u);
   EXPECT_EQ(m.planned_buffers[0]->device->type(), fb::DeviceType::CPU);
-  EXPECT_EQ(p.constants.size(), 32u);
+  // 12 per block: q, k and v's six weights and biases stored as one stacked weight and bias.
+  EXPECT_EQ(p.constants.size(), 24u);
 }
 
 TEST(Transformer, WeightNamesFollowTheDocumentedScheme) {
@@ -183,7 +187,7 @@ TEST(Transformer, CudaPartitionIsOneDelegateWithCopiesAround) {
   const fb::MethodT& m = *built.program().methods[0];
   ASSERT_EQ(m.segments.size(), 1u);
   EXPECT_EQ(m.segments[0]->backend, "cuda");
-  EXPECT_EQ(m.segments[0]->num_nodes, 32u);  // 16 per block as it runs
+  EXPECT_EQ(m.segments[0]->num_nodes, 20u);  // 10 per block as it runs
   ASSERT_EQ(m.instructions.size(), 3u);
   EXPECT_EQ(m.instructions[0]->kind, fb::InstructionKind::Copy);
   EXPECT_EQ(m.instructions[1]->kind, fb::InstructionKind::Delegate);

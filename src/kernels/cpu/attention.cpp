@@ -101,8 +101,8 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
     return {};
   }
   const float* q = inputs[0].data_as<const float>();
-  const float* k = inputs[1].data_as<const float>();
-  const float* v = inputs[2].data_as<const float>();
+  const float* k = attention_source(inputs, 1).data_as<const float>();
+  const float* v = attention_source(inputs, 2).data_as<const float>();
   const int64_t key_block = std::min(sk, kKeyBlock);
   const int64_t query_blocks = (sq + kQueryBlock - 1) / kQueryBlock;
 

@@ -48,16 +48,16 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
     using bf16 = __nv_bfloat16;
     return cuda_status(op, "kernel launch",
                        launch::fused_attention(inputs[0].data_as<const bf16>(),
-                                               inputs[1].data_as<const bf16>(),
-                                               inputs[2].data_as<const bf16>(),
+                                               attention_source(inputs, 1).data_as<const bf16>(),
+                                               attention_source(inputs, 2).data_as<const bf16>(),
                                                outputs[0].data_as<bf16>(), heads, sq, sk,
                                                static_cast<float>(scale), causal, layout,
                                                ctx.stream));
   }
   float* out = outputs[0].data_as<float>();
   const float* pq = inputs[0].data_as<const float>();
-  const float* pk = inputs[1].data_as<const float>();
-  const float* pv = inputs[2].data_as<const float>();
+  const float* pk = attention_source(inputs, 1).data_as<const float>();
+  const float* pv = attention_source(inputs, 2).data_as<const float>();
   if (fused) {  // no temporary memory
     return cuda_status(op, "kernel launch",
                        launch::fused_attention(pq, pk, pv, out, heads, sq, sk,

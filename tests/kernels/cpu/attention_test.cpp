@@ -181,6 +181,81 @@ TEST(Attention, BshdLayoutChecksItsShapes) {
   EXPECT_TRUE(IsError(attend(attrs, q, q, q, y), ErrorCode::InvalidArgument, {"layout", "'sbhd'"}));
 }
 
+// [b, s, h, d] viewed as [b, s, h * d]: the same bytes.
+TensorView merged_heads(const HostTensor& t) {
+  TensorView v = t.view();
+  v.sizes = Shape{t.shape()[0], t.shape()[1], t.shape()[2] * t.shape()[3]};
+  v.strides = contiguous_strides(v.sizes);
+  return v;
+}
+
+// q, k, v [b, s, h, d] side by side in each row: [b, s, 3 h d].
+HostTensor packed_rows(const HostTensor& q, const HostTensor& k, const HostTensor& v) {
+  const int64_t rows = q.shape()[0] * q.shape()[1], width = q.shape()[2] * q.shape()[3];
+  HostTensor out(DType::F32, {q.shape()[0], q.shape()[1], 3 * width});
+  for (int64_t r = 0; r < rows; ++r) {
+    const HostTensor* parts[] = {&q, &k, &v};
+    for (int64_t p = 0; p < 3; ++p) {
+      std::copy_n(parts[p]->f() + r * width, width, out.f() + (r * 3 + p) * width);
+    }
+  }
+  return out;
+}
+
+// Attribute heads: [.., S, H * D] operands, and one packed q|k|v input (a fused projection),
+// each equal to layout bshd on the separate [.., S, H, D] operands it replaces.
+TEST(Attention, HeadsAttributeAndPackedInputEqualTheBshdLayout) {
+  struct Case {
+    int64_t b, h, s, d;
+  };
+  for (const Case& c : {Case{2, 3, 5, 8}, Case{1, 2, 70, 16}, Case{2, 4, 1, 4}}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "s " << c.s << " h " << c.h << " causal " << causal);
+      HostTensor q = HostTensor::random({c.b, c.s, c.h, c.d}, 51, -2.0f, 2.0f);
+      HostTensor k = HostTensor::random({c.b, c.s, c.h, c.d}, 52, -2.0f, 2.0f);
+      HostTensor v = HostTensor::random({c.b, c.s, c.h, c.d}, 53);
+      OpAttrs attrs;
+      attrs.set("causal", causal);
+      attrs.set("layout", std::string("bshd"));
+      HostTensor want(DType::F32, {c.b, c.s, c.h, c.d});
+      ASSERT_TRUE(attend(attrs, q, k, v, want).ok());
+      const std::vector<double> expected(want.f(), want.f() + want.numel());
+      attrs.set("heads", c.h);
+      HostTensor y(DType::F32, {c.b, c.s, c.h * c.d});
+      Status s = run_op("scaled_dot_product_attention", attrs, {merged_heads(q), merged_heads(k), merged_heads(v)},
+                        {y.view()});
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_LT(relative_error(y, expected), 1e-6);
+      HostTensor qkv = packed_rows(q, k, v);
+      HostTensor yp(DType::F32, {c.b, c.s, c.h * c.d});
+      s = run_op("scaled_dot_product_attention", attrs, {qkv.view()}, {yp.view()});
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_LT(relative_error(yp, expected), 1e-6);
+    }
+  }
+}
+
+TEST(Attention, HeadsAttributeChecksItsOperands) {
+  OpAttrs attrs;
+  attrs.set("layout", std::string("bshd"));
+  attrs.set("heads", int64_t{3});
+  HostTensor qkv = HostTensor::random({1, 4, 32}, 1);  // 32 is no multiple of 3 x 3
+  HostTensor y(DType::F32, {1, 4, 12});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {qkv.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"heads = 3", "divisible by 9", "[1, 4, 32]"}));
+  HostTensor good = HostTensor::random({1, 4, 36}, 2);
+  HostTensor wrong(DType::F32, {1, 4, 36});  // the output is [1, 4, 12]
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {good.view()}, {wrong.view()}),
+                      ErrorCode::InvalidArgument, {"output", "[1, 4, 12]"}));
+  attrs.set("layout", std::string("bhsd"));  // heads needs bshd
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {good.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"heads 3", "layout bhsd"}));
+  OpAttrs no_heads;  // one input without heads
+  no_heads.set("layout", std::string("bshd"));
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", no_heads, {good.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"1 input(s)", "heads 0"}));
+}
+
 TEST(Attention, NoKeysGivesZeros) {
   HostTensor q = HostTensor::random({1, 1, 2, 4}, 1);
   HostTensor k(DType::F32, {1, 1, 0, 4});

@@ -127,6 +127,24 @@ TEST(CudaKernels, UnfusedAttentionInBshdLayoutMatchesTheCpu) {
   }
 }
 
+// The unfused path on a packed q|k|v projection (attribute heads): the products read rows
+// 3 H D apart, k and v starting H D and 2 H D into each row.
+TEST(CudaKernels, UnfusedAttentionOnAPackedProjectionMatchesTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 651;
+  for (int64_t d : {int64_t{32}, int64_t{64}}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("D {} causal {}", d, causal));
+      HostTensor qkv = rnd({2, 7, 3 * 3 * d}, seed++);
+      ExpectAgree(r, "scaled_dot_product_attention",
+                  attrs_of({{"causal", causal}, {"fused", false}, {"layout", std::string("bshd")},
+                            {"heads", int64_t{3}}}),
+                  {qkv}, DType::F32, {2, 7, 3 * d});
+    }
+  }
+}
+
 TEST(CudaKernels, EmbeddingGathersRowsForI32AndI64Ids) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;

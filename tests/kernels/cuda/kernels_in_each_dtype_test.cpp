@@ -249,6 +249,31 @@ TEST_P(CudaKernelsInEachDtype, FusedAttentionInBshdLayoutMatchesTheCpu) {
   }
 }
 
+// Attribute heads (the builder's fused q|k|v projection): one packed [B, S, 3 H 64] input,
+// rows 3 H 64 apart, k and v H 64 and 2 H 64 into each row; and three [B, S, H 64] operands.
+// The CPU kernel (tested against layout bshd in attention_test.cpp) is the reference.
+TEST_P(CudaKernelsInEachDtype, FusedAttentionOnMergedHeadsAndAPackedProjectionMatchesTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 551;
+  for (const testing::AttentionCase& c : testing::kFusedAttentionCases) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("heads {} S {} causal {}", c.heads, c.sq, causal));
+      const OpAttrs attrs =
+          attrs_of({{"causal", causal}, {"layout", std::string("bshd")}, {"heads", c.heads}});
+      HostTensor qkv = rnd({2, c.sq, 3 * c.heads * 64}, seed++, -2.0f, 2.0f);
+      Agree(r, "scaled_dot_product_attention", attrs, {qkv}, {2, c.sq, c.heads * 64});
+      HostTensor q = rnd({2, c.sq, c.heads * 64}, seed++, -2.0f, 2.0f);
+      HostTensor k = rnd({2, c.sk, c.heads * 64}, seed++, -2.0f, 2.0f);
+      HostTensor v = rnd({2, c.sk, c.heads * 64}, seed++);
+      Agree(r, "scaled_dot_product_attention", attrs, {q, k, v}, {2, c.sq, c.heads * 64});
+      if (c.sq < 256) {
+        Agree(r, "scaled_dot_product_attention", attrs, {qkv}, {2, c.sq, c.heads * 64}, off_alignment());
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernelsInEachDtype, ::testing::Values(DType::F32, DType::BF16),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));
