@@ -201,25 +201,34 @@ const ir::TensorType* type_of(const ir::CheckedMethod& types, const std::string&
   return it == types.values.end() ? nullptr : &it->second;
 }
 
+// `shape` without its leading unit dims ([1, S, E] -> [S, E]).
+ir::SymShape without_leading_units(const ir::SymShape& shape) {
+  size_t k = 0;
+  while (k < shape.size() && shape[k] == ir::Dim::fixed(1)) ++k;
+  return ir::SymShape(shape.begin() + static_cast<std::ptrdiff_t>(k), shape.end());
+}
+
 // A bshd attention whose q, k, v are reshapes [.., S, H * D] -> [.., S, H, D] read only by
-// it, and whose output only a reshape [.., S, H, Dv] -> [.., S, H * Dv] reads, reads and
-// writes the flat rows itself (attribute heads = H): the same bytes, three or four copies
-// fewer (a reshape between two values is a copy unless the plan aliases them).
+// it (the flat operand may have more leading unit dims), and whose output only reshapes
+// read, reads the flat rows itself (attribute heads = H) and writes [.., S, H * Dv] in q's
+// leading dims: the same bytes, three copies fewer. The output's one reshape goes too when
+// it makes exactly that type; otherwise it stays (a reshape reads any shape of its size).
 int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types) {
   Uses uses(method);
   std::vector<bool> removed(method.nodes.size(), false);
   auto index_of = [&](const ir::Node* n) { return static_cast<size_t>(n - method.nodes.data()); };
-  // from = to with its last two dims merged into one (both static).
-  auto merges_heads = [&](const std::string& from, const std::string& to, int64_t& heads) {
+  // `to` is `from` with its last dim split into [H, D] (both static).
+  auto splits_heads = [&](const std::string& from, const std::string& to, int64_t& heads) {
     const ir::TensorType* f = type_of(types, from);
     const ir::TensorType* t = type_of(types, to);
-    if (f == nullptr || t == nullptr || f->dtype != t->dtype || t->shape.size() < 3 ||
-        f->shape.size() + 1 != t->shape.size()) {
+    if (f == nullptr || t == nullptr || f->dtype != t->dtype || t->shape.size() < 3 || f->shape.empty()) return false;
+    const ir::Dim h = t->shape[t->shape.size() - 2], d = t->shape.back(), flat = f->shape.back();
+    if (!h.is_static() || !d.is_static() || !flat.is_static() || h.value <= 0 || flat.value != h.value * d.value) {
       return false;
     }
-    const ir::Dim h = t->shape[t->shape.size() - 2], d = t->shape.back(), flat = f->shape.back();
-    if (!h.is_static() || !d.is_static() || !flat.is_static() || h.value <= 0 || flat.value != h.value * d.value ||
-        !std::equal(f->shape.begin(), f->shape.end() - 1, t->shape.begin())) {
+    const ir::SymShape lead_f(f->shape.begin(), f->shape.end() - 1), lead_t(t->shape.begin(), t->shape.end() - 2);
+    if (lead_f.empty() || lead_t.empty() || lead_f.back() != lead_t.back() ||  // the sequence dim itself
+        without_leading_units(lead_f) != without_leading_units(lead_t)) {
       return false;
     }
     heads = h.value;
@@ -243,38 +252,122 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
       const auto reads_here = std::count(attn.inputs.begin(), attn.inputs.end(), in);
       int64_t h = 0;
       if (split.op != "reshape" || split.inputs.size() != 1 || uses.read_count(in) != reads_here ||
-          !same_place(split, attn) || !merges_heads(split.inputs[0], in, h) || (heads != 0 && h != heads)) {
+          !same_place(split, attn) || !splits_heads(split.inputs[0], in, h) || (heads != 0 && h != heads)) {
         break;
       }
       heads = h;
       splits.push_back(&split);
     }
-    if (splits.size() != 3 || uses.read_count(attn.outputs[0]) != 1) continue;
-    ir::Node* merge = nullptr;
-    for (size_t j = i + 1; j < method.nodes.size() && merge == nullptr; ++j) {
+    const std::string& out = attn.outputs[0];
+    const ir::TensorType* out_type = type_of(types, out);
+    const ir::TensorType* q_flat = splits.size() == 3 ? type_of(types, splits[0]->inputs[0]) : nullptr;
+    if (q_flat == nullptr || out_type == nullptr || out_type->shape.size() < 3) continue;
+    // Every reader of the output a reshape of this run (the output's shape changes), none
+    // a method output.
+    std::vector<ir::Node*> readers;
+    size_t last = i;
+    for (size_t j = i + 1; j < method.nodes.size(); ++j) {
       ir::Node& n = method.nodes[j];
-      if (!removed[j] && std::find(n.inputs.begin(), n.inputs.end(), attn.outputs[0]) != n.inputs.end()) merge = &n;
+      if (removed[j] || std::find(n.inputs.begin(), n.inputs.end(), out) == n.inputs.end()) continue;
+      readers.push_back(&n);
+      last = j;
     }
-    int64_t out_heads = 0;
-    if (merge == nullptr || merge->op != "reshape" || merge->outputs.size() != 1 || !same_place(*merge, attn) ||
-        !merges_heads(merge->outputs[0], attn.outputs[0], out_heads) || out_heads != heads) {
-      continue;
-    }
-    size_t lo = index_of(merge);
+    const bool readers_reshape = std::all_of(readers.begin(), readers.end(), [&](const ir::Node* n) {
+      return n->op == "reshape" && n->outputs.size() == 1 && same_place(*n, attn);
+    });
+    if (readers.empty() || !readers_reshape || uses.read_count(out) != static_cast<int>(readers.size())) continue;
+    const ir::Dim dv = out_type->shape.back();
+    if (!dv.is_static()) continue;
+    ir::TensorType flat_out{out_type->dtype, q_flat->shape};
+    flat_out.shape.back() = ir::Dim::fixed(heads * dv.value);
+    size_t lo = last;
     for (const ir::Node* p : splits) lo = std::min(lo, index_of(p));
-    if (!one_run(method, removed, lo, index_of(merge), attn)) continue;
+    if (!one_run(method, removed, lo, last, attn)) continue;
     for (size_t k = 0; k < 3; ++k) {
       attn.inputs[k] = splits[k]->inputs[0];
       removed[index_of(splits[k])] = true;
     }
-    attn.outputs[0] = merge->outputs[0];
     attn.attrs["heads"] = heads;
-    removed[index_of(merge)] = true;
-    uses.producer[attn.outputs[0]] = i;
+    const ir::TensorType* merged = readers.size() == 1 ? type_of(types, readers[0]->outputs[0]) : nullptr;
+    if (merged != nullptr && *merged == flat_out) {
+      attn.outputs[0] = readers[0]->outputs[0];
+      removed[index_of(readers[0])] = true;
+      uses.producer[attn.outputs[0]] = i;
+    }
     ++rewritten;
   }
   if (rewritten > 0) drop_removed(method, removed);
   return rewritten;
+}
+
+// y = reshape(x) keeping the last dim, read only by linears (as their x) whose outputs only
+// reshapes read: the linears read x instead (a linear maps each row alone, and the rows keep
+// their order), the reshape goes. What exporters write around attention (a [B, S, E] <->
+// [S, B, E] transpose of a unit batch becomes a reshape) then no longer stands between the
+// projections and the attention's head reshapes.
+int move_row_reshapes_past_linears(ir::Method& method, const ir::CheckedMethod& types) {
+  Uses uses(method);
+  std::vector<bool> removed(method.nodes.size(), false);
+  std::map<std::string, std::vector<size_t>, std::less<>> readers;
+  for (size_t j = 0; j < method.nodes.size(); ++j) {
+    for (const std::string& in : method.nodes[j].inputs) {
+      if (!in.empty()) readers[in].push_back(j);
+    }
+  }
+  int moved = 0;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    const ir::Node& r = method.nodes[i];
+    if (r.op != "reshape" || r.inputs.size() != 1 || r.outputs.size() != 1) continue;
+    const ir::TensorType* x = type_of(types, r.inputs[0]);
+    const ir::TensorType* y = type_of(types, r.outputs[0]);
+    if (x == nullptr || y == nullptr || x->shape.empty() || y->shape.empty() || x->shape.back() != y->shape.back()) {
+      continue;
+    }
+    const std::vector<size_t>& users = readers[r.outputs[0]];
+    if (users.empty() || uses.read_count(r.outputs[0]) != static_cast<int>(users.size())) continue;
+    bool ok = true;
+    for (size_t u : users) {
+      const ir::Node& lin = method.nodes[u];
+      ok = ok && lin.op == "linear" && lin.inputs[0] == r.outputs[0] &&
+           std::count(lin.inputs.begin(), lin.inputs.end(), r.outputs[0]) == 1 && lin.outputs.size() == 1 &&
+           same_place(lin, r) && one_run(method, removed, i, u, r);
+      const std::vector<size_t>& after = ok ? readers[lin.outputs[0]] : users;
+      ok = ok && !after.empty() && uses.read_count(lin.outputs[0]) == static_cast<int>(after.size()) &&
+           std::all_of(after.begin(), after.end(), [&](size_t k) { return method.nodes[k].op == "reshape"; });
+    }
+    if (!ok) continue;
+    for (size_t u : users) method.nodes[u].inputs[0] = r.inputs[0];
+    removed[i] = true;
+    ++moved;
+  }
+  if (moved > 0) drop_removed(method, removed);
+  return moved;
+}
+
+// A reshape to the type it reads, not a method output: its readers read its input.
+int drop_identity_reshapes(ir::Method& method, const ir::CheckedMethod& types) {
+  Uses uses(method);
+  std::vector<bool> removed(method.nodes.size(), false);
+  std::map<std::string, std::string, std::less<>> renamed;
+  int dropped = 0;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    ir::Node& n = method.nodes[i];
+    for (std::string& in : n.inputs) {
+      if (auto it = renamed.find(in); it != renamed.end()) in = it->second;
+    }
+    if (n.op != "reshape" || n.inputs.size() != 1 || n.outputs.size() != 1 ||
+        std::find(method.outputs.begin(), method.outputs.end(), n.outputs[0]) != method.outputs.end()) {
+      continue;
+    }
+    const ir::TensorType* x = type_of(types, n.inputs[0]);
+    const ir::TensorType* y = type_of(types, n.outputs[0]);
+    if (x == nullptr || y == nullptr || !(*x == *y)) continue;
+    renamed[n.outputs[0]] = n.inputs[0];
+    removed[i] = true;
+    ++dropped;
+  }
+  if (dropped > 0) drop_removed(method, removed);
+  return dropped;
 }
 
 // Shares the bytes of `parts` when they lie back to back in one owner's memory, else copies
@@ -408,10 +501,15 @@ int pack_attention_projections(ir::Model& model, ir::Method& method, RewriteStat
 
 int rewrite_method(ir::Model& model, ir::Method& method, RewriteState& state) {
   int rewritten = absorb_attention_permutes(method);
-  if (Result<ir::CheckedMethod> types = ir::check_method(model, method); types.ok()) {
-    rewritten += absorb_attention_reshapes(method, *types);
-    rewritten += pack_attention_projections(model, method, state);
+  // The typed rewrites, each on the types of the method as the one before left it.
+  using Typed = int (*)(ir::Method&, const ir::CheckedMethod&);
+  for (Typed pass : {Typed{move_row_reshapes_past_linears}, Typed{absorb_attention_reshapes},
+                     Typed{move_row_reshapes_past_linears}, Typed{drop_identity_reshapes}}) {
+    Result<ir::CheckedMethod> types = ir::check_method(model, method);
+    if (!types.ok()) break;
+    rewritten += pass(method, *types);
   }
+  rewritten += pack_attention_projections(model, method, state);
   return rewritten + fuse_host_conv_activations(method);
 }
 

@@ -14,9 +14,18 @@
 // A permute that another node also reads, or that is a method output, stays; so does one
 // that another attention's rewrite already absorbed (chained attentions, e.g. axial).
 //
+// The typed rewrites (each on the value types the one before left):
+// move_row_reshapes_past_linears: y = reshape(x) keeping the last dim, read only by linears
+// whose outputs only reshapes read: the linears read x (rows map alone, in the same order),
+// so an exporter's [1, S, E] <-> [S, 1, E] transposes no longer separate a projection from
+// the attention's head reshapes.
 // absorb_attention_reshapes: a bshd attention whose q, k, v are reshapes [.., S, H * D] ->
-// [.., S, H, D] read only by it, and whose output one reshape back to [.., S, H * Dv] reads,
-// takes the flat operands itself (attribute heads = H): the same bytes, four copies fewer.
+// [.., S, H, D] read only by it (the flat operand may have more leading unit dims), and whose
+// output only reshapes read, takes the flat operands itself (attribute heads = H) and writes
+// [.., S, H * Dv]: the same bytes, three or four copies fewer (the output's reshape goes
+// when it makes exactly that type).
+// drop_identity_reshapes: a reshape to the type it reads (left by the moves above), not a
+// method output, goes.
 //
 // pack_attention_projections: an attention with attribute heads whose q, k, v are linears of
 // one input over constant [N, K] weights (biases all or none), each read only by it, reads one

@@ -279,6 +279,76 @@ TEST(Rewrite, ProjectionsItCannotPackStaySeparate) {
   }
 }
 
+// The block as torch's exporter writes nn.MultiheadAttention at a unit batch (batch_first):
+// x [1, S, 16] -> reshape [S, 1, 16] (the batch/sequence transpose) -> three projections ->
+// reshapes [S, 2, 8] -> attention (bshd) -> reshape [S, 16] -> output projection -> reshape
+// [1, S, 16] -> residual add.
+AttentionModel exporter_attention() {
+  AttentionModel a;
+  const ir::ShapeSpec seq_major{{0, "S"}, {1, ""}, {16, ""}};
+  const ir::ShapeSpec heads{{0, "S"}, {2, ""}, {8, ""}};
+  ir::Method& m = a.method();
+  m.nodes.insert(m.nodes.begin(), node("reshape", {"x"}, "xt", {{"shape", seq_major}}));
+  for (ir::Node& n : m.nodes) {
+    if (n.op == "linear") n.inputs[0] = "xt";
+    if (n.op == "reshape" && n.outputs[0] != "xt" && n.outputs[0] != "y") n.attrs["shape"] = heads;
+  }
+  a.add_constant("o.w", {16, 16});
+  m.nodes.back() = node("reshape", {"o"}, "merged", {{"shape", ir::ShapeSpec{{0, "S"}, {16, ""}}}});
+  m.nodes.push_back(node("linear", {"merged", "o.w"}, "proj"));
+  m.nodes.push_back(node("reshape", {"proj"}, "back", {{"shape", ir::ShapeSpec{{1, ""}, {0, "S"}, {16, ""}}}}));
+  m.nodes.push_back(node("add", {"x", "back"}, "y"));
+  return a;
+}
+
+// The reshapes between the exporter's projections go: the transpose moves past the linears
+// (they map rows alone), the heads are absorbed with the flat operand's leading unit dim,
+// the merge moves past the output projection, the reshape back becomes an identity and goes;
+// then the projections pack. The result is the template's block.
+TEST(Rewrite, AnExportersAttentionBlockBecomesTheTemplatesBlock) {
+  AttentionModel a = exporter_attention();
+  ASSERT_OK(ir::check_method(a.model, a.method()).status());
+  EXPECT_EQ(a.rewrite(), 5);
+  const ir::Method& m = a.method();
+  ASSERT_EQ(ops(m), (std::vector<std::string>{"linear", "scaled_dot_product_attention", "linear", "add"}));
+  EXPECT_EQ(m.nodes[0].inputs[0], "x");
+  EXPECT_EQ(m.nodes[1].inputs, std::vector<std::string>{m.nodes[0].outputs[0]});
+  EXPECT_EQ(std::get<int64_t>(m.nodes[1].attrs.at("heads")), 2);
+  EXPECT_EQ(m.nodes[2].inputs[0], m.nodes[1].outputs[0]);
+  EXPECT_EQ(m.nodes[3].inputs, (std::vector<std::string>{"x", "proj"}));
+  ASSERT_OK_AND_ASSIGN(ir::CheckedMethod types, ir::check_method(a.model, m));
+  EXPECT_EQ(types.values.at("proj").shape, types.values.at("x").shape);  // [1, S, 16]
+}
+
+TEST(Rewrite, ReshapesThatLinearsCannotAbsorbStay) {
+  {  // the projection's output read by an add, whose broadcast would see another shape
+    AttentionModel a = exporter_attention();
+    a.method().nodes.push_back(node("add", {"proj", "proj"}, "twice"));
+    a.method().outputs.push_back("twice");
+    a.rewrite();
+    const std::vector<std::string> got = ops(a.method());
+    EXPECT_EQ(std::count(got.begin(), got.end(), "reshape"), 2);  // the merge and the way back
+  }
+  {  // a reshape that changes the last dim: the linear needs its rows as they are
+    AttentionModel a;
+    a.add_constant("w8", {4, 8});
+    ir::Method& m = a.method();
+    m.nodes = {node("reshape", {"x"}, "r", {{"shape", ir::ShapeSpec{{1, ""}, {0, "S"}, {2, ""}, {8, ""}}}}),
+               node("linear", {"r", "w8"}, "l"),
+               node("reshape", {"l"}, "y", {{"shape", ir::ShapeSpec{{1, ""}, {0, "S"}, {8, ""}}}})};
+    ASSERT_OK(ir::check_method(a.model, m).status());
+    EXPECT_EQ(a.rewrite(), 0);
+    EXPECT_EQ(ops(a.method()), (std::vector<std::string>{"reshape", "linear", "reshape"}));
+  }
+  {  // the way back is a method output: it stays
+    AttentionModel a = exporter_attention();
+    a.method().outputs.push_back("back");
+    a.rewrite();
+    const std::vector<std::string> got = ops(a.method());
+    EXPECT_EQ(std::count(got.begin(), got.end(), "reshape"), 1);
+  }
+}
+
 // On the host a convolution takes the relu or clamp op that alone reads it, with that op's
 // attributes; on a GPU, when another node also reads it, when it is a method output, when
 // the reader is in another run, or when the convolution has an activation already, not.
