@@ -4,6 +4,8 @@
 // CPU's block as written (the CUDA attention at head dim 64 runs fused).
 #include <gtest/gtest.h>
 
+#include "planrt/backends/cuda.h"
+#include "planrt/backends/engine.h"
 #include "runtime/attention_block.h"
 #include "support/gpu.h"
 
@@ -14,6 +16,8 @@ using attention_block::Rewritten;
 
 TEST(AttentionRewriteCuda, EveryVariantOnCudaAndInAnEngineAgreesWithTheCpu) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
+  ASSERT_TRUE(register_cuda_backend().ok());
+  ASSERT_TRUE(register_engine_backend().ok());
   for (int64_t batch : {1, 3}) {
     for (int64_t seq : {1, 33}) {
       auto want = attention_block::run("cpu", Rewritten::Nothing, batch, seq);
