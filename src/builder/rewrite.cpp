@@ -344,7 +344,8 @@ int move_row_reshapes_past_linears(ir::Method& method, const ir::CheckedMethod& 
   return moved;
 }
 
-// A reshape to the type it reads, not a method output: its readers read its input.
+// A reshape to the type it reads, not a method output, whose readers all follow in its run
+// (so that no segment goes or joins another): its readers read its input.
 int drop_identity_reshapes(ir::Method& method, const ir::CheckedMethod& types) {
   Uses uses(method);
   std::vector<bool> removed(method.nodes.size(), false);
@@ -362,6 +363,12 @@ int drop_identity_reshapes(ir::Method& method, const ir::CheckedMethod& types) {
     const ir::TensorType* x = type_of(types, n.inputs[0]);
     const ir::TensorType* y = type_of(types, n.outputs[0]);
     if (x == nullptr || y == nullptr || !(*x == *y)) continue;
+    size_t last = i;
+    for (size_t j = i + 1; j < method.nodes.size(); ++j) {
+      const auto& ins = method.nodes[j].inputs;
+      if (std::find(ins.begin(), ins.end(), n.outputs[0]) != ins.end()) last = j;
+    }
+    if (last == i || !one_run(method, removed, i, last, n)) continue;
     renamed[n.outputs[0]] = n.inputs[0];
     removed[i] = true;
     ++dropped;

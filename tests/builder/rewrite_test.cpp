@@ -340,6 +340,13 @@ TEST(Rewrite, ReshapesThatLinearsCannotAbsorbStay) {
     EXPECT_EQ(a.rewrite(), 0);
     EXPECT_EQ(ops(a.method()), (std::vector<std::string>{"reshape", "linear", "reshape"}));
   }
+  {  // the way back read in another segment: dropping it would move a segment's edge
+    AttentionModel a = exporter_attention();
+    a.method().nodes.back().segment = "other";
+    a.rewrite();
+    const std::vector<std::string> got = ops(a.method());
+    EXPECT_EQ(std::count(got.begin(), got.end(), "reshape"), 1);
+  }
   {  // the way back is a method output: it stays
     AttentionModel a = exporter_attention();
     a.method().outputs.push_back("back");
