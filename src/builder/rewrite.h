@@ -25,7 +25,7 @@
 // [.., S, H * Dv]: the same bytes, three or four copies fewer (the output's reshape goes
 // when it makes exactly that type).
 // drop_identity_reshapes: a reshape to the type it reads (left by the moves above), not a
-// method output, goes.
+// method output, whose readers all follow in its run, goes.
 //
 // pack_attention_projections: an attention with attribute heads whose q, k, v are linears of
 // one input over constant [N, K] weights (biases all or none), each read only by it, reads one
@@ -33,7 +33,7 @@
 // (small M products run far below the GPU's peak; one launch instead of three). The stacked
 // constants are made once per model (RewriteState) and share the sources' bytes when those lie
 // back to back (an ONNX in_proj split into q, k, v by the importer); otherwise they are a copy
-// the program stores in place of the three, which no node reads any more.
+// the program stores in place of the three (beside them if another method still reads them).
 //
 // fuse_host_conv_activations: on the host, a conv2d whose output only a relu, clip,
 // hard_sigmoid or hard_swish of its run reads takes it as its `activation` (with the op's
