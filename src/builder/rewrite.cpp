@@ -261,7 +261,16 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
     const std::string& out = attn.outputs[0];
     const ir::TensorType* out_type = type_of(types, out);
     const ir::TensorType* q_flat = splits.size() == 3 ? type_of(types, splits[0]->inputs[0]) : nullptr;
-    if (q_flat == nullptr || out_type == nullptr || out_type->shape.size() < 3) continue;
+    if (q_flat == nullptr || q_flat->shape.size() < 2 || out_type == nullptr || out_type->shape.size() < 3) continue;
+    // The three flat operands share their rank and leading dims (all but the sequence's and
+    // the row's): the attention checks them against each other as they are.
+    bool same_lead = true;
+    for (size_t k = 1; k < 3 && same_lead; ++k) {
+      const ir::TensorType* f = type_of(types, splits[k]->inputs[0]);
+      same_lead = f != nullptr && f->shape.size() == q_flat->shape.size() &&
+                  std::equal(q_flat->shape.begin(), q_flat->shape.end() - 2, f->shape.begin());
+    }
+    if (!same_lead) continue;
     // Every reader of the output a reshape of this run (the output's shape changes), none
     // a method output.
     std::vector<ir::Node*> readers;
@@ -507,17 +516,32 @@ int pack_attention_projections(ir::Model& model, ir::Method& method, RewriteStat
 }  // namespace
 
 int rewrite_method(ir::Model& model, ir::Method& method, RewriteState& state) {
-  int rewritten = absorb_attention_permutes(method);
-  // The typed rewrites, each on the types of the method as the one before left it.
-  using Typed = int (*)(ir::Method&, const ir::CheckedMethod&);
-  for (Typed pass : {Typed{move_row_reshapes_past_linears}, Typed{absorb_attention_reshapes},
-                     Typed{move_row_reshapes_past_linears}, Typed{drop_identity_reshapes}}) {
-    Result<ir::CheckedMethod> types = ir::check_method(model, method);
-    if (!types.ok()) break;
-    rewritten += pass(method, *types);
-  }
-  rewritten += pack_attention_projections(model, method, state);
-  return rewritten + fuse_host_conv_activations(method);
+  // A method that does not check is the caller's to report: the typed rewrites skip it.
+  Result<ir::CheckedMethod> types = ir::check_method(model, method);
+  if (!types.ok()) return absorb_attention_permutes(method) + fuse_host_conv_activations(method);
+  // Each rewrite keeps a checked method checked; one that would not (a case its conditions
+  // missed) is undone, so a rewrite can cost a fusion but never a model that builds.
+  int rewritten = 0;
+  auto apply = [&](auto&& pass) {
+    ir::Method before = method;
+    const int n = pass();
+    if (n == 0) return;
+    Result<ir::CheckedMethod> after = ir::check_method(model, method);
+    if (!after.ok()) {
+      method = std::move(before);
+      return;
+    }
+    types = std::move(after);
+    rewritten += n;
+  };
+  apply([&] { return absorb_attention_permutes(method); });
+  apply([&] { return move_row_reshapes_past_linears(method, *types); });
+  apply([&] { return absorb_attention_reshapes(method, *types); });
+  apply([&] { return move_row_reshapes_past_linears(method, *types); });
+  apply([&] { return drop_identity_reshapes(method, *types); });
+  apply([&] { return pack_attention_projections(model, method, state); });
+  apply([&] { return fuse_host_conv_activations(method); });
+  return rewritten;
 }
 
 }  // namespace planrt::builder

@@ -1,8 +1,9 @@
 // Graph rewrites every front end gets (the template, JSON models, the ONNX importer),
 // applied to each method by lower_model before it is partitioned. A rewrite keeps the
-// method's outputs and every value another node reads; it only fuses nodes of one run of
-// nodes sharing backend, segment and device, so the partition is the one the author wrote
-// (its segments may only have fewer nodes).
+// method's outputs (names and types); a value it removes, renames or gives another shape is
+// read only by nodes it rewrites. It only fuses nodes of one run of nodes sharing backend,
+// segment and device, so the partition is the one the author wrote (its segments may only
+// have fewer nodes). On a method that checks, a rewrite after which it would not is undone.
 //
 // absorb_attention_permutes: the head split and merge around attention,
 //   q = permute(xq, swap S/H), k = permute(xk, ...), v = permute(xv, ...),

@@ -378,9 +378,15 @@ Result<InferredNode> sdpa(Ctx& c) {
                            heads));
   }
   if (heads > 0) c.out.attrs["heads"] = heads;
-  if (!packed && c.in.size() < 3) return bad("expected q, k and v, or one packed input with attribute 'heads'");
+  if (!packed && (!c.present(1) || !c.present(2))) {
+    return bad("expected q, k and v, or one packed q|k|v input alone with attribute 'heads'");
+  }
   const size_t operands = packed ? 1 : 3;
   PLANRT_RETURN_IF_ERROR(rank_at_least(c, 0, heads > 0 ? 2 : 3));
+  if (heads > 0 && c.shape(0).size() >= static_cast<size_t>(kMaxRank)) {
+    return bad(fmt::format("{}: attribute 'heads' splits the last dim, so operands have rank at most {}",
+                           c.describe(0), kMaxRank - 1));
+  }
   for (size_t i = 1; i < operands; ++i) PLANRT_RETURN_IF_ERROR(rank_is(c, i, c.shape(0).size()));
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
   PLANRT_RETURN_IF_ERROR(same_dtype(c));
@@ -392,9 +398,9 @@ Result<InferredNode> sdpa(Ctx& c) {
     if (heads > 0) {
       const Dim last = s.back();
       const int64_t parts = packed ? 3 : 1;
-      if (!last.is_static() || last.value % (parts * heads) != 0) {
-        return bad(fmt::format("{}: attribute heads = {} needs a static last dim divisible by {}",
-                               c.describe(from), heads, parts * heads));
+      if (!last.is_static() || heads > last.value / parts || last.value % (parts * heads) != 0) {
+        return bad(fmt::format("{}: attribute heads = {} needs a static last dim that is a multiple of {} x {}",
+                               c.describe(from), heads, parts, heads));
       }
       s.back() = Dim::fixed(heads);
       s.push_back(Dim::fixed(last.value / (parts * heads)));

@@ -236,12 +236,18 @@ namespace {
 // [..., S, h, D] side by side in each row (parts 3: a packed q|k|v projection).
 Result<Shape> split_heads(std::string_view op, const TensorView& x, int64_t heads, int64_t parts,
                           std::span<const TensorView> inputs) {
-  const int64_t last = x.rank() >= 2 ? x.sizes.size(-1) : 0;
-  if (x.rank() < 2 || x.rank() >= kMaxRank || last % (parts * heads) != 0) {
+  if (x.rank() < 2 || x.rank() >= kMaxRank) {
     return make_error(ErrorCode::InvalidArgument,
-                      "{}: attribute heads = {} needs operands [..., S, {}heads x D]: a last dim "
-                      "divisible by {}; got {}",
-                      op, heads, parts == 1 ? "" : "3 x ", parts * heads, describe_inputs(op, inputs));
+                      "{}: attribute heads splits the last dim of operands [..., S, {}heads x D] of rank 2 "
+                      "to {}; got {}",
+                      op, parts == 1 ? "" : "3 x ", kMaxRank - 1, describe_inputs(op, inputs));
+  }
+  const int64_t last = x.sizes.size(-1);
+  if (heads > last / parts || last % (parts * heads) != 0) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: attribute heads = {} needs operands [..., S, {}heads x D]: a last dim that "
+                      "is a multiple of {} x {}; got {}",
+                      op, heads, parts == 1 ? "" : "3 x ", parts, heads, describe_inputs(op, inputs));
   }
   Shape out = drop_last(x.sizes, 1);
   PLANRT_RETURN_IF_ERROR(out.push_back(heads));
@@ -269,12 +275,13 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
   const bool seq_major = layout == "bshd";
   PLANRT_ASSIGN_OR_RETURN(int64_t heads_attr, with_op(op, attrs.get_int("heads", 0)));
   const bool packed = inputs.size() == 1;
+  const bool absent = std::any_of(inputs.begin(), inputs.end(), [](const TensorView& t) { return t.is_none(); });
   if (heads_attr < 0 || (heads_attr > 0 && !seq_major) || (packed && heads_attr == 0) ||
-      (inputs.size() != 1 && inputs.size() != 3)) {
+      (inputs.size() != 1 && inputs.size() != 3) || absent) {
     return make_error(ErrorCode::InvalidArgument,
                       "{}: takes q, k, v, or with layout \"bshd\" and attribute heads > 0 one packed "
-                      "[..., S, 3 x heads x D] input; got {} input(s), layout {}, heads {}",
-                      op, inputs.size(), layout, heads_attr);
+                      "[..., S, 3 x heads x D] input alone; got {} input(s){}, layout {}, heads {}",
+                      op, inputs.size(), absent ? " (one absent)" : "", layout, heads_attr);
   }
   // The operands as [..., S, H, D] (bshd) or [..., S, D] (bhsd).
   Shape qs, ks, vs;

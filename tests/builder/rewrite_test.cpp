@@ -356,6 +356,52 @@ TEST(Rewrite, ReshapesThatLinearsCannotAbsorbStay) {
   }
 }
 
+// q projects a [1, S, 16] input, k and v a [S, 16] one, each split to [S, 2, 8]: the flat
+// operands would differ in rank, so the heads stay split (the model builds as written).
+TEST(Rewrite, FlatOperandsOfDifferentRanksKeepTheirHeadSplits) {
+  AttentionModel a;
+  ir::Method& m = a.method();
+  m.inputs.push_back({"x2", {DType::F32, {ir::Dim::named(0), ir::Dim::fixed(16)}}});
+  const ir::ShapeSpec heads{{0, "S"}, {2, ""}, {8, ""}};
+  for (ir::Node& n : m.nodes) {
+    if (n.op == "linear" && n.outputs[0] != "q.out") n.inputs[0] = "x2";
+    if (n.op == "reshape" && n.outputs[0] != "y") n.attrs["shape"] = heads;
+  }
+  ASSERT_OK(ir::check_method(a.model, m).status());
+  EXPECT_EQ(a.rewrite(), 0);
+  EXPECT_TRUE(ir::check_method(a.model, a.method()).ok());
+}
+
+// v of another width (Dv 12): the heads are absorbed, the projections cannot stack.
+TEST(Rewrite, ProjectionsOfDifferentWidthsStaySeparate) {
+  AttentionModel a;
+  for (ir::Constant& c : a.model.constants) {
+    if (c.name == "v.w") c.shape = {24, 16};
+    if (c.name == "v.b") c.shape = {24};
+    auto bytes = std::make_shared<std::vector<uint8_t>>(c.nbytes());
+    c.bytes = {bytes->data(), bytes->size()};
+    c.owner = bytes;
+  }
+  ir::Method& m = a.method();
+  m.nodes[5].attrs["shape"] = ir::ShapeSpec{{1, ""}, {0, "S"}, {2, ""}, {12, ""}};
+  m.nodes[7].attrs["shape"] = ir::ShapeSpec{{1, ""}, {0, "S"}, {24, ""}};
+  ASSERT_OK(ir::check_method(a.model, m).status());
+  EXPECT_EQ(a.rewrite(), 1);
+  const std::vector<std::string> got = ops(a.method());
+  EXPECT_EQ(std::count(got.begin(), got.end(), "linear"), 3);
+  EXPECT_EQ(std::count(got.begin(), got.end(), "reshape"), 0);
+}
+
+// A constant already named as the stacked weight would be: the made one takes another name.
+TEST(Rewrite, StackedWeightsTakeAFreeName) {
+  AttentionModel a;
+  a.add_constant("q.w#qkv", {1});
+  EXPECT_EQ(a.rewrite(), 2);
+  EXPECT_EQ(a.method().nodes[0].inputs[1], "q.w#qkv2");
+  ASSERT_NE(a.model.find_constant("q.w#qkv2"), nullptr);
+  EXPECT_EQ(a.model.find_constant("q.w#qkv")->shape, std::vector<int64_t>{1});
+}
+
 // On the host a convolution takes the relu or clamp op that alone reads it, with that op's
 // attributes; on a GPU, when another node also reads it, when it is a method output, when
 // the reader is in another run, or when the convolution has an activation already, not.

@@ -117,6 +117,36 @@ TEST(ShapeInference, SdpaChecksEveryOperand) {
             "[1, 2, S, 8]");
 }
 
+// Attribute heads (layout bshd): [.., S, H*D] operands, or one packed [.., S, 3*H*D] input;
+// every way to get it wrong is an error that says what it needs, never a crash.
+TEST(ShapeInference, SdpaHeadsAttributeAndPackedInput) {
+  const Attrs heads2{{"layout", std::string("bshd")}, {"heads", int64_t{2}}};
+  auto sdpa = [](std::vector<TensorType> types, Attrs attrs) {
+    return out_shape(infer("scaled_dot_product_attention", std::move(types), std::move(attrs)));
+  };
+  auto has = [](const std::string& got, const std::string& part) { return got.find(part) != std::string::npos; };
+  EXPECT_EQ(sdpa({f32({c(1), S, c(48)})}, heads2), "[1, S, 16]");  // packed: q|k|v of 2 x 8
+  EXPECT_EQ(sdpa({f32({c(1), S, c(16)}), f32({c(1), T, c(16)}), f32({c(1), T, c(12)})}, heads2), "[1, S, 12]");
+  EXPECT_TRUE(has(sdpa({f32({c(1), S, c(50)})}, heads2), "a multiple of 3 x 2"));
+  EXPECT_TRUE(has(sdpa({f32({c(1), S, S})}, heads2), "static last dim"));
+  EXPECT_TRUE(has(sdpa({f32({c(1), S, c(48)})}, {{"layout", std::string("bshd")}}), "packed q|k|v input needs it"));
+  EXPECT_TRUE(has(sdpa({f32({c(1), S, c(48)})}, {{"heads", int64_t{2}}}), "needs layout \"bshd\""));
+  EXPECT_TRUE(has(sdpa({f32({c(1), S, c(48)})}, {{"layout", std::string("bshd")}, {"heads", int64_t{-2}}}),
+                  "must be positive"));
+  // A heads count whose 3 x heads would overflow is no divisor of anything.
+  EXPECT_TRUE(has(sdpa({f32({c(1), S, c(15)})}, {{"layout", std::string("bshd")}, {"heads", int64_t{6148914691236517207}}}),
+                  "a multiple of 3 x 6148914691236517207"));
+  // Splitting the last dim of a rank-8 operand would make rank 9.
+  EXPECT_TRUE(has(sdpa({f32({c(1), c(1), c(1), c(1), c(1), c(1), S, c(48)})}, heads2), "rank at most 7"));
+  // Two inputs, or k and v absent: q, k and v, or the packed input alone.
+  EXPECT_TRUE(has(sdpa({f32({c(1), S, c(48)}), f32({c(1), S, c(48)})}, heads2), "one packed q|k|v input alone"));
+  const TensorType q = f32({c(1), S, c(48)});
+  std::vector<Operand> absent{{"q", &q}, {"", nullptr}, {"", nullptr}};
+  Result<InferredNode> r = infer_node("scaled_dot_product_attention", absent, heads2, kDims);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(has(r.status().message(), "expected q, k and v"));
+}
+
 TEST(ShapeInference, OpWithoutRuleIsReportedNotGuessed) {
   EXPECT_FALSE(has_shape_rule("conv3d"));
   auto r = infer("conv3d", {f32({S})});

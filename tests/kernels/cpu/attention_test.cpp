@@ -242,7 +242,14 @@ TEST(Attention, HeadsAttributeChecksItsOperands) {
   HostTensor qkv = HostTensor::random({1, 4, 32}, 1);  // 32 is no multiple of 3 x 3
   HostTensor y(DType::F32, {1, 4, 12});
   EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {qkv.view()}, {y.view()}),
-                      ErrorCode::InvalidArgument, {"heads = 3", "divisible by 9", "[1, 4, 32]"}));
+                      ErrorCode::InvalidArgument, {"heads = 3", "a multiple of 3 x 3", "[1, 4, 32]"}));
+  // 3 x heads would overflow: no divisor of anything, and no index past the tensor.
+  attrs.set("heads", int64_t{6148914691236517207});
+  HostTensor fifteen = HostTensor::random({1, 4, 15}, 3);
+  HostTensor y5(DType::F32, {1, 4, 5});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {fifteen.view()}, {y5.view()}),
+                      ErrorCode::InvalidArgument, {"a multiple of 3 x 6148914691236517207"}));
+  attrs.set("heads", int64_t{3});
   HostTensor good = HostTensor::random({1, 4, 36}, 2);
   HostTensor wrong(DType::F32, {1, 4, 36});  // the output is [1, 4, 12]
   EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {good.view()}, {wrong.view()}),
@@ -250,6 +257,19 @@ TEST(Attention, HeadsAttributeChecksItsOperands) {
   attrs.set("layout", std::string("bhsd"));  // heads needs bshd
   EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {good.view()}, {y.view()}),
                       ErrorCode::InvalidArgument, {"heads 3", "layout bhsd"}));
+  attrs.set("layout", std::string("bshd"));
+  attrs.set("heads", int64_t{-1});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {good.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"heads -1"}));
+  attrs.set("heads", int64_t{3});
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {good.view(), good.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"2 input(s)"}));
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {good.view(), TensorView::none(), TensorView::none()},
+                             {y.view()}),
+                      ErrorCode::InvalidArgument, {"(one absent)"}));
+  HostTensor rank1 = HostTensor::random({36}, 4);
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {rank1.view()}, {y.view()}),
+                      ErrorCode::InvalidArgument, {"rank 2 to 7", "[36]"}));
   OpAttrs no_heads;  // one input without heads
   no_heads.set("layout", std::string("bshd"));
   EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", no_heads, {good.view()}, {y.view()}),
