@@ -36,145 +36,31 @@ bool same_place(const ir::Node& a, const ir::Node& b) {
   return a.backend == b.backend && a.segment == b.segment && a.device == b.device;
 }
 
-int absorb_attention_permutes(ir::Method& method) {
-  std::map<std::string, size_t, std::less<>> producer;
-  std::map<std::string, int, std::less<>> reads;  // by nodes, plus one per method output
-  for (size_t i = 0; i < method.nodes.size(); ++i) {
-    for (const std::string& in : method.nodes[i].inputs) {
-      if (!in.empty()) ++reads[in];
-    }
-    for (const std::string& out : method.nodes[i].outputs) producer[out] = i;
-  }
-  for (const std::string& out : method.outputs) ++reads[out];
-  std::vector<bool> removed(method.nodes.size(), false);
-  auto permute_producing = [&](const std::string& value) -> ir::Node* {
-    auto it = producer.find(value);
-    if (it == producer.end() || removed[it->second]) return nullptr;
-    ir::Node& p = method.nodes[it->second];
-    return swaps_seq_and_heads(p) ? &p : nullptr;
-  };
-  auto index_of = [&](const ir::Node* n) { return static_cast<size_t>(n - method.nodes.data()); };
-
-  int rewritten = 0;
-  for (size_t i = 0; i < method.nodes.size(); ++i) {
-    ir::Node& attn = method.nodes[i];
-    if (attn.op != "scaled_dot_product_attention" || attn.inputs.size() != 3 ||
-        attn.outputs.size() != 1 || attn.attrs.contains("layout")) {
-      continue;
-    }
-    // Each input a head split read only by this attention (as often as it reads it).
-    std::vector<ir::Node*> splits;
-    for (const std::string& in : attn.inputs) {
-      ir::Node* p = permute_producing(in);
-      const auto uses = std::count(attn.inputs.begin(), attn.inputs.end(), in);
-      if (p == nullptr || reads[in] != uses || !same_place(*p, attn)) break;
-      splits.push_back(p);
-    }
-    if (splits.size() != 3) continue;
-    // The output read once, by a head merge.
-    const std::string& o = attn.outputs[0];
-    if (reads[o] != 1) continue;
-    ir::Node* merge = nullptr;
-    for (size_t j = i + 1; j < method.nodes.size() && merge == nullptr; ++j) {
-      ir::Node& n = method.nodes[j];
-      if (!removed[j] && n.inputs.size() == 1 && n.inputs[0] == o) merge = &n;
-    }
-    if (merge == nullptr || !swaps_seq_and_heads(*merge) || !same_place(*merge, attn)) continue;
-    // Every node from the first split to the merge in the attention's place: removing the
-    // permutes then shortens one segment and never joins or drops one.
-    size_t lo = index_of(merge);
-    for (const ir::Node* p : splits) lo = std::min(lo, index_of(p));
-    bool one_run = true;
-    for (size_t j = lo; j <= index_of(merge) && one_run; ++j) {
-      one_run = removed[j] || same_place(method.nodes[j], attn);
-    }
-    if (!one_run) continue;
-    for (size_t k = 0; k < 3; ++k) {
-      attn.inputs[k] = splits[k]->inputs[0];
-      removed[index_of(splits[k])] = true;
-    }
-    attn.outputs[0] = merge->outputs[0];
-    attn.attrs["layout"] = std::string("bshd");
-    removed[index_of(merge)] = true;
-    producer[attn.outputs[0]] = i;  // a later attention sees who makes it now
-    ++rewritten;
-  }
-  if (rewritten == 0) return 0;
-  std::vector<ir::Node> kept;
-  kept.reserve(method.nodes.size());
-  for (size_t i = 0; i < method.nodes.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(method.nodes[i]));
-  }
-  method.nodes = std::move(kept);
-  return rewritten;
-}
-
-// conv2d read only by one relu, clip, hard_sigmoid or hard_swish of its run, on the host:
-// the convolution applies it (oneDNN's post-ops, kernels/cpu/packed_conv.h).
-int fuse_host_conv_activations(ir::Method& method) {
-  static const std::set<std::string, std::less<>> kFusable = {"relu", "clip", "hard_sigmoid", "hard_swish"};
-  std::map<std::string, int, std::less<>> reads;
-  for (const ir::Node& n : method.nodes) {
-    for (const std::string& in : n.inputs) {
-      if (!in.empty()) ++reads[in];
-    }
-  }
-  for (const std::string& out : method.outputs) ++reads[out];
-  std::vector<bool> removed(method.nodes.size(), false);
-  int fused = 0;
-  for (size_t i = 0; i < method.nodes.size(); ++i) {
-    ir::Node& conv = method.nodes[i];
-    auto act = conv.attrs.find("activation");
-    const bool plain = act == conv.attrs.end() ||
-                       (std::holds_alternative<std::string>(act->second) && std::get<std::string>(act->second) == "none");
-    if (conv.op != "conv2d" || !plain || conv.outputs.size() != 1 || reads[conv.outputs[0]] != 1 ||
-        !ir::node_device(method, conv).is_cpu()) {
-      continue;
-    }
-    for (size_t j = i + 1; j < method.nodes.size(); ++j) {
-      ir::Node& reader = method.nodes[j];
-      if (std::find(reader.inputs.begin(), reader.inputs.end(), conv.outputs[0]) == reader.inputs.end()) continue;
-      if (kFusable.contains(reader.op) && reader.inputs.size() == 1 && reader.outputs.size() == 1 &&
-          same_place(reader, conv)) {
-        bool one_run = true;  // every node between them in the same place: no segment changes
-        for (size_t k = i + 1; k < j && one_run; ++k) one_run = removed[k] || same_place(method.nodes[k], conv);
-        if (one_run) {
-          conv.attrs["activation"] = reader.op;
-          for (const auto& [name, value] : reader.attrs) conv.attrs[name] = value;
-          conv.outputs = reader.outputs;
-          removed[j] = true;
-          ++fused;
-        }
-      }
-      break;
-    }
-  }
-  if (fused == 0) return 0;
-  std::vector<ir::Node> kept;
-  for (size_t i = 0; i < method.nodes.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(method.nodes[i]));
-  }
-  method.nodes = std::move(kept);
-  return fused;
-}
-
 // Who reads each value (nodes, plus one per method output) and who makes it.
+// (As the method was when it was made: a pass that renames values keeps it current itself.)
 struct Uses {
   std::map<std::string, size_t, std::less<>> producer;
-  std::map<std::string, int, std::less<>> reads;
+  std::map<std::string, std::vector<size_t>, std::less<>> readers;  // node indices, one per read
+  std::map<std::string, int, std::less<>> output_reads;             // as method outputs
 
   explicit Uses(const ir::Method& method) {
     for (size_t i = 0; i < method.nodes.size(); ++i) {
       for (const std::string& in : method.nodes[i].inputs) {
-        if (!in.empty()) ++reads[in];
+        if (!in.empty()) readers[in].push_back(i);
       }
       for (const std::string& out : method.nodes[i].outputs) producer[out] = i;
     }
-    for (const std::string& out : method.outputs) ++reads[out];
+    for (const std::string& out : method.outputs) ++output_reads[out];
   }
+  const std::vector<size_t>& readers_of(const std::string& v) const {
+    static const std::vector<size_t> kNone;
+    auto it = readers.find(v);
+    return it == readers.end() ? kNone : it->second;
+  }
+  // Reads by nodes plus one per method output.
   int read_count(const std::string& v) const {
-    auto it = reads.find(v);
-    return it == reads.end() ? 0 : it->second;
+    auto it = output_reads.find(v);
+    return static_cast<int>(readers_of(v).size()) + (it == output_reads.end() ? 0 : it->second);
   }
 };
 
@@ -194,6 +80,95 @@ void drop_removed(ir::Method& method, const std::vector<bool>& removed) {
     if (!removed[i]) kept.push_back(std::move(method.nodes[i]));
   }
   method.nodes = std::move(kept);
+}
+
+int absorb_attention_permutes(ir::Method& method) {
+  Uses uses(method);
+  std::vector<bool> removed(method.nodes.size(), false);
+  auto permute_producing = [&](const std::string& value) -> ir::Node* {
+    auto it = uses.producer.find(value);
+    if (it == uses.producer.end() || removed[it->second]) return nullptr;
+    ir::Node& p = method.nodes[it->second];
+    return swaps_seq_and_heads(p) ? &p : nullptr;
+  };
+  auto index_of = [&](const ir::Node* n) { return static_cast<size_t>(n - method.nodes.data()); };
+
+  int rewritten = 0;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    ir::Node& attn = method.nodes[i];
+    if (attn.op != "scaled_dot_product_attention" || attn.inputs.size() != 3 ||
+        attn.outputs.size() != 1 || attn.attrs.contains("layout")) {
+      continue;
+    }
+    // Each input a head split read only by this attention (as often as it reads it).
+    std::vector<ir::Node*> splits;
+    for (const std::string& in : attn.inputs) {
+      ir::Node* p = permute_producing(in);
+      const auto reads_here = std::count(attn.inputs.begin(), attn.inputs.end(), in);
+      if (p == nullptr || uses.read_count(in) != reads_here || !same_place(*p, attn)) break;
+      splits.push_back(p);
+    }
+    if (splits.size() != 3) continue;
+    // The output read once, by a head merge.
+    const std::string& o = attn.outputs[0];
+    if (uses.read_count(o) != 1) continue;
+    ir::Node* merge = nullptr;
+    for (size_t j = i + 1; j < method.nodes.size() && merge == nullptr; ++j) {
+      ir::Node& n = method.nodes[j];
+      if (!removed[j] && n.inputs.size() == 1 && n.inputs[0] == o) merge = &n;
+    }
+    if (merge == nullptr || !swaps_seq_and_heads(*merge) || !same_place(*merge, attn)) continue;
+    // Every node from the first split to the merge in the attention's place: removing the
+    // permutes then shortens one segment and never joins or drops one.
+    size_t lo = index_of(merge);
+    for (const ir::Node* p : splits) lo = std::min(lo, index_of(p));
+    if (!one_run(method, removed, lo, index_of(merge), attn)) continue;
+    for (size_t k = 0; k < 3; ++k) {
+      attn.inputs[k] = splits[k]->inputs[0];
+      removed[index_of(splits[k])] = true;
+    }
+    attn.outputs[0] = merge->outputs[0];
+    attn.attrs["layout"] = std::string("bshd");
+    removed[index_of(merge)] = true;
+    uses.producer[attn.outputs[0]] = i;  // a later attention sees who makes it now
+    ++rewritten;
+  }
+  if (rewritten > 0) drop_removed(method, removed);
+  return rewritten;
+}
+
+// conv2d read only by one relu, clip, hard_sigmoid or hard_swish of its run, on the host:
+// the convolution applies it (oneDNN's post-ops, kernels/cpu/packed_conv.h).
+int fuse_host_conv_activations(ir::Method& method) {
+  static const std::set<std::string, std::less<>> kFusable = {"relu", "clip", "hard_sigmoid", "hard_swish"};
+  const Uses uses(method);
+  std::vector<bool> removed(method.nodes.size(), false);
+  int fused = 0;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    ir::Node& conv = method.nodes[i];
+    auto act = conv.attrs.find("activation");
+    const bool plain = act == conv.attrs.end() ||
+                       (std::holds_alternative<std::string>(act->second) && std::get<std::string>(act->second) == "none");
+    if (conv.op != "conv2d" || !plain || conv.outputs.size() != 1 || uses.read_count(conv.outputs[0]) != 1 ||
+        !ir::node_device(method, conv).is_cpu()) {
+      continue;
+    }
+    const std::vector<size_t>& readers = uses.readers_of(conv.outputs[0]);
+    if (readers.size() != 1 || readers[0] <= i) continue;
+    const size_t j = readers[0];
+    ir::Node& reader = method.nodes[j];
+    // Every node between them in the same place: no segment changes.
+    if (kFusable.contains(reader.op) && reader.inputs.size() == 1 && reader.outputs.size() == 1 &&
+        same_place(reader, conv) && one_run(method, removed, i, j, conv)) {
+      conv.attrs["activation"] = reader.op;
+      for (const auto& [name, value] : reader.attrs) conv.attrs[name] = value;
+      conv.outputs = reader.outputs;
+      removed[j] = true;
+      ++fused;
+    }
+  }
+  if (fused > 0) drop_removed(method, removed);
+  return fused;
 }
 
 const ir::TensorType* type_of(const ir::CheckedMethod& types, const std::string& v) {
@@ -275,11 +250,10 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
     // a method output.
     std::vector<ir::Node*> readers;
     size_t last = i;
-    for (size_t j = i + 1; j < method.nodes.size(); ++j) {
-      ir::Node& n = method.nodes[j];
-      if (removed[j] || std::find(n.inputs.begin(), n.inputs.end(), out) == n.inputs.end()) continue;
-      readers.push_back(&n);
-      last = j;
+    for (size_t j : uses.readers_of(out)) {
+      if (removed[j] || j <= i) continue;
+      readers.push_back(&method.nodes[j]);
+      last = std::max(last, j);
     }
     const bool readers_reshape = std::all_of(readers.begin(), readers.end(), [&](const ir::Node* n) {
       return n->op == "reshape" && n->outputs.size() == 1 && same_place(*n, attn);
@@ -315,14 +289,8 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
 // [S, B, E] transpose of a unit batch becomes a reshape) then no longer stands between the
 // projections and the attention's head reshapes.
 int move_row_reshapes_past_linears(ir::Method& method, const ir::CheckedMethod& types) {
-  Uses uses(method);
+  const Uses uses(method);
   std::vector<bool> removed(method.nodes.size(), false);
-  std::map<std::string, std::vector<size_t>, std::less<>> readers;
-  for (size_t j = 0; j < method.nodes.size(); ++j) {
-    for (const std::string& in : method.nodes[j].inputs) {
-      if (!in.empty()) readers[in].push_back(j);
-    }
-  }
   int moved = 0;
   for (size_t i = 0; i < method.nodes.size(); ++i) {
     const ir::Node& r = method.nodes[i];
@@ -332,7 +300,7 @@ int move_row_reshapes_past_linears(ir::Method& method, const ir::CheckedMethod& 
     if (x == nullptr || y == nullptr || x->shape.empty() || y->shape.empty() || x->shape.back() != y->shape.back()) {
       continue;
     }
-    const std::vector<size_t>& users = readers[r.outputs[0]];
+    const std::vector<size_t>& users = uses.readers_of(r.outputs[0]);
     if (users.empty() || uses.read_count(r.outputs[0]) != static_cast<int>(users.size())) continue;
     bool ok = true;
     for (size_t u : users) {
@@ -340,7 +308,7 @@ int move_row_reshapes_past_linears(ir::Method& method, const ir::CheckedMethod& 
       ok = ok && lin.op == "linear" && lin.inputs[0] == r.outputs[0] &&
            std::count(lin.inputs.begin(), lin.inputs.end(), r.outputs[0]) == 1 && lin.outputs.size() == 1 &&
            same_place(lin, r) && one_run(method, removed, i, u, r);
-      const std::vector<size_t>& after = ok ? readers[lin.outputs[0]] : users;
+      const std::vector<size_t>& after = ok ? uses.readers_of(lin.outputs[0]) : users;
       ok = ok && !after.empty() && uses.read_count(lin.outputs[0]) == static_cast<int>(after.size()) &&
            std::all_of(after.begin(), after.end(), [&](size_t k) { return method.nodes[k].op == "reshape"; });
     }
@@ -356,7 +324,7 @@ int move_row_reshapes_past_linears(ir::Method& method, const ir::CheckedMethod& 
 // A reshape to the type it reads, not a method output, whose readers all follow in its run
 // (so that no segment goes or joins another): its readers read its input.
 int drop_identity_reshapes(ir::Method& method, const ir::CheckedMethod& types) {
-  Uses uses(method);
+  const Uses uses(method);
   std::vector<bool> removed(method.nodes.size(), false);
   std::map<std::string, std::string, std::less<>> renamed;
   int dropped = 0;
@@ -365,19 +333,14 @@ int drop_identity_reshapes(ir::Method& method, const ir::CheckedMethod& types) {
     for (std::string& in : n.inputs) {
       if (auto it = renamed.find(in); it != renamed.end()) in = it->second;
     }
-    if (n.op != "reshape" || n.inputs.size() != 1 || n.outputs.size() != 1 ||
-        std::find(method.outputs.begin(), method.outputs.end(), n.outputs[0]) != method.outputs.end()) {
-      continue;
-    }
+    if (n.op != "reshape" || n.inputs.size() != 1 || n.outputs.size() != 1) continue;
+    const std::vector<size_t>& readers = uses.readers_of(n.outputs[0]);
+    if (readers.empty() || uses.read_count(n.outputs[0]) != static_cast<int>(readers.size())) continue;
     const ir::TensorType* x = type_of(types, n.inputs[0]);
     const ir::TensorType* y = type_of(types, n.outputs[0]);
     if (x == nullptr || y == nullptr || !(*x == *y)) continue;
-    size_t last = i;
-    for (size_t j = i + 1; j < method.nodes.size(); ++j) {
-      const auto& ins = method.nodes[j].inputs;
-      if (std::find(ins.begin(), ins.end(), n.outputs[0]) != ins.end()) last = j;
-    }
-    if (last == i || !one_run(method, removed, i, last, n)) continue;
+    const size_t last = *std::max_element(readers.begin(), readers.end());
+    if (last <= i || !one_run(method, removed, i, last, n)) continue;
     renamed[n.outputs[0]] = n.inputs[0];
     removed[i] = true;
     ++dropped;
