@@ -2,7 +2,9 @@
 """planrt on the CPU against ONNX Runtime's CPU provider and PyTorch (issue 23's benchmark).
 
 For each model and size (sequence length S of an encoder, batch N of a torchvision
-classifier at 224x224): the model is built in PyTorch from a seed (bench/cpu/models.py),
+classifier at 224x224): the model is built in PyTorch from a seed (bench/cpu/models.py; an
+encoder's layers each get their own weights, as a trained model's do; "<name>-tied", e.g.
+bert6-tied, gives every layer the same ones, which the exporter stores once),
 exported once with torch.onnx.export (S or N dynamic), built with `planrt build model.onnx`, and run by each runtime in a process of its own, at each thread count, in
 rounds that alternate the runtimes' order, so that all figures of a row come from one run:
 
@@ -17,7 +19,7 @@ module in float64 (max |y - y64| / max |y64|). planrt's ratio to ONNX Runtime is
 measure (issue 23: at most 0.9).
 
   /usr/bin/python3 bench/cpu_compare.py --planrt build/cpu/tools/planrt \\
-      [--models encoder bert6 resnet18 mobilenet_v3_small] [--seq 1 16 128 512]
+      [--models encoder bert6 resnet18 mobilenet_v3_small bert6-tied] [--seq 1 16 128 512]
       [--batch 1 8] [--threads 1 2] [--iterations 30]
       [--warmup 3] [--rounds 2] [--ort-dir ~/.cache/planrt/onnxruntime-node] [--out FILE.jsonl]
       [--smoke]   # one tiny block at S 16 and mobilenet_v3_small at N 1, 1 thread, 3

@@ -15,6 +15,16 @@ MODELS = {
     # One small block: the smoke run's model.
     "tiny": dict(d=64, heads=4, ffn=128, layers=1, norm_first=True),
 }
+# "<name>-tied" is <name> with every layer holding the same weights. nn.TransformerEncoder
+# clones one layer, so freshly built layers are equal, and torch.onnx.export then stores
+# one layer's initializers for all of them: a model 1/layers the size, whose weights stay in
+# cache. Trained models differ per layer, so the plain names give each layer its own draw;
+# the tied variant measures how a runtime keeps shared weights.
+TIED_SUFFIX = "-tied"
+
+
+def config(name):
+    return MODELS[name[:-len(TIED_SUFFIX)] if name.endswith(TIED_SUFFIX) else name]
 
 # torchvision classifiers (issue 23's CNN rows), at this image size.
 VISION = {"resnet18", "mobilenet_v3_small"}
@@ -30,18 +40,25 @@ def build(name, seed=0):
     if is_vision(name):
         import torchvision
         return getattr(torchvision.models, name)(weights=None).eval()
-    cfg = MODELS[name]
+    cfg = config(name)
     layer = torch.nn.TransformerEncoderLayer(cfg["d"], cfg["heads"], cfg["ffn"], dropout=0.0,
                                              activation="gelu", batch_first=True,
                                              norm_first=cfg["norm_first"])
-    return torch.nn.TransformerEncoder(layer, cfg["layers"], enable_nested_tensor=False).eval()
+    encoder = torch.nn.TransformerEncoder(layer, cfg["layers"], enable_nested_tensor=False).eval()
+    if not name.endswith(TIED_SUFFIX):
+        with torch.no_grad():
+            for i, block in enumerate(encoder.layers):
+                gen = torch.Generator().manual_seed(seed * 1000 + i + 1)
+                for p in block.parameters():
+                    p.add_(torch.randn(p.shape, generator=gen) * 0.02)
+    return encoder
 
 
 def input_shape(name, size):
     """The input's shape at dynamic size `size` (S for encoders, N for classifiers)."""
     if is_vision(name):
         return (size, 3, IMAGE_SIZE, IMAGE_SIZE)
-    return (1, size, MODELS[name]["d"])
+    return (1, size, config(name)["d"])
 
 
 def dynamic_dim(name):

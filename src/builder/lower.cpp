@@ -4,6 +4,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <flatbuffers/flatbuffers.h>
@@ -23,13 +25,18 @@ namespace {
 
 using format::kNoValue;
 
-// The program's constant table, shared by all methods.
+// The program's constant table, shared by all methods. Constants of equal dtype, shape and
+// bytes become one entry: tied weights (an exporter's shared initializer, read through
+// Identity or transposed once per reader; the layers of a stack cloned from one module) are
+// stored, uploaded and packed once, as the model holds them, not once per reader.
 class ConstantTable {
  public:
   explicit ConstantTable(LoweredProgram& out) : out_(out) {}
   uint32_t index_of(const ir::Constant& c) {
-    auto [it, inserted] = index_.emplace(c.name, static_cast<uint32_t>(out_.constants.size()));
-    if (inserted) {
+    if (auto it = index_.find(c.name); it != index_.end()) return it->second;
+    const uint32_t index = same_content(c).value_or(static_cast<uint32_t>(out_.constants.size()));
+    index_.emplace(c.name, index);
+    if (index == out_.constants.size()) {
       out_.constants.push_back(&c);
       auto t = std::make_unique<fb::ConstantT>();
       t->name = c.name;
@@ -37,13 +44,37 @@ class ConstantTable {
       t->shape = c.shape;
       t->size_bytes = c.nbytes();
       out_.program.constants.push_back(std::move(t));
+      if (!c.bytes.empty()) by_content_.emplace(content_hash(c), index);
     }
-    return it->second;
+    return index;
   }
 
  private:
+  static size_t content_hash(const ir::Constant& c) {
+    size_t h = std::hash<std::string_view>{}(
+        std::string_view(reinterpret_cast<const char*>(c.bytes.data()), c.bytes.size()));
+    h ^= static_cast<size_t>(c.dtype) * 0x9e3779b97f4a7c15ULL;
+    for (int64_t d : c.shape) h = h * 31 + static_cast<size_t>(d);
+    return h;
+  }
+
+  // An entry already in the table holding exactly c's dtype, shape and bytes.
+  std::optional<uint32_t> same_content(const ir::Constant& c) const {
+    if (c.bytes.empty()) return std::nullopt;
+    auto [first, last] = by_content_.equal_range(content_hash(c));
+    for (auto it = first; it != last; ++it) {
+      const ir::Constant& other = *out_.constants[it->second];
+      if (other.dtype == c.dtype && other.shape == c.shape && other.bytes.size() == c.bytes.size() &&
+          std::equal(other.bytes.begin(), other.bytes.end(), c.bytes.begin())) {
+        return it->second;
+      }
+    }
+    return std::nullopt;
+  }
+
   LoweredProgram& out_;
   std::map<std::string, uint32_t, std::less<>> index_;
+  std::unordered_multimap<size_t, uint32_t> by_content_;  // content hash -> entry
 };
 
 std::vector<fb::DimRef> to_dimrefs(const ir::SymShape& shape) {

@@ -1,6 +1,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/host_pages.h"
 #include "planrt/platform/device_allocator.h"
 
 namespace planrt {
@@ -16,6 +17,10 @@ class HostAllocator final : public DeviceAllocator {
                         to_string(device));
     }
     if (nbytes == 0) return static_cast<void*>(nullptr);
+    if (nbytes >= kHugePageBytes) {
+      PLANRT_ASSIGN_OR_RETURN(HostPages pages, HostPages::map(nbytes));
+      return pages.release();
+    }
     // nothrow + align_val_t: a failed allocation becomes a Status, never bad_alloc.
     void* p = ::operator new(nbytes, std::align_val_t(kHostAlignment), std::nothrow);
     if (p == nullptr) {
@@ -24,8 +29,13 @@ class HostAllocator final : public DeviceAllocator {
     return p;
   }
 
-  void deallocate(void* ptr, size_t, Device) override {
-    if (ptr != nullptr) ::operator delete(ptr, std::align_val_t(kHostAlignment));
+  void deallocate(void* ptr, size_t nbytes, Device) override {
+    if (ptr == nullptr) return;
+    if (nbytes >= kHugePageBytes) {
+      HostPages::unmap(ptr, (nbytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+      return;
+    }
+    ::operator delete(ptr, std::align_val_t(kHostAlignment));
   }
 
   Status copy_host_to_device(void* dst, const void* src, size_t nbytes, Device) override {

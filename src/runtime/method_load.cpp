@@ -287,7 +287,7 @@ class Loader {
     if (!plan.ok()) return plan.status().with_context(fmt::format("method '{}': {}", name_, step_name(k, ins)));
     const uint64_t bytes = ins_views[1].nbytes();
     if (file_.constant_data(method_.values()->Get(step.inputs[1])->constant()).size() != bytes) return {};
-    return adopt_packed(k, ins, step, kernels::cpu::PackedConv::create(step.attrs, *plan, ins_views[1]), w.data, bytes);
+    return adopt_packed(k, ins, step, kernels::cpu::PackedConv::create(step.attrs, *plan, ins_views[1], weight_arena()), w.data, bytes);
   }
 
   // A prepared kernel runs instead of the plain one; NotSupported (oneDNN declined) keeps
@@ -315,11 +315,20 @@ class Loader {
         !w.shape[0].is_static() || !w.shape[1].is_static()) {
       return {};
     }
-    const uint64_t bytes = file_.constant_data(method_.values()->Get(step.inputs[1])->constant()).size();
+    const uint32_t constant = method_.values()->Get(step.inputs[1])->constant();
+    const uint64_t bytes = file_.constant_data(constant).size();
     if (bytes != static_cast<uint64_t>(w.shape[0].value * w.shape[1].value) * sizeof(float)) return {};
+    // A weight several linears read (tied layers: the builder stores equal constants once)
+    // is packed once and its copy shared, so the method holds it once, as the program does.
+    if (auto it = packed_linears_.find(constant); it != packed_linears_.end()) {
+      step.packed = it->second;
+      return {};
+    }
     TensorView view = TensorView::contiguous(w.data, DType::F32, Shape({w.shape[0].value, w.shape[1].value}),
                                              Device::cpu());
-    return adopt_packed(k, ins, step, kernels::cpu::PackedLinear::create(view), w.data, bytes);
+    PLANRT_RETURN_IF_ERROR(adopt_packed(k, ins, step, kernels::cpu::PackedLinear::create(view, weight_arena()), w.data, bytes));
+    if (step.packed) packed_linears_.emplace(constant, step.packed);
+    return {};
   }
 
   // The packed copy replaces the stored weight, whose pages packing just made resident:
@@ -724,6 +733,14 @@ class Loader {
   const format::ProgramFile& file_;
   const std::string& name_;
   std::map<uint32_t, size_t> segment_to_delegate_;
+  // Where the method's packed weights lie (made on the first one).
+  const std::shared_ptr<kernels::cpu::PackedWeightArena>& weight_arena() {
+    if (!weight_arena_) weight_arena_ = std::make_shared<kernels::cpu::PackedWeightArena>();
+    return weight_arena_;
+  }
+  std::shared_ptr<kernels::cpu::PackedWeightArena> weight_arena_;
+  // constant index -> its packed linear, shared by every step reading that weight
+  std::map<uint32_t, std::shared_ptr<const kernels::cpu::PreparedKernel>> packed_linears_;
   std::vector<Pending> pending_;
   std::vector<Device> synchronous_;  // devices whose allocator has no streams
 };

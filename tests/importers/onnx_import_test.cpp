@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -384,6 +385,41 @@ TEST_F(OnnxImport, DecomposedLayerNormAndGeluBecomeTheFusedOps) {
       const double want = 0.5 * h * (1 + std::erf(h / std::sqrt(2.0)));
       EXPECT_NEAR(got[r * 4 + i], want, 1e-5) << r << "," << i;
     }
+  }
+}
+
+TEST_F(OnnxImport, TiedWeightsAreStoredOnceHoweverTheyAreReached) {
+  // Three MatMuls over one weight: the initializer, the initializer through Identity (how
+  // torch writes layers cloned from one module), and a second initializer of equal bytes.
+  // Each is transposed for planrt's linear; the program stores that transpose once.
+  input("x", {int64_t{2}, int64_t{3}});
+  const std::vector<float> w{0.5f, -1, 2, 0.25f, 1, -0.5f, 3, 0, 1.5f};
+  initializer("w", {3, 3}, w);
+  initializer("w_copy", {3, 3}, w);
+  node("Identity", {"w"}, {"w_alias"});
+  node("MatMul", {"x", "w"}, {"h1"});
+  node("MatMul", {"h1", "w_alias"}, {"h2"});
+  node("MatMul", {"h2", "w_copy"}, {"y"});
+  output("y");
+  Result<builder::Model> m = read_model_onnx(save());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  Result<builder::BuiltProgram> built = builder::build_program(*m);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  EXPECT_EQ(built->num_constants(), 1u);
+  EXPECT_EQ(built->constants_bytes(), 9u * sizeof(float));
+  const std::vector<float> x{1, 2, 3, -1, 0.5f, 4};
+  std::vector<float> got = run(*m, x, {2, 3});
+  ASSERT_EQ(got.size(), 6u);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<double> h(x.begin() + r * 3, x.begin() + r * 3 + 3);
+    for (int pass = 0; pass < 3; ++pass) {
+      std::vector<double> next(3, 0.0);
+      for (int j = 0; j < 3; ++j) {
+        for (int k = 0; k < 3; ++k) next[j] += h[k] * w[k * 3 + j];
+      }
+      h = next;
+    }
+    for (int j = 0; j < 3; ++j) EXPECT_NEAR(got[r * 3 + j], h[j], 1e-4 * std::max(1.0, std::fabs(h[j]))) << r << "," << j;
   }
 }
 

@@ -41,7 +41,8 @@ memory::dims weight_dims(const Conv2dPlan& p) {
 
 struct PackedConv::State {
   memory::desc weights_desc;
-  memory weights;  // owns the blocked copy
+  std::shared_ptr<PackedWeightArena> arena;  // holds the blocked copy, when given
+  memory weights;  // the blocked copy (owns it when there is no arena)
   struct Prepared {
     dnnl::convolution_forward conv;
     dnnl::reorder to_channels_last, from_channels_last;  // empty when the program is channels-last
@@ -109,7 +110,8 @@ PackedConv::~PackedConv() = default;
 uint64_t PackedConv::packed_bytes() const { return state_->weights_desc.get_size(); }
 
 Result<std::unique_ptr<PackedConv>> PackedConv::create(const OpAttrs& attrs, const Conv2dPlan& plan,
-                                                       const TensorView& weight) {
+                                                       const TensorView& weight,
+                                                       std::shared_ptr<PackedWeightArena> arena) {
   const ClampPlan& c = plan.clamp;
   if (plan.activation == ConvActivation::Clamp && c.times_x &&
       (c.scale != 1.0f / 6.0f || c.shift != 0.5f || c.lo != 0.0f || c.hi != 1.0f)) {
@@ -124,7 +126,10 @@ Result<std::unique_ptr<PackedConv>> PackedConv::create(const OpAttrs& attrs, con
     const memory::dims dims = weight_dims(plan);
     const auto pd = State::describe(plan, 1, memory::desc(dims, Type::f32, Tag::any));
     state->weights_desc = pd.weights_desc();
-    state->weights = memory(state->weights_desc, cpu_engine());
+    PLANRT_ASSIGN_OR_RETURN(void* storage, packed_weight_storage(arena.get(), state->weights_desc.get_size()));
+    state->weights = storage != nullptr ? memory(state->weights_desc, cpu_engine(), storage)
+                                        : memory(state->weights_desc, cpu_engine());
+    state->arena = std::move(arena);
     const Tag stored = plan.channels_last ? (plan.groups == 1 ? Tag::ohwi : Tag::gohwi)
                                           : (plan.groups == 1 ? Tag::oihw : Tag::goihw);
     memory source(memory::desc(dims, Type::f32, stored), cpu_engine(), weight.data);

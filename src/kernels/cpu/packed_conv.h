@@ -11,7 +11,8 @@
 // which oneDNN offers only its reference implementation (far slower than im2col + sgemm),
 // runs the plain kernel instead (convolution.cpp).
 //
-// Memory: the weight reordered into oneDNN's blocked layout, packed_bytes(), owned here. Per
+// Memory: the weight reordered into oneDNN's blocked layout, packed_bytes(), placed in the
+// method's PackedWeightArena (weight_arena.h), kept alive here, or owned here without one. Per
 // batch size the convolution is created on first use and kept (at most kMaxShapes).
 // Thread safety: run() may be called from several threads at once.
 #pragma once
@@ -19,6 +20,7 @@
 #include <memory>
 
 #include "kernels/cpu/prepared_kernel.h"
+#include "kernels/cpu/weight_arena.h"
 #include "kernels/op_plans.h"
 #include "planrt/core/result.h"
 
@@ -32,7 +34,8 @@ class PackedConv final : public PreparedKernel {
   // cannot be allocated.
   // `attrs`: the instruction's, kept for the plain kernel's fallback.
   static Result<std::unique_ptr<PackedConv>> create(const OpAttrs& attrs, const Conv2dPlan& plan,
-                                                    const TensorView& weight);
+                                                    const TensorView& weight,
+                                                    std::shared_ptr<PackedWeightArena> arena = nullptr);
   ~PackedConv() override;
   PackedConv(const PackedConv&) = delete;
   PackedConv& operator=(const PackedConv&) = delete;

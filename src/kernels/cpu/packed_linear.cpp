@@ -29,7 +29,8 @@ ErrorCode code_of(dnnl_status_t s) { return onednn_error_code(s); }
 
 struct PackedLinear::State {
   memory::desc weights_desc;
-  memory weights;  // owns the blocked copy
+  std::shared_ptr<PackedWeightArena> arena;  // holds the blocked copy, when given
+  memory weights;  // the blocked copy (owns it when there is no arena)
   mutable std::mutex mu;
   struct Prepared {
     dnnl::matmul matmul;
@@ -57,7 +58,8 @@ PackedLinear::~PackedLinear() = default;
 
 uint64_t PackedLinear::packed_bytes() const { return state_->weights_desc.get_size(); }
 
-Result<std::unique_ptr<PackedLinear>> PackedLinear::create(const TensorView& weight) {
+Result<std::unique_ptr<PackedLinear>> PackedLinear::create(const TensorView& weight,
+                                                           std::shared_ptr<PackedWeightArena> arena) {
   if (weight.dtype != DType::F32 || weight.sizes.rank() != 2 || !weight.is_contiguous() ||
       weight.sizes[0] == 0 || weight.sizes[1] == 0) {
     return make_error(ErrorCode::NotSupported,
@@ -80,7 +82,10 @@ Result<std::unique_ptr<PackedLinear>> PackedLinear::create(const TensorView& wei
     if (state->weights_desc == plain) {
       return make_error(ErrorCode::NotSupported, "packed linear: oneDNN keeps the stored layout for {} x {}", n, k);
     }
-    state->weights = memory(state->weights_desc, cpu_engine());
+    PLANRT_ASSIGN_OR_RETURN(void* storage, packed_weight_storage(arena.get(), state->weights_desc.get_size()));
+    state->weights = storage != nullptr ? memory(state->weights_desc, cpu_engine(), storage)
+                                        : memory(state->weights_desc, cpu_engine());
+    state->arena = std::move(arena);
     memory source(plain, cpu_engine(), weight.data);
     dnnl::stream stream(cpu_engine());
     dnnl::reorder(source, state->weights).execute(stream, source, state->weights);

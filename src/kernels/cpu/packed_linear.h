@@ -4,9 +4,10 @@
 // (kernels/cpu/linear_algebra.cpp) multiplies the weight as stored, transposed; blocked, the
 // products at small row counts run ~2x faster on AVX-512 (docs/performance.md, the CPU).
 //
-// Memory: the blocked copy is host memory this object owns, packed_bytes() of it (about the
-// weight's size), allocated at create() and counted by the runtime in the method's memory
-// report; the stored weight is no longer read after create(). Per row count M the matmul is
+// Memory: the blocked copy, packed_bytes() of it (about the weight's size), is placed at
+// create() in the method's PackedWeightArena (weight_arena.h: huge pages), which this object
+// keeps alive, or, with no arena, allocated by oneDNN and owned here; the runtime counts it in
+// the method's memory report; the stored weight is no longer read after create(). Per row count M the matmul is
 // created on first use and kept (at most kMaxShapes; then created per call); oneDNN's
 // scratchpad is user-managed, per calling thread.
 //
@@ -20,6 +21,7 @@
 #include <span>
 
 #include "kernels/cpu/prepared_kernel.h"
+#include "kernels/cpu/weight_arena.h"
 #include "planrt/core/result.h"
 #include "planrt/core/tensor_view.h"
 
@@ -30,7 +32,8 @@ class PackedLinear final : public PreparedKernel {
   // weight: f32 [N, K], contiguous, read only during the call. NotSupported when the weight
   // is not such a matrix or oneDNN has no blocked kernel for it (callers then keep the plain
   // kernel); OutOfMemory when the copy cannot be allocated.
-  static Result<std::unique_ptr<PackedLinear>> create(const TensorView& weight);
+  static Result<std::unique_ptr<PackedLinear>> create(const TensorView& weight,
+                                                      std::shared_ptr<PackedWeightArena> arena = nullptr);
   ~PackedLinear();
   PackedLinear(const PackedLinear&) = delete;
   PackedLinear& operator=(const PackedLinear&) = delete;
