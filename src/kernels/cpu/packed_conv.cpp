@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/checks.h"
 #include "kernels/cpu/onednn_engine.h"
+#include "kernels/cpu/threading.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/workspace.h"
 
@@ -62,7 +63,11 @@ struct PackedConv::State {
             dnnl::reorder(dnnl::reorder::primitive_desc(e, y_last, e, y)), pd.scratchpad_desc(), reference};
   }
   std::mutex mu;
-  std::map<int64_t, Prepared> primitives;  // batch -> convolution
+  // (batch, threads) -> convolution. oneDNN fixes a primitive's thread count when it is made
+  // and runs that many whatever OpenMP's setting at the call, so a convolution made at load
+  // (process default: every core) ran on two threads in a one-thread method: made in the
+  // call, under the run's count (threading.h), and kept per count.
+  std::map<std::pair<int64_t, int>, Prepared> primitives;
 
   // The convolution for batch n, channels-last in and out; `weights` as given (any: oneDNN's
   // choice, when preparing).
@@ -136,7 +141,6 @@ Result<std::unique_ptr<PackedConv>> PackedConv::create(const OpAttrs& attrs, con
     dnnl::stream stream(cpu_engine());
     dnnl::reorder(source, state->weights).execute(stream, source, state->weights);
     stream.wait();
-    state->primitives.emplace(int64_t{1}, State::prepare(plan, 1, pd));
     return std::unique_ptr<PackedConv>(new PackedConv(attrs, plan, std::move(state)));
   } catch (const dnnl::error& e) {
     return make_error(code_of(e.status), "packed conv2d: oneDNN could not prepare the [{}, {}, {}, {}] weight: {}",
@@ -171,12 +175,13 @@ Status PackedConv::run(std::span<const TensorView> inputs, std::span<const Tenso
     State::Prepared prepared;
     {
       std::lock_guard lock(state_->mu);
-      auto it = state_->primitives.find(n);
+      const std::pair<int64_t, int> key{n, current_num_threads()};
+      auto it = state_->primitives.find(key);
       if (it != state_->primitives.end()) {
         prepared = it->second;
       } else {
         prepared = State::prepare(p, n, State::describe(p, n, state_->weights_desc));
-        if (state_->primitives.size() < kMaxShapes) state_->primitives.emplace(n, prepared);
+        if (state_->primitives.size() < kMaxShapes) state_->primitives.emplace(key, prepared);
       }
     }
     const uint64_t scratch = prepared.scratchpad.get_size();

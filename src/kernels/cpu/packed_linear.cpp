@@ -2,11 +2,13 @@
 
 #include <dnnl.hpp>
 
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "kernels/cpu/checks.h"
 #include "kernels/cpu/onednn_engine.h"
+#include "kernels/cpu/threading.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/op_plans.h"
 
@@ -36,8 +38,9 @@ struct PackedLinear::State {
     dnnl::matmul matmul;
     memory::desc scratchpad;
   };
-  // (has bias, M) -> matmul; mutable: filled on first use of a shape.
-  mutable std::map<std::pair<bool, int64_t>, Prepared> primitives;
+  // (has bias, M, threads) -> matmul; mutable: filled on first use of a shape. Per thread
+  // count: oneDNN runs a primitive on the threads it was made for (packed_conv.cpp).
+  mutable std::map<std::tuple<bool, int64_t, int>, Prepared> primitives;
 
   dnnl::matmul::primitive_desc describe(int64_t m, int64_t n, int64_t k, bool bias) const {
     dnnl::primitive_attr attr;
@@ -115,13 +118,14 @@ Status PackedLinear::run(std::span<const TensorView> inputs, std::span<const Ten
     State::Prepared prepared;
     {
       std::lock_guard lock(state_->mu);
-      auto it = state_->primitives.find({has_bias, m});
+      const std::tuple<bool, int64_t, int> key{has_bias, m, current_num_threads()};
+      auto it = state_->primitives.find(key);
       if (it != state_->primitives.end()) {
         prepared = it->second;
       } else {
         dnnl::matmul::primitive_desc pd = state_->describe(m, n, k, has_bias);
         prepared = {dnnl::matmul(pd), pd.scratchpad_desc()};
-        if (state_->primitives.size() < kMaxShapes) state_->primitives.emplace(std::pair{has_bias, m}, prepared);
+        if (state_->primitives.size() < kMaxShapes) state_->primitives.emplace(key, prepared);
       }
     }
     thread_local std::vector<uint8_t> scratch;

@@ -4,12 +4,22 @@
 // (depthwise included), bias and ReLU; and every refusal.
 #include <gtest/gtest.h>
 
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
 #include <limits>
 #include <vector>
 
 #include "kernel_test_util.h"
 #include "kernels/cpu/packed_conv.h"
+#include "kernels/cpu/threading.h"
 #include "kernels/op_plans.h"
 #include "kernels/workspace.h"
 
@@ -181,6 +191,64 @@ TEST(Conv2d, ThePreparedConvolutionRefusesOperandsItWasNotPreparedFor) {
   EXPECT_TRUE(IsError((*packed)->run(wrong, outs), ErrorCode::InvalidArgument, {"prepared convolution"}));
   HostTensor bad_weight = HostTensor::random({t.k, t.c, 5, 5}, 4);
   EXPECT_TRUE(IsError(cpu::PackedConv::create(conv_attrs(t), *plan, bad_weight.view()).status(), ErrorCode::NotSupported));
+}
+
+// CPU time (ns) of each task of this process but the calling one, from
+// /proc/self/task/*/schedstat; empty when the kernel does not provide it.
+std::map<std::string, uint64_t> other_tasks_cpu_ns() {
+  std::map<std::string, uint64_t> out;
+  const std::string self = std::to_string(static_cast<long>(syscall(SYS_gettid)));
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const std::string tid = entry.path().filename().string();
+    if (tid == self) continue;
+    std::ifstream in(entry.path() / "schedstat");
+    uint64_t ns = 0;
+    if (in >> ns) out[tid] = ns;
+  }
+  return out;
+}
+
+uint64_t own_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// oneDNN runs a primitive on the thread count it was made with, whatever OpenMP's setting at
+// the call: a convolution made at load under the process default ran on two cores in a
+// one-count method. At count 1 the other tasks of the process (OpenMP's workers, started by a
+// count-2 call first) must stay all but idle while the caller convolves.
+TEST(Conv2d, ThePreparedConvolutionKeepsToTheCallersCount) {
+  if (cpu::available_cpus() < 2) GTEST_SKIP() << "one CPU: every count is 1";
+  const ConvCase t{1, 64, 56, 56, 64, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, true};
+  ConvOperands o = make_operands(t, 11);
+  std::vector<TensorView> in = conv_inputs(t, o);
+  const TensorView outs1[] = {o.y.view()};
+  Result<Conv2dPlan> plan = plan_conv2d(conv_attrs(t), in, outs1);
+  ASSERT_TRUE(plan.ok());
+  auto packed = cpu::PackedConv::create(conv_attrs(t), *plan, o.w.view());
+  ASSERT_TRUE(packed.ok()) << packed.status().to_string();
+  const TensorView outs[] = {o.y.view(), o.workspace.view()};
+  {
+    cpu::ThreadCountScope two(2);  // starts OpenMP's second worker
+    ASSERT_TRUE((*packed)->run(in, outs).ok());
+  }
+  cpu::ThreadCountScope one(1);
+  ASSERT_TRUE((*packed)->run(in, outs).ok());  // makes the count-1 convolution
+  const auto before = other_tasks_cpu_ns();
+  const uint64_t own_before = own_cpu_ns();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE((*packed)->run(in, outs).ok());
+  const uint64_t own = own_cpu_ns() - own_before;
+  uint64_t others = 0;
+  for (const auto& [tid, ns] : other_tasks_cpu_ns()) {
+    auto it = before.find(tid);
+    others += ns - (it == before.end() ? 0 : std::min(ns, it->second));
+  }
+  EXPECT_LT(static_cast<double>(others), 0.25 * static_cast<double>(own))
+      << "other tasks used " << others << " ns of CPU while the count-1 caller used " << own;
+  std::vector<double> want = conv_reference(t, o.x, o.w, &o.b);
+  EXPECT_LT(testing::relative_error(o.y, want), 1e-5);
 }
 
 TEST(Conv2d, RefusesBadOperandsAndAttributesNamingThem) {
