@@ -4,22 +4,30 @@
 
 #include <array>
 #include <cstddef>
+#include <utility>
 
 #include "kernels/operands.h"
 #include "planrt/core/tensor_view.h"
 
 namespace planrt::kernels::cpu {
 
-// Calls fn(offsets) once per index of `shape` in row-major order, where offsets[k] is the
-// index dotted with strides[k]. The k-th operand's walk therefore costs one add per step,
-// not a division per dim.
+// Calls fn(offsets) once per index of `shape` in row-major order, from linear index `begin`
+// up to `end`, where offsets[k] is the index dotted with strides[k]. The start is found by
+// one division per dim; after that the k-th operand's walk costs one add per step. Ranges
+// that split [0, numel) between threads give each its own walk.
 template <size_t K, typename Fn>
-void for_each_index(const Shape& shape, const std::array<Shape, K>& strides, Fn&& fn) {
-  const int64_t n = shape.numel();
+void for_each_index_in(const Shape& shape, const std::array<Shape, K>& strides, int64_t begin, int64_t end,
+                       Fn&& fn) {
   const int rank = shape.rank();
   std::array<int64_t, kMaxRank> index{};
   std::array<int64_t, K> offsets{};
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t rest = begin;
+  for (int d = rank - 1; d >= 0; --d) {
+    index[d] = shape[d] > 0 ? rest % shape[d] : 0;
+    rest = shape[d] > 0 ? rest / shape[d] : 0;
+    for (size_t k = 0; k < K; ++k) offsets[k] += index[d] * strides[k][d];
+  }
+  for (int64_t i = begin; i < end; ++i) {
     fn(static_cast<const std::array<int64_t, K>&>(offsets));
     for (int d = rank - 1; d >= 0; --d) {
       if (++index[d] < shape[d]) {
@@ -30,6 +38,12 @@ void for_each_index(const Shape& shape, const std::array<Shape, K>& strides, Fn&
       index[d] = 0;
     }
   }
+}
+
+// The whole of `shape`, in order.
+template <size_t K, typename Fn>
+void for_each_index(const Shape& shape, const std::array<Shape, K>& strides, Fn&& fn) {
+  for_each_index_in(shape, strides, 0, shape.numel(), std::forward<Fn>(fn));
 }
 
 }  // namespace planrt::kernels::cpu

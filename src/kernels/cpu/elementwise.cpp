@@ -18,18 +18,24 @@ constexpr int64_t kPointwiseGrain = 16384;
 
 // One row of the innermost dim. Operand strides are 0 (broadcast) or 1; spelling out the
 // four cases lets the compiler vectorize each.
+// (omp simd: at -O2 GCC vectorizes no loop of unknown length on its own; y may be a or b,
+// element for element, which the simd loops allow.)
 template <typename F>
 void binary_row(F f, const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
   if (sa == 1 && sb == 1) {
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
   } else if (sa == 1) {
     const float bv = b[0];
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], bv);
   } else if (sb == 1) {
     const float av = a[0];
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] = f(av, b[i]);
   } else {
     const float v = f(a[0], b[0]);
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] = v;
   }
 }
@@ -61,14 +67,18 @@ Status binary(std::string_view op, F f, std::span<const TensorView> inputs,
   const Shape sb = broadcast_strides(b.sizes, shape);
   const int last = shape.rank() - 1;
   const int64_t row = shape[last];
-  int64_t y_offset = 0;
-  for_each_index<2>(drop_last(shape, 1), {drop_last(sa, 1), drop_last(sb, 1)},
-                    [&](const std::array<int64_t, 2>& off) {
-                      binary_row(f, pa + off[0], sa[last], pb + off[1], sb[last], py + y_offset,
-                                 row);
-                      y_offset += row;
-                    });
-  return {};
+  if (row == 0) return {};
+  // Rows split between threads (a squeeze-excitation's scale: thousands of rows of C), each
+  // range walking its own operand offsets.
+  const Shape rows_shape = drop_last(shape, 1);
+  const std::array<Shape, 2> row_strides{drop_last(sa, 1), drop_last(sb, 1)};
+  return parallel_for(out.numel() / row, std::max<int64_t>(1, kPointwiseGrain / row), [&](int64_t begin, int64_t end) {
+    int64_t y_offset = begin * row;
+    for_each_index_in<2>(rows_shape, row_strides, begin, end, [&](const std::array<int64_t, 2>& off) {
+      binary_row(f, pa + off[0], sa[last], pb + off[1], sb[last], py + y_offset, row);
+      y_offset += row;
+    });
+  });
 }
 
 // The pointwise functions, each a vectorized loop (kernels/cpu/vector_math.h), compiled

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernel_test_util.h"
+#include "kernels/cpu/threading.h"
 
 namespace planrt::kernels {
 namespace {
@@ -75,6 +76,15 @@ TEST(Elementwise, ScalarsBroadcast) {
   expect_binary_matches({}, {2, 3}, {2, 3});
   expect_binary_matches({4, 3}, {1}, {4, 3});
   expect_binary_matches({}, {}, {});
+}
+
+// Enough rows that two threads split them (each range starts its own operand walk): a
+// squeeze-excitation's scale, a per-channel bias, a broadcast in a middle dim.
+TEST(Elementwise, LargeBroadcastsSplitBetweenThreadsMatchReference) {
+  cpu::ThreadCountScope two(2);
+  expect_binary_matches({4, 33, 17, 96}, {4, 1, 1, 96}, {4, 33, 17, 96});
+  expect_binary_matches({4, 33, 17, 96}, {96}, {4, 33, 17, 96});
+  expect_binary_matches({3, 1, 40, 7}, {3, 50, 1, 7}, {3, 50, 40, 7});
 }
 
 TEST(Elementwise, ZeroSizedBroadcastGivesEmptyOutput) {
