@@ -137,32 +137,39 @@ int absorb_attention_permutes(ir::Method& method) {
   return rewritten;
 }
 
-// conv2d read only by one relu, clip, hard_sigmoid or hard_swish of its run, on the host:
-// the convolution applies it (oneDNN's post-ops, kernels/cpu/packed_conv.h).
-int fuse_host_conv_activations(ir::Method& method) {
-  static const std::set<std::string, std::less<>> kFusable = {"relu", "clip", "hard_sigmoid", "hard_swish"};
+// conv2d read only by one relu, clip, hard_sigmoid or hard_swish of its run, linear read only
+// by one relu or gelu, on the host: the producer applies it (oneDNN's post-ops,
+// kernels/cpu/packed_conv.h, packed_linear.h).
+int fuse_host_activations(ir::Method& method) {
+  // The producers and the activations their host kernels run on the accumulator: oneDNN
+  // post-ops (packed_conv.h, packed_linear.h), the plain kernels in a pass of their own.
+  static const std::map<std::string, std::set<std::string, std::less<>>, std::less<>> kFusable = {
+      {"conv2d", {"relu", "clip", "hard_sigmoid", "hard_swish"}},
+      {"linear", {"relu", "gelu"}},
+  };
   const Uses uses(method);
   std::vector<bool> removed(method.nodes.size(), false);
   int fused = 0;
   for (size_t i = 0; i < method.nodes.size(); ++i) {
-    ir::Node& conv = method.nodes[i];
-    auto act = conv.attrs.find("activation");
-    const bool plain = act == conv.attrs.end() ||
+    ir::Node& producer = method.nodes[i];
+    auto fusable = kFusable.find(producer.op);
+    auto act = producer.attrs.find("activation");
+    const bool plain = act == producer.attrs.end() ||
                        (std::holds_alternative<std::string>(act->second) && std::get<std::string>(act->second) == "none");
-    if (conv.op != "conv2d" || !plain || conv.outputs.size() != 1 || uses.read_count(conv.outputs[0]) != 1 ||
-        !ir::node_device(method, conv).is_cpu()) {
+    if (fusable == kFusable.end() || !plain || producer.outputs.size() != 1 ||
+        uses.read_count(producer.outputs[0]) != 1 || !ir::node_device(method, producer).is_cpu()) {
       continue;
     }
-    const std::vector<size_t>& readers = uses.readers_of(conv.outputs[0]);
+    const std::vector<size_t>& readers = uses.readers_of(producer.outputs[0]);
     if (readers.size() != 1 || readers[0] <= i) continue;
     const size_t j = readers[0];
     ir::Node& reader = method.nodes[j];
     // Every node between them in the same place: no segment changes.
-    if (kFusable.contains(reader.op) && reader.inputs.size() == 1 && reader.outputs.size() == 1 &&
-        same_place(reader, conv) && one_run(method, removed, i, j, conv)) {
-      conv.attrs["activation"] = reader.op;
-      for (const auto& [name, value] : reader.attrs) conv.attrs[name] = value;
-      conv.outputs = reader.outputs;
+    if (fusable->second.contains(reader.op) && reader.inputs.size() == 1 && reader.outputs.size() == 1 &&
+        same_place(reader, producer) && one_run(method, removed, i, j, producer)) {
+      producer.attrs["activation"] = reader.op;
+      for (const auto& [name, value] : reader.attrs) producer.attrs[name] = value;
+      producer.outputs = reader.outputs;
       removed[j] = true;
       ++fused;
     }
@@ -481,7 +488,7 @@ int pack_attention_projections(ir::Model& model, ir::Method& method, RewriteStat
 int rewrite_method(ir::Model& model, ir::Method& method, RewriteState& state) {
   // A method that does not check is the caller's to report: the typed rewrites skip it.
   Result<ir::CheckedMethod> types = ir::check_method(model, method);
-  if (!types.ok()) return absorb_attention_permutes(method) + fuse_host_conv_activations(method);
+  if (!types.ok()) return absorb_attention_permutes(method) + fuse_host_activations(method);
   // Each rewrite keeps a checked method checked; one that would not (a case its conditions
   // missed) is undone, so a rewrite can cost a fusion but never a model that builds.
   int rewritten = 0;
@@ -503,7 +510,7 @@ int rewrite_method(ir::Model& model, ir::Method& method, RewriteState& state) {
   apply([&] { return move_row_reshapes_past_linears(method, *types); });
   apply([&] { return drop_identity_reshapes(method, *types); });
   apply([&] { return pack_attention_projections(model, method, state); });
-  apply([&] { return fuse_host_conv_activations(method); });
+  apply([&] { return fuse_host_activations(method); });
   return rewritten;
 }
 

@@ -36,11 +36,13 @@
 // back to back (an ONNX in_proj split into q, k, v by the importer); otherwise they are a copy
 // the program stores in place of the three (beside them if another method still reads them).
 //
-// fuse_host_conv_activations: on the host, a conv2d whose output only a relu, clip,
-// hard_sigmoid or hard_swish of its run reads takes it as its `activation` (with the op's
-// own attributes): oneDNN applies it as a post-op while the output is in cache, one pass
-// over the activations fewer (mobilenet_v3's hard_swish after most convolutions). Not on a
-// GPU: cuDNN's call is followed by a separate bias kernel there anyway.
+// fuse_host_activations: on the host, a conv2d whose output only a relu, clip, hard_sigmoid
+// or hard_swish of its run reads, and a linear whose output only a relu or gelu reads, take
+// it as their `activation` (with the op's own attributes): oneDNN applies it as a post-op
+// while the output is in cache, one pass over the activations fewer (mobilenet_v3's
+// hard_swish after most convolutions, the GELU after every FFN product). Not on a GPU:
+// cuDNN's call is followed by a separate bias kernel there anyway, and cuBLASLt's GELU
+// epilogue is the tanh form, not torch's exact one.
 #pragma once
 
 #include <map>

@@ -237,6 +237,20 @@ Result<InferredNode> linear(Ctx& c) {
                            c.shape_str({w[1]})));
   }
   PLANRT_RETURN_IF_ERROR(is_vector_of(c, 2, w[0], "the weight's output features"));
+  // A fused activation (the builder's host fusion, rewrite.h; written by hand too).
+  std::string activation = "none";
+  if (const AttrValue* act = find_attr(c, "activation")) {
+    const auto* name = std::get_if<std::string>(act);
+    if (name == nullptr || (*name != "none" && *name != "relu" && *name != "gelu")) {
+      return bad("attribute 'activation' must be \"none\", \"relu\" or \"gelu\"");
+    }
+    activation = *name;
+  }
+  if (const AttrValue* v = find_attr(c, "approximate")) {
+    const auto* s = std::get_if<std::string>(v);
+    if (activation != "gelu") return bad("attribute 'approximate' needs activation gelu");
+    if (s == nullptr || (*s != "none" && *s != "tanh")) return bad("attribute 'approximate' must be \"none\" or \"tanh\"");
+  }
   SymShape out(x.begin(), x.end() - 1);
   out.push_back(w[0]);
   return emit(c, {c.type(0).dtype, std::move(out)});
@@ -770,7 +784,7 @@ struct Rule {
 
 const std::initializer_list<Rule>& rules() {
   static const std::initializer_list<Rule> table = {
-      {"linear", {}, linear},
+      {"linear", {"activation", "approximate"}, linear},
       {"matmul", {}, matmul},
       {"add", {}, elementwise_binary},
       {"sub", {}, elementwise_binary},

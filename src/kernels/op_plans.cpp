@@ -126,6 +126,35 @@ Result<LinearPlan> plan_linear(std::span<const TensorView> inputs,
   return plan;
 }
 
+Result<LinearActivation> plan_linear_activation(const OpAttrs& attrs) {
+  constexpr std::string_view op = "linear";
+  // Not PLANRT_ASSIGN_OR_RETURN: GCC 12 misreports the moved-out string as uninitialized.
+  Result<std::string> name = with_op(op, attrs.get_string("activation", "none"));
+  if (!name.ok()) return name.status();
+  if (*name != "gelu" && attrs.has("approximate")) {
+    return make_error(ErrorCode::InvalidArgument, "{}: attribute 'approximate' needs activation gelu, not '{}'",
+                      op, *name);
+  }
+  if (*name == "none") return LinearActivation::None;
+  if (*name == "relu") return LinearActivation::Relu;
+  if (*name == "gelu") {
+    Result<GeluApproximation> mode = plan_gelu(attrs);
+    if (!mode.ok()) return mode.status();
+    return *mode == GeluApproximation::None ? LinearActivation::Gelu : LinearActivation::GeluTanh;
+  }
+  return make_error(ErrorCode::InvalidArgument, "{}: activation '{}', expected 'none', 'relu' or 'gelu'", op, *name);
+}
+
+std::string_view linear_activation_name(LinearActivation a) {
+  switch (a) {
+    case LinearActivation::None: return "none";
+    case LinearActivation::Relu: return "relu";
+    case LinearActivation::Gelu: return "gelu";
+    case LinearActivation::GeluTanh: return "gelu (tanh)";
+  }
+  return "?";
+}
+
 // torch.matmul: a 1-D operand is a row (a) or column (b) vector whose dim is dropped from
 // the result; dims before the last two are batch dims and broadcast.
 Result<MatmulPlan> plan_matmul(std::span<const TensorView> inputs,

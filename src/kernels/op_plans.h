@@ -44,6 +44,13 @@ struct LinearPlan {
 Result<LinearPlan> plan_linear(std::span<const TensorView> inputs,
                                std::span<const TensorView> outputs);
 
+// linear's optional fused activation (the builder's host fusion, builder/rewrite.h): the
+// attribute `activation` ("none", "relu" or "gelu") and, for gelu, `approximate` ("none"
+// or "tanh"). InvalidArgument for anything else, naming it.
+enum class LinearActivation { None, Relu, Gelu, GeluTanh };
+Result<LinearActivation> plan_linear_activation(const OpAttrs& attrs);
+std::string_view linear_activation_name(LinearActivation a);
+
 // matmul: `batch` products of a [m, k] @ b [k, n]; a_batch and b_batch broadcast to batch
 // (a 1-D operand has an empty batch and m or n of 1).
 struct MatmulPlan {

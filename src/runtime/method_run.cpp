@@ -274,7 +274,7 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
     }
     switch (s.kind) {
       case fb::InstructionKind::Kernel:
-        status = s.packed ? s.packed->run(s.in_views, s.out_views) : s.fn(s.attrs, s.in_views, s.out_views);
+        status = s.packed ? s.packed->run(s.attrs, s.in_views, s.out_views) : s.fn(s.attrs, s.in_views, s.out_views);
         break;
       case fb::InstructionKind::Copy: {
         CopyKind kind = s.copy;

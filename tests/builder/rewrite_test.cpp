@@ -451,5 +451,43 @@ TEST(Rewrite, HostConvolutionsTakeTheActivationThatAloneReadsThem) {
   EXPECT_EQ(rewrite_method(has_one), 0);
 }
 
+// On the host a linear takes the relu or gelu that alone reads it (gelu's approximation
+// with it); not a clamp, not on a GPU, not when read twice.
+TEST(Rewrite, HostLinearsTakeTheReluOrGeluThatAloneReadsThem) {
+  auto linear_then = [](std::string op, ir::Attrs attrs) {
+    ir::Method m;
+    m.name = "forward";
+    m.outputs = {"y"};
+    m.nodes = {node("linear", {"x", "w", "b"}, "h"), node(std::move(op), {"h"}, "y", std::move(attrs))};
+    return m;
+  };
+  {
+    ir::Method m = linear_then("gelu", {{"approximate", std::string("tanh")}});
+    EXPECT_EQ(rewrite_method(m), 1);
+    ASSERT_EQ(ops(m), std::vector<std::string>{"linear"});
+    EXPECT_EQ(m.nodes[0].outputs, std::vector<std::string>{"y"});
+    EXPECT_EQ(m.nodes[0].inputs, (std::vector<std::string>{"x", "w", "b"}));
+    EXPECT_EQ(std::get<std::string>(m.nodes[0].attrs.at("activation")), "gelu");
+    EXPECT_EQ(std::get<std::string>(m.nodes[0].attrs.at("approximate")), "tanh");
+  }
+  ir::Method relu = linear_then("relu", {});
+  EXPECT_EQ(rewrite_method(relu), 1);
+  EXPECT_EQ(std::get<std::string>(relu.nodes[0].attrs.at("activation")), "relu");
+  for (const char* op : {"hard_swish", "sigmoid", "tanh"}) {
+    ir::Method m = linear_then(op, {});
+    EXPECT_EQ(rewrite_method(m), 0) << op;
+  }
+  ir::Method on_gpu = linear_then("gelu", {});
+  on_gpu.backend = ir::Backend::Cuda;
+  EXPECT_EQ(rewrite_method(on_gpu), 0);
+  ir::Method engine_on_gpu = linear_then("gelu", {});
+  engine_on_gpu.backend = ir::Backend::Engine;
+  EXPECT_EQ(rewrite_method(engine_on_gpu), 0);
+  ir::Method read_twice = linear_then("gelu", {});
+  read_twice.nodes.push_back(node("add", {"h", "y"}, "z"));
+  read_twice.outputs = {"z"};
+  EXPECT_EQ(rewrite_method(read_twice), 0);
+}
+
 }  // namespace
 }  // namespace planrt::builder

@@ -147,6 +147,20 @@ TEST(ShapeInference, SdpaHeadsAttributeAndPackedInput) {
   EXPECT_TRUE(has(r.status().message(), "expected q, k and v"));
 }
 
+TEST(ShapeInference, LinearTakesAFusedReluOrGelu) {
+  auto linear = [](Attrs attrs) {
+    return out_shape(infer("linear", {f32({c(1), S, c(16)}), f32({c(8), c(16)})}, std::move(attrs)));
+  };
+  auto has = [](const std::string& got, const std::string& part) { return got.find(part) != std::string::npos; };
+  EXPECT_EQ(linear({{"activation", std::string("gelu")}, {"approximate", std::string("tanh")}}), "[1, S, 8]");
+  EXPECT_EQ(linear({{"activation", std::string("relu")}}), "[1, S, 8]");
+  EXPECT_TRUE(has(linear({{"activation", std::string("swish")}}), "must be \"none\", \"relu\" or \"gelu\""));
+  EXPECT_TRUE(has(linear({{"activation", int64_t{1}}}), "must be \"none\", \"relu\" or \"gelu\""));
+  EXPECT_TRUE(has(linear({{"approximate", std::string("tanh")}}), "needs activation gelu"));
+  EXPECT_TRUE(has(linear({{"activation", std::string("gelu")}, {"approximate", std::string("fast")}}),
+                  "must be \"none\" or \"tanh\""));
+}
+
 TEST(ShapeInference, OpWithoutRuleIsReportedNotGuessed) {
   EXPECT_FALSE(has_shape_rule("conv3d"));
   auto r = infer("conv3d", {f32({S})});

@@ -65,5 +65,7 @@ PLANRT_CPU_KERNEL(expand);
 // y = clip, hard_sigmoid or hard_swish of x over n floats (x may be y): the clamp ops' loop,
 // also conv2d's fused activation in the plain kernel.
 void map_clamp(const ClampPlan& p, const float* x, float* y, int64_t n);
+// y = a(y) over n floats, split between threads (a linear's fused activation).
+Status activate_in_place(LinearActivation a, float* y, int64_t n);
 
 }  // namespace planrt::kernels::cpu

@@ -159,6 +159,15 @@ Status clamp(std::string_view op, const OpAttrs& attrs, std::span<const TensorVi
 
 }  // namespace
 
+Status activate_in_place(LinearActivation a, float* y, int64_t n) {
+  if (a == LinearActivation::None || n == 0) return {};
+  const Pointwise fn = a == LinearActivation::Relu ? Pointwise::Relu
+                       : a == LinearActivation::Gelu ? Pointwise::Gelu : Pointwise::GeluTanh;
+  return parallel_for(n, kPointwiseGrain, [&](int64_t begin, int64_t end) {
+    map_pointwise(fn, y + begin, y + begin, end - begin);
+  });
+}
+
 void map_clamp(const ClampPlan& p, const float* x, float* y, int64_t n) {
   if (p.times_x) {
 #pragma omp simd

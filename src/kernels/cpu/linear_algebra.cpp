@@ -9,12 +9,13 @@
 
 namespace planrt::kernels::cpu {
 
-Status linear(const OpAttrs&, std::span<const TensorView> inputs,
+Status linear(const OpAttrs& attrs, std::span<const TensorView> inputs,
               std::span<const TensorView> outputs) {
   constexpr std::string_view op = "linear";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(LinearPlan plan, plan_linear(inputs, outputs));
+  PLANRT_ASSIGN_OR_RETURN(LinearActivation activation, plan_linear_activation(attrs));
   const auto [m, n, k] = plan;
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, m, n, k));
   if (m == 0 || n == 0) return {};
@@ -27,8 +28,9 @@ Status linear(const OpAttrs&, std::span<const TensorView> inputs,
     const float* b = bias.data_as<const float>();
     for (int64_t i = 0; i < m; ++i) std::copy(b, b + n, y + i * n);
   }
-  return gemm_nt(m, n, k, 1.0f, inputs[0].data_as<const float>(), k,
-                 inputs[1].data_as<const float>(), k, bias.is_none() ? 0.0f : 1.0f, y, n);
+  PLANRT_RETURN_IF_ERROR(gemm_nt(m, n, k, 1.0f, inputs[0].data_as<const float>(), k,
+                                 inputs[1].data_as<const float>(), k, bias.is_none() ? 0.0f : 1.0f, y, n));
+  return activate_in_place(activation, y, m * n);
 }
 
 Status matmul(const OpAttrs&, std::span<const TensorView> inputs,

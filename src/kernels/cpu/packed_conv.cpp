@@ -151,7 +151,8 @@ Result<std::unique_ptr<PackedConv>> PackedConv::create(const OpAttrs& attrs, con
   }
 }
 
-Status PackedConv::run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {
+Status PackedConv::run(const OpAttrs&, std::span<const TensorView> inputs,
+                       std::span<const TensorView> outputs) const {
   constexpr std::string_view op = "conv2d";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));

@@ -42,7 +42,9 @@ class PackedConv final : public PreparedKernel {
 
   // conv2d's contract, weight operand ignored; x's channels and image size, the kernel and
   // its attributes must be the prepared ones (the batch may differ).
-  Status run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const override;
+  Status run(const OpAttrs& attrs, std::span<const TensorView> inputs,
+             std::span<const TensorView> outputs) const override;
+  using PreparedKernel::run;
   uint64_t packed_bytes() const override;
 
   struct State;

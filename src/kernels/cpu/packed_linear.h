@@ -41,7 +41,10 @@ class PackedLinear final : public PreparedKernel {
   // The linear op's contract (inputs x [.., K], weight, optional bias [N]; output [.., N]),
   // with the weight input ignored in favour of the packed copy; its shape must still be the
   // packed one.
-  Status run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const override;
+  // attrs: the fused activation (op_plans.h, plan_linear_activation), run as oneDNN post-ops.
+  Status run(const OpAttrs& attrs, std::span<const TensorView> inputs,
+             std::span<const TensorView> outputs) const override;
+  using PreparedKernel::run;
 
   uint64_t packed_bytes() const override;
   int64_t out_features() const { return n_; }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/kernel.h"
 #include "planrt/core/status.h"
 #include "planrt/core/tensor_view.h"
 
@@ -18,8 +19,14 @@ namespace planrt::kernels::cpu {
 class PreparedKernel {
  public:
   virtual ~PreparedKernel() = default;
-  // The op's kernel contract (kernel.h); the weight operand is not read.
-  virtual Status run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const = 0;
+  // The op's kernel contract (kernel.h) with the instruction's attributes (a linear's fused
+  // activation; a convolution uses those it was prepared with); the weight operand is not read.
+  virtual Status run(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                     std::span<const TensorView> outputs) const = 0;
+  // The same with no attributes.
+  Status run(std::span<const TensorView> inputs, std::span<const TensorView> outputs) const {
+    return run(OpAttrs{}, inputs, outputs);
+  }
   virtual uint64_t packed_bytes() const = 0;
 };
 

@@ -12,12 +12,18 @@
 
 namespace planrt::kernels::cuda {
 
-Status linear(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> inputs,
+Status linear(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<const TensorView> inputs,
               std::span<const TensorView> outputs) {
   constexpr std::string_view op = "linear";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(LinearPlan plan, plan_linear(inputs, outputs));
+  PLANRT_ASSIGN_OR_RETURN(LinearActivation activation, plan_linear_activation(attrs));
+  if (activation != LinearActivation::None) {
+    // The builder fuses activations into host linears only (builder/rewrite.h).
+    return make_error(ErrorCode::NotSupported, "{}: a fused activation ({}) runs on the host only; keep the "
+                      "activation as its own node on a GPU", op, linear_activation_name(activation));
+  }
   const auto [m, n, k] = plan;
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, m, n, k));
   if (m == 0 || n == 0) return {};

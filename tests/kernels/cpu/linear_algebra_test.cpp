@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <memory>
+
 #include "kernel_test_util.h"
+#include "kernels/cpu/packed_linear.h"
 
 namespace planrt::kernels {
 namespace {
@@ -37,6 +41,63 @@ TEST(Linear, WithBiasMatchesReference) {
   HostTensor y(DType::F32, {2, 5, 7});
   ASSERT_TRUE(run_op("linear", {}, {x.view(), w.view(), b.view()}, {y.view()}).ok());
   EXPECT_LT(relative_error(y, linear_reference(x, w, &b)), kTolerance);
+}
+
+// A fused activation (attribute activation, builder/rewrite.h), on the plain kernel and on
+// the packed one (oneDNN post-ops), against the reference then the activation in double.
+TEST(Linear, FusedActivationsMatchTheProductThenTheActivation) {
+  HostTensor x = HostTensor::random({3, 9, 48}, 4);
+  HostTensor w = HostTensor::random({40, 48}, 5);
+  HostTensor b = HostTensor::random({40}, 6);
+  const std::vector<double> product = linear_reference(x, w, &b);
+  struct Case {
+    const char* activation;
+    const char* approximate;
+    double (*f)(double);
+  };
+  const Case cases[] = {
+      {"relu", nullptr, [](double v) { return v > 0 ? v : 0.0; }},
+      {"gelu", nullptr, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
+      {"gelu", "tanh",
+       [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))); }},
+  };
+  Result<std::unique_ptr<cpu::PackedLinear>> packed = cpu::PackedLinear::create(w.view());
+  ASSERT_TRUE(packed.ok()) << packed.status().to_string();
+  for (const Case& c : cases) {
+    OpAttrs attrs;
+    attrs.set("activation", std::string(c.activation));
+    if (c.approximate != nullptr) attrs.set("approximate", std::string(c.approximate));
+    std::vector<double> want = product;
+    for (double& v : want) v = c.f(v);
+    HostTensor plain(DType::F32, {3, 9, 40}), fused(DType::F32, {3, 9, 40});
+    ASSERT_TRUE(run_op("linear", attrs, {x.view(), w.view(), b.view()}, {plain.view()}).ok()) << c.activation;
+    EXPECT_LT(relative_error(plain, want), 1e-5) << c.activation;
+    const std::vector<TensorView> in = {x.view(), w.view(), b.view()};
+    const TensorView out = fused.view();
+    Status s = (*packed)->run(attrs, in, {&out, 1});
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    EXPECT_LT(relative_error(fused, want), 1e-5) << c.activation << " (packed)";
+  }
+}
+
+TEST(Linear, AnUnknownActivationIsRefusedNamingIt) {
+  HostTensor x = HostTensor::random({2, 8}, 1);
+  HostTensor w = HostTensor::random({4, 8}, 2);
+  HostTensor y(DType::F32, {2, 4});
+  OpAttrs bad;
+  bad.set("activation", std::string("swish"));
+  EXPECT_TRUE(IsError(run_op("linear", bad, {x.view(), w.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"activation 'swish'"}));
+  OpAttrs stray;
+  stray.set("activation", std::string("relu"));
+  stray.set("approximate", std::string("tanh"));
+  EXPECT_TRUE(IsError(run_op("linear", stray, {x.view(), w.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"'approximate' needs activation gelu"}));
+  OpAttrs mode;
+  mode.set("activation", std::string("gelu"));
+  mode.set("approximate", std::string("fast"));
+  EXPECT_TRUE(IsError(run_op("linear", mode, {x.view(), w.view()}, {y.view()}), ErrorCode::InvalidArgument,
+                      {"'fast'"}));
 }
 
 TEST(Linear, WithoutBiasMatchesReference) {

@@ -288,6 +288,10 @@ TEST(CudaKernels, GemmsWithoutAHandleOrScratchFailCleanly) {
   std::vector<TensorView> in{x, w};
   std::vector<TensorView> o{out};
   EXPECT_TRUE(IsError((*linear)(no_blas, {}, in, o), ErrorCode::InvalidArgument, {"cuBLAS"}));
+  // A fused activation is the host's (the builder fuses it into host linears only).
+  OpAttrs gelu;
+  gelu.set("activation", std::string("gelu"));
+  EXPECT_TRUE(IsError((*linear)(r.ctx(), gelu, in, o), ErrorCode::NotSupported, {"runs on the host only"}));
   CudaKernelContext no_temp = r.ctx();
   no_temp.temp = nullptr;
   Result<CudaKernelFn> sdpa = find_cuda_kernel("scaled_dot_product_attention");
