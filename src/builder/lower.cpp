@@ -26,15 +26,18 @@ namespace {
 using format::kNoValue;
 
 // The program's constant table, shared by all methods. Constants of equal dtype, shape and
-// bytes become one entry: tied weights (an exporter's shared initializer, read through
+// bytes become one entry (unless the weights go to a file beside the program, RewriteOptions): tied weights (an exporter's shared initializer, read through
 // Identity or transposed once per reader; the layers of a stack cloned from one module) are
 // stored, uploaded and packed once, as the model holds them, not once per reader.
 class ConstantTable {
  public:
-  explicit ConstantTable(LoweredProgram& out) : out_(out) {}
+  ConstantTable(LoweredProgram& out, bool merge_equal) : out_(out), merge_equal_(merge_equal) {}
   uint32_t index_of(const ir::Constant& c) {
     if (auto it = index_.find(c.name); it != index_.end()) return it->second;
-    const uint32_t index = same_content(c).value_or(static_cast<uint32_t>(out_.constants.size()));
+    const bool hashed = merge_equal_ && !c.bytes.empty();
+    const size_t hash = hashed ? content_hash(c) : 0;
+    const uint32_t index =
+        (hashed ? same_content(c, hash) : std::nullopt).value_or(static_cast<uint32_t>(out_.constants.size()));
     index_.emplace(c.name, index);
     if (index == out_.constants.size()) {
       out_.constants.push_back(&c);
@@ -44,7 +47,7 @@ class ConstantTable {
       t->shape = c.shape;
       t->size_bytes = c.nbytes();
       out_.program.constants.push_back(std::move(t));
-      if (!c.bytes.empty()) by_content_.emplace(content_hash(c), index);
+      if (hashed) by_content_.emplace(hash, index);
     }
     return index;
   }
@@ -59,9 +62,8 @@ class ConstantTable {
   }
 
   // An entry already in the table holding exactly c's dtype, shape and bytes.
-  std::optional<uint32_t> same_content(const ir::Constant& c) const {
-    if (c.bytes.empty()) return std::nullopt;
-    auto [first, last] = by_content_.equal_range(content_hash(c));
+  std::optional<uint32_t> same_content(const ir::Constant& c, size_t hash) const {
+    auto [first, last] = by_content_.equal_range(hash);
     for (auto it = first; it != last; ++it) {
       const ir::Constant& other = *out_.constants[it->second];
       if (other.dtype == c.dtype && other.shape == c.shape && other.bytes.size() == c.bytes.size() &&
@@ -73,6 +75,7 @@ class ConstantTable {
   }
 
   LoweredProgram& out_;
+  bool merge_equal_;
   std::map<std::string, uint32_t, std::less<>> index_;
   std::unordered_multimap<size_t, uint32_t> by_content_;  // content hash -> entry
 };
@@ -457,7 +460,7 @@ Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanO
     rewrite_method(*rewritten, method, state);
     methods.push_back(std::move(method));
   }
-  ConstantTable constants(out);
+  ConstantTable constants(out, rewrites.merge_equal_constants);
   for (const ir::Method& method : methods) {
     PLANRT_ASSIGN_OR_RETURN(ir::CheckedMethod checked, ir::check_method(*rewritten, method));
     PLANRT_ASSIGN_OR_RETURN(std::vector<SegmentSpan> segments, partition_method(method, checked));

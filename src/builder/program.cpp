@@ -116,6 +116,7 @@ Result<BuiltProgram> build_program(const Model& model, const BuildOptions& optio
     ScratchPlacement scratch{options.plan_cuda_scratch, options.plan_engine_scratch};
     RewriteOptions rewrites;
     rewrites.channels_last = options.channels_last;
+    rewrites.merge_equal_constants = !options.external_weights;
     PLANRT_ASSIGN_OR_RETURN(LoweredProgram lowered, lower_model(model.graph(), planner, scratch, rewrites));
     auto impl = std::make_unique<BuiltProgram::Impl>();
     impl->program = std::move(lowered.program);

@@ -60,6 +60,10 @@ struct RewriteOptions {
   // Convolution regions run channels-last inside (layout.h); off keeps every tensor as the
   // model wrote it.
   bool channels_last = true;
+  // Constants of equal dtype, shape and bytes stored once (lower.cpp's constant table). Off
+  // for a program whose weights go to a file beside it: that file is read by name, and a
+  // user may replace it with other weights, which need every name of the model.
+  bool merge_equal_constants = true;
 };
 
 // What the rewrites of one model's methods share: the names taken in the model (made names

@@ -6,9 +6,10 @@
 // (docs/performance.md, "Huge pages for packed weights and planned buffers").
 //
 // The advice is a hint: a kernel with THP off ("never") or without free huge pages maps
-// 4 KiB pages and nothing else changes; pages are faulted in on first touch, so reserved
-// but untouched space is not resident. Not for small buffers: below kHugePageBytes the
-// mapping is plain pages (callers keep those on the heap).
+// 4 KiB pages and nothing else changes. Pages are faulted in on first touch, but a touch
+// makes a whole huge page resident: a mapping of 2 MiB + 1 bytes whose last byte is written
+// holds 4 MiB, and every fresh mapping is zeroed page by page when first touched (so not for
+// buffers made per call). Below kHugePageBytes the mapping is plain pages.
 //
 // Ownership: HostPages is a move-only owner; destruction unmaps. Thread safety: distinct
 // objects may be used from any thread; one object is not synchronized.

@@ -7,6 +7,13 @@
 namespace planrt {
 namespace {
 
+// From here up an allocation is whole pages advised for huge pages (core/host_pages.h): the
+// planned arenas host kernels stream through. glibc's malloc maps every block above its
+// largest dynamic threshold (32 MiB on 64-bit) afresh anyway, so a mapping costs nothing it
+// would not; below it, malloc reuses freed blocks without zeroing them again, which a
+// per-call output of a few MiB keeps.
+constexpr size_t kMappedAtOrAbove = size_t{32} << 20;
+
 class HostAllocator final : public DeviceAllocator {
  public:
   DeviceType device_type() const override { return DeviceType::CPU; }
@@ -17,7 +24,7 @@ class HostAllocator final : public DeviceAllocator {
                         to_string(device));
     }
     if (nbytes == 0) return static_cast<void*>(nullptr);
-    if (nbytes >= kHugePageBytes) {
+    if (nbytes >= kMappedAtOrAbove) {
       PLANRT_ASSIGN_OR_RETURN(HostPages pages, HostPages::map(nbytes));
       return pages.release();
     }
@@ -31,7 +38,7 @@ class HostAllocator final : public DeviceAllocator {
 
   void deallocate(void* ptr, size_t nbytes, Device) override {
     if (ptr == nullptr) return;
-    if (nbytes >= kHugePageBytes) {
+    if (nbytes >= kMappedAtOrAbove) {
       HostPages::unmap(ptr, (nbytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
       return;
     }

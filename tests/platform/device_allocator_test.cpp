@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,6 +32,45 @@ INSTANTIATE_TEST_SUITE_P(HostMemory, DeviceAllocatorContract,
                          AllocatorCaseName);
 INSTANTIATE_TEST_SUITE_P(HostMemory, DeviceAllocatorFailureContract,
                          ::testing::Values(test_allocator_case()), AllocatorCaseName);
+
+// Whether some mapping of this process covers `p` (/proc/self/maps).
+bool mapped(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(maps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) return true;
+  }
+  return false;
+}
+
+// From 32 MiB the built-in host allocator maps whole pages on a huge-page boundary and
+// unmaps all of them when given the block back; below, the heap's blocks.
+TEST(HostAllocator, LargeBlocksAreWholeHugePageMappingsGivenBackWhole) {
+  DeviceAllocator& host = host_allocator();
+  constexpr size_t kMiB = size_t{1} << 20;
+  for (size_t bytes : {32 * kMiB - 1, 32 * kMiB, 32 * kMiB + 1, 64 * kMiB, 34 * kMiB + 4097}) {
+    Result<void*> p = host.allocate(bytes, Device::cpu());
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    auto* b = static_cast<uint8_t*>(*p);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % kHostAlignment, 0u);
+    b[0] = 1;
+    b[bytes - 1] = 2;
+    const bool large = bytes >= 32 * kMiB;
+    if (large) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % (2 * kMiB), 0u) << bytes;
+      // The last byte of the rounded mapping is its own, and nothing after the block.
+      const size_t whole = (bytes + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
+      EXPECT_TRUE(mapped(b + whole - 1)) << bytes;
+    }
+    host.deallocate(*p, bytes, Device::cpu());
+    if (large) {
+      EXPECT_FALSE(mapped(b)) << bytes;
+      EXPECT_FALSE(mapped(b + bytes - 1)) << bytes;
+    }
+  }
+}
 
 TEST(AllocatorRegistry, CpuAlwaysHasTheHostAllocator) {
   EXPECT_EQ(get_device_allocator(DeviceType::CPU), &host_allocator());

@@ -2,7 +2,8 @@
 // shared initializer seen through Identity or transposed per reader, layers cloned from one
 // module), are stored once in the program (builder/lower.cpp's constant table) and packed
 // once at load (runtime/method_load.cpp), so the method holds the weight once; outputs are
-// those of the plain kernels. Constants of equal bytes but another shape stay apart.
+// those of the plain kernels. Constants of equal bytes but another shape stay apart, and so
+// does every constant of a program with external weights.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -133,6 +134,21 @@ TEST(TiedWeights, AWeightTwoLinearsReadIsPackedOnce) {
 TEST(TiedWeights, ConstantsOfEqualContentAreStoredAndPackedOnce) {
   expect_stored_and_packed("w1", {"w2"}, 4, kSquare + kWide);  // w1 = w2, b1, b2, w3
   expect_stored_and_packed("b1", {"b2"}, 4, 2 * kSquare + kWide);  // biases: one entry
+}
+
+// A program whose weights go to a file beside it keeps every name: that file is read by
+// name and may be replaced by other weights.
+TEST(TiedWeights, ExternalWeightsKeepEveryConstant) {
+  Result<builder::Model> model = with_bytes_of("w1", {"w2"});
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  builder::BuildOptions external;
+  external.external_weights = true;
+  Result<builder::BuiltProgram> built = builder::build_program(*model, external);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  EXPECT_EQ(built->num_constants(), 5u);
+  Result<builder::BuiltProgram> embedded = builder::build_program(*model);
+  ASSERT_TRUE(embedded.ok()) << embedded.status().to_string();
+  EXPECT_EQ(embedded->num_constants(), 4u);
 }
 
 TEST(TiedWeights, EqualBytesOfAnotherShapeStayApart) {

@@ -107,9 +107,9 @@ Status unregister_device_allocator(DeviceType type);
 DeviceAllocator* get_device_allocator(DeviceType type);
 
 // The built-in host allocator: at least 64-byte aligned memory, failures returned as
-// OutOfMemory. Allocations of 2 MiB and more are whole pages mapped for them, aligned to and
-// advised for transparent huge pages (the planned arenas, which host kernels stream through:
-// fewer TLB misses); smaller ones come from the C++ runtime's heap. deallocate() must get the
+// OutOfMemory. Allocations of 32 MiB and more are whole pages mapped for them, aligned to and
+// advised for transparent huge pages (large planned arenas, which host kernels stream
+// through: fewer TLB misses); smaller ones come from the C++ runtime's heap. deallocate() must get the
 // size allocate() was given (the contract above). Always available, whatever is registered
 // for CPU.
 inline constexpr size_t kHostAlignment = 64;

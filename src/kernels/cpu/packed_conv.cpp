@@ -220,6 +220,9 @@ Status PackedConv::run(const OpAttrs&, std::span<const TensorView> inputs,
     stream.wait();
     return {};
   } catch (const dnnl::error& e) {
+    // No convolution for this batch and thread count with the weight's layout (made at load):
+    // the plain kernel serves, as a weight oneDNN declined at load would.
+    if (e.status == dnnl_unimplemented) return conv2d(attrs_, inputs, outputs);
     return make_error(code_of(e.status), "{}: oneDNN convolution of [{}, {}, {}, {}] failed: {}", op, n, p.c, p.h, p.w,
                       e.what());
   } catch (const std::bad_alloc&) {

@@ -1,6 +1,7 @@
 #include "kernels/cpu/weight_arena.h"
 
 #include <algorithm>
+#include <new>
 
 namespace planrt::kernels::cpu {
 
@@ -11,7 +12,11 @@ Result<void*> PackedWeightArena::allocate(size_t bytes) {
   std::lock_guard lock(mu_);
   if (chunks_.empty() || chunks_.back().pages.size() - chunks_.back().used < need) {
     PLANRT_ASSIGN_OR_RETURN(HostPages pages, HostPages::map(std::max(need, kChunkBytes)));
-    chunks_.push_back({std::move(pages), 0});
+    try {
+      chunks_.push_back({std::move(pages), 0});
+    } catch (const std::bad_alloc&) {
+      return make_error(ErrorCode::OutOfMemory, "packed weight arena: cannot record a chunk of {} bytes", need);
+    }
   }
   Chunk& chunk = chunks_.back();
   void* p = static_cast<uint8_t*>(chunk.pages.data()) + chunk.used;

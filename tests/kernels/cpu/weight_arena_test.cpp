@@ -39,15 +39,25 @@ TEST(PackedWeightArena, AllocationsAreAlignedDisjointAndCounted) {
   EXPECT_EQ(arena.mapped_bytes(), PackedWeightArena::kChunkBytes);
 }
 
-TEST(PackedWeightArena, ARequestAboveAChunkGetsItsOwnAndTheNextStartsAnother) {
+TEST(PackedWeightArena, ARequestAboveAChunkGetsAChunkOfItsOwnWhoseTailServesTheNext) {
   PackedWeightArena arena;
   const size_t big = PackedWeightArena::kChunkBytes + 5;
   ASSERT_TRUE(arena.allocate(100).ok());
+  EXPECT_EQ(arena.mapped_bytes(), PackedWeightArena::kChunkBytes);
   Result<void*> p = arena.allocate(big);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   static_cast<uint8_t*>(*p)[big - 1] = 7;
-  EXPECT_GE(arena.mapped_bytes(), PackedWeightArena::kChunkBytes + big);
-  ASSERT_TRUE(arena.allocate(100).ok());
+  // Its own chunk: the request rounded up to huge pages (32 MiB + 5 bytes -> 34 MiB).
+  const uint64_t own = (big + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  EXPECT_EQ(arena.mapped_bytes(), PackedWeightArena::kChunkBytes + own);
+  // The next small request fits in that chunk's tail: nothing more is mapped.
+  Result<void*> next = arena.allocate(100);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(arena.mapped_bytes(), PackedWeightArena::kChunkBytes + own);
+  EXPECT_GE(static_cast<uint8_t*>(*next), static_cast<uint8_t*>(*p) + big);
+  // One that does not fit starts another chunk.
+  ASSERT_TRUE(arena.allocate(own).ok());
+  EXPECT_EQ(arena.mapped_bytes(), PackedWeightArena::kChunkBytes + 2 * own);
 }
 
 TEST(PackedWeightArena, BadRequestsAreErrors) {
