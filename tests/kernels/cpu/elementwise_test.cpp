@@ -78,9 +78,11 @@ TEST(Elementwise, ScalarsBroadcast) {
   expect_binary_matches({}, {}, {});
 }
 
-// Enough rows that two threads split them (each range starts its own operand walk): a
-// squeeze-excitation's scale, a per-channel bias, a broadcast in a middle dim.
-TEST(Elementwise, LargeBroadcastsSplitBetweenThreadsMatchReference) {
+// Enough rows that two OpenMP workers split them (each range starts its own operand walk): a
+// squeeze-excitation's scale, a per-channel bias, a broadcast in a middle dim. (No "Thread"
+// in the name: that would put it in the ThreadSanitizer lane, which cannot see OpenMP's
+// workers, threading_test.cpp.)
+TEST(Elementwise, LargeBroadcastsSplitBetweenWorkersMatchReference) {
   cpu::ThreadCountScope two(2);
   expect_binary_matches({4, 33, 17, 96}, {4, 1, 1, 96}, {4, 33, 17, 96});
   expect_binary_matches({4, 33, 17, 96}, {96}, {4, 33, 17, 96});
