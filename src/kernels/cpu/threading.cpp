@@ -77,6 +77,11 @@ Result<int> parse_num_threads(std::string_view value) {
                     value, kMaxThreads);
 }
 
+int threads_for_work(int available, int64_t work, int64_t work_per_thread) {
+  const int64_t worth = work / std::max<int64_t>(work_per_thread, 1);
+  return static_cast<int>(std::clamp<int64_t>(worth, 1, std::max(available, 1)));
+}
+
 #ifdef _OPENMP
 // OpenMP's count is a per-thread setting (its nthreads ICV), which is what lets two runs on
 // two threads use different counts. A thread outside any scope reports the default here,
@@ -104,7 +109,7 @@ ThreadCountScope::~ThreadCountScope() {
 Status parallel_for_ranges(int64_t count, int64_t grain, RangeFn fn, void* context) {
   if (count <= 0) return {};
   grain = std::max<int64_t>(grain, 1);
-  const int64_t threads = std::min<int64_t>(current_num_threads(), (count + grain - 1) / grain);
+  const int64_t threads = std::min<int64_t>(current_num_threads(), count / grain);
   std::atomic<int> failure{0};  // 1: bad_alloc, 2: anything else
   auto guarded = [&](int64_t begin, int64_t end) {
     try {

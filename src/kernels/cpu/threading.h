@@ -53,9 +53,19 @@ class ThreadCountScope {
   bool previous_set_ = false;
 };
 
+// Elements of streaming work (a pointwise op, a copy, a sum) worth a thread of their own. A
+// fork and join of two OpenMP threads costs ~3 us on the 2-core development VM, even with
+// the worker spinning (docs/performance.md); a core streams 64K floats of a pointwise op in
+// about 10 us, so a smaller op runs faster on one thread than split.
+constexpr int64_t kElementsPerThread = int64_t{1} << 16;
+
+// The threads worth using for `work` units when each thread should get at least
+// `work_per_thread` of them: between 1 and `available`.
+int threads_for_work(int available, int64_t work, int64_t work_per_thread);
+
 // Calls body(begin, end) over disjoint ranges covering [0, count), on up to
-// current_num_threads() threads and never more than ceil(count / grain) of them (so that small
-// work is not split). body must be safe to run concurrently on disjoint ranges. An exception
+// current_num_threads() threads and never more than count / grain of them: each thread gets
+// at least `grain` items, so that work smaller than what waking a thread costs is not split. body must be safe to run concurrently on disjoint ranges. An exception
 // from a body stays inside: the call returns OutOfMemory (std::bad_alloc) or Internal, after
 // every range has ended. Allocates nothing itself.
 using RangeFn = void (*)(void* context, int64_t begin, int64_t end);

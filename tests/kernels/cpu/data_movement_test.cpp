@@ -39,6 +39,24 @@ void expect_permuted(const HostTensor& x, const HostTensor& out, const std::vect
   }
 }
 
+// Calls fn(perm, out_shape, attrs) for every permutation of shape's dims: attrs holds the
+// permute's `dims`, out_shape the permuted shape.
+template <typename Fn>
+void for_each_permutation(const Shape& shape, Fn&& fn) {
+  std::vector<int> perm(static_cast<size_t>(shape.rank()));
+  for (int d = 0; d < shape.rank(); ++d) perm[static_cast<size_t>(d)] = d;
+  do {
+    std::vector<int64_t> out_shape, dims;
+    for (int d : perm) {
+      out_shape.push_back(shape[d]);
+      dims.push_back(d);
+    }
+    OpAttrs attrs;
+    attrs.set("dims", dims);
+    fn(perm, *Shape::from(out_shape), attrs);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+}
+
 TEST(Reshape, CopiesElementsInOrder) {
   HostTensor x = iota({2, 3, 4});
   HostTensor y(DType::I64, {6, 4});
@@ -94,21 +112,34 @@ TEST(Permute, EveryPermutationOfShapesAcrossTileEdgesMovesEveryElement) {
   const std::vector<Shape> shapes = {{33, 65}, {2, 3, 40, 37}, {1, 70, 1, 3}, {4, 1, 33, 2, 5}, {3, 64, 64}};
   for (const Shape& shape : shapes) {
     HostTensor x = iota(shape);
-    std::vector<int> perm(static_cast<size_t>(shape.rank()));
-    for (int d = 0; d < shape.rank(); ++d) perm[static_cast<size_t>(d)] = d;
-    do {
-      std::vector<int64_t> out_shape, dims;
-      for (int d : perm) {
-        out_shape.push_back(shape[d]);
-        dims.push_back(d);
-      }
-      HostTensor y(DType::I64, *Shape::from(out_shape));
-      OpAttrs attrs;
-      attrs.set("dims", dims);
+    for_each_permutation(shape, [&](const std::vector<int>& perm, const Shape& out_shape, const OpAttrs& attrs) {
+      HostTensor y(DType::I64, out_shape);
       ASSERT_TRUE(run_op("permute", attrs, {x.view()}, {y.view()}).ok());
       SCOPED_TRACE(::testing::Message() << "shape " << shape.to_string());
       expect_permuted(x, y, perm);
-    } while (std::next_permutation(perm.begin(), perm.end()));
+    });
+  }
+}
+
+// Four-byte elements whose output rows are 3 or 4 long (an RGB or RGBA image going
+// channels-last takes the narrow-row transpose, in tiles of 1024 rows) and the shapes around
+// them, in every permutation: every element lands where the permutation says.
+TEST(Permute, NarrowRowsOfFourByteElementsMoveEveryElement) {
+  const std::vector<Shape> shapes = {{2, 3, 37, 41}, {1, 4, 33, 40}, {3, 1100}, {5, 4, 300}, {2, 3, 4}};
+  for (const Shape& shape : shapes) {
+    HostTensor x(DType::I32, shape);
+    for (int64_t i = 0; i < x.numel(); ++i) x.as<int32_t>()[i] = static_cast<int32_t>(i);
+    for_each_permutation(shape, [&](const std::vector<int>& perm, const Shape& out_shape, const OpAttrs& attrs) {
+      HostTensor y(DType::I32, out_shape);
+      ASSERT_TRUE(run_op("permute", attrs, {x.view()}, {y.view()}).ok());
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        std::vector<int64_t> oi = unravel(i, y.shape());
+        std::vector<int64_t> xi(oi.size());
+        for (size_t d = 0; d < perm.size(); ++d) xi[static_cast<size_t>(perm[d])] = oi[d];
+        ASSERT_EQ(y.as<int32_t>()[i], x.as<int32_t>()[flat_index(xi, x.shape())])
+            << "shape " << shape.to_string() << " output index " << i;
+      }
+    });
   }
 }
 

@@ -99,6 +99,35 @@ TEST(CpuParallelism, ParallelForCoversEveryIndexOnceAndKeepsSmallWorkWhole) {
   EXPECT_EQ(ranges.load(), 1);
 }
 
+// Each thread gets at least `grain` items: 1.9 grains of work stay on one thread, 2 grains
+// may split in two (a team of 3 allows both), so that work that would cost less than waking a
+// thread is not split.
+TEST(CpuParallelism, EveryRangeHoldsAtLeastAGrain) {
+  ThreadCountScope three(3);
+  for (const auto& [count, most] : {std::pair<int64_t, int>{19, 1}, {20, 2}, {29, 2}, {30, 3}, {3000, 3}}) {
+    std::atomic<int> ranges{0};
+    std::atomic<int64_t> smallest{INT64_MAX};
+    ASSERT_TRUE(cpu::parallel_for(count, 10, [&](int64_t begin, int64_t end) {
+                  ranges.fetch_add(1);
+                  int64_t seen = smallest.load();
+                  while (end - begin < seen && !smallest.compare_exchange_weak(seen, end - begin)) {
+                  }
+                }).ok());
+    EXPECT_LE(ranges.load(), most) << count;
+    EXPECT_GE(smallest.load(), 10) << count;
+  }
+}
+
+TEST(CpuParallelism, ThreadsForWorkGivesEachAtLeastItsShareAndStaysInBounds) {
+  EXPECT_EQ(cpu::threads_for_work(2, 0, 1000), 1);
+  EXPECT_EQ(cpu::threads_for_work(2, 1999, 1000), 1);
+  EXPECT_EQ(cpu::threads_for_work(2, 2000, 1000), 2);
+  EXPECT_EQ(cpu::threads_for_work(4, 3500, 1000), 3);
+  EXPECT_EQ(cpu::threads_for_work(4, INT64_MAX, 1000), 4);
+  EXPECT_EQ(cpu::threads_for_work(4, 5000, 0), 4);  // no share given: every thread
+  EXPECT_EQ(cpu::threads_for_work(0, 5000, 1000), 1);
+}
+
 // Nothing a loop body throws leaves the loop: it becomes the loop's error, after every range
 // ran (the other ranges' work is done).
 TEST(CpuParallelism, AnExceptionInALoopBodyBecomesAnErrorNotATermination) {
