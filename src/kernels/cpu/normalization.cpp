@@ -30,7 +30,7 @@ void softmax_line(const float* x, float* y, int64_t n, int64_t stride) {
   double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i) {
-    const float e = vmath::exp(x[i * stride] - max);
+    const float e = vmath::exp_nonpositive(x[i * stride] - max);
     y[i * stride] = e;
     sum += e;
   }

@@ -23,12 +23,6 @@ using Type = memory::data_type;
 
 constexpr size_t kMaxShapes = 64;
 
-// Multiply-adds worth a thread of their own (run()): about 5 us of one core's convolution
-// against ~3 us to fork and join a second thread. Chosen on mobilenet_v3_small at two threads,
-// whose convolutions span 15K to 5M multiply-adds at batch 1: at 2^19 batch 1 was ~10% slower,
-// at 2^21 batch 8 was (docs/performance.md).
-constexpr int64_t kConvMacsPerThread = int64_t{1} << 20;
-
 int64_t conv2d_macs(const Conv2dPlan& p, int64_t n) {
   const double macs = static_cast<double>(n) * static_cast<double>(p.k) * static_cast<double>(p.c / p.groups) *
                       static_cast<double>(p.window.kh * p.window.kw) * static_cast<double>(p.oh * p.ow);
@@ -187,8 +181,8 @@ Status PackedConv::run(const OpAttrs&, std::span<const TensorView> inputs,
   const uint64_t x_bytes = inputs[0].nbytes(), y_bytes = outputs[0].nbytes();
   // A small convolution runs on fewer threads than the run allows, made and run under that
   // count (oneDNN fixes a primitive's threads when it is made): forking costs more than it
-  // saves below kConvMacsPerThread per thread.
-  const int threads = threads_for_work(current_num_threads(), conv2d_macs(p, n), kConvMacsPerThread);
+  // saves below kMacsPerThread per thread (threading.h).
+  const int threads = threads_for_work(current_num_threads(), conv2d_macs(p, n), kMacsPerThread);
   std::optional<ThreadCountScope> fewer;
   if (threads < current_num_threads()) fewer.emplace(threads);
   try {

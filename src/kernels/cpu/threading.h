@@ -59,6 +59,12 @@ class ThreadCountScope {
 // about 10 us, so a smaller op runs faster on one thread than split.
 constexpr int64_t kElementsPerThread = int64_t{1} << 16;
 
+// Multiply-adds of a product (a convolution, an attention tile) worth a thread of their
+// own: about 5 us of one core's work against ~3 us to fork and join a second thread. Chosen
+// on mobilenet_v3_small at two threads, whose convolutions span 15K to 5M multiply-adds at
+// batch 1: at 2^19, batch 1 ran ~10% slower, at 2^21 batch 8 did (docs/performance.md).
+constexpr int64_t kMacsPerThread = int64_t{1} << 20;
+
 // The threads worth using for `work` units when each thread should get at least
 // `work_per_thread` of them: between 1 and `available`.
 int threads_for_work(int available, int64_t work, int64_t work_per_thread);

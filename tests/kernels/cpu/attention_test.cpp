@@ -93,7 +93,7 @@ TEST(Attention, CausalDiffersFromNonCausal) {
   EXPECT_GT(relative_error(masked, plain.doubles()), 1e-3);
 }
 
-// The kernel works in tiles of 32 queries by 256 keys, folding each key tile into a running
+// The kernel works in tiles of 64 queries by 256 keys, folding each key tile into a running
 // softmax: these sizes cross both tile edges (and leave partial tiles), so the online
 // rescaling and the causal tile skipping are what is compared with the reference.
 TEST(Attention, SequencesSpanningSeveralTilesMatchTheReference) {

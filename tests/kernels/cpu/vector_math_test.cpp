@@ -3,7 +3,9 @@
 // instruction-set clone the CPU picks), and their special values.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -41,6 +43,20 @@ TEST(VectorMath, ExpSpecialValuesAreTheLibrarys) {
   EXPECT_EQ(vmath::exp(100.0f), kInf);
   EXPECT_EQ(vmath::exp(-200.0f), 0.0f);
   EXPECT_TRUE(std::isnan(vmath::exp(std::nanf(""))));
+}
+
+// The softmax's exp (x <= 0) gives exp's very bits wherever it is defined: over the whole
+// non-positive range (denormal results included), at its edges and for -inf and NaN.
+TEST(VectorMath, ExpOfNonPositiveArgumentsIsExpBitForBit) {
+  for (float x : grid(-104.0f, 0.0f, 400001)) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(vmath::exp_nonpositive(x)), std::bit_cast<uint32_t>(vmath::exp(x))) << x;
+  }
+  for (float x : {-0.0f, -1e-30f, -87.33654f, -87.3366f, -1e30f, -std::numeric_limits<float>::max(), -kInf}) {
+    EXPECT_EQ(std::bit_cast<uint32_t>(vmath::exp_nonpositive(x)), std::bit_cast<uint32_t>(vmath::exp(x))) << x;
+  }
+  EXPECT_EQ(vmath::exp_nonpositive(0.0f), 1.0f);
+  EXPECT_EQ(vmath::exp_nonpositive(-kInf), 0.0f);
+  EXPECT_TRUE(std::isnan(vmath::exp_nonpositive(std::nanf(""))));
 }
 
 TEST(VectorMath, ErfIsWithinItsBoundsEverywhere) {
