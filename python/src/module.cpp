@@ -71,12 +71,13 @@ class PyModule {
  public:
   PyModule(py::object source, py::object options, bool share_memory_arenas,
            uint64_t max_planned_bytes_per_device, bool synchronize_each_step,
-           bool share_device_arenas) {
+           bool share_device_arenas, bool profile_steps) {
     options_.backend_options = backend_options(options);
     options_.share_memory_arenas = share_memory_arenas;
     options_.max_planned_bytes_per_device = max_planned_bytes_per_device;
     options_.synchronize_each_step = synchronize_each_step;
     options_.share_device_arenas = share_device_arenas;
+    options_.profile_steps = profile_steps;
     if (py::isinstance(source, py::module_::import("planrt._planrt").attr("BuiltProgram"))) {
       source = source.attr("to_bytes")();
     }
@@ -192,6 +193,21 @@ class PyModule {
     return d;
   }
 
+  py::list step_profile(const std::string& name) const {
+    std::shared_ptr<Method> method = loaded(name);
+    py::list out;
+    for (const StepProfile& p : method->step_profile()) {
+      py::dict d;
+      d["kind"] = p.kind;
+      d["op"] = p.op;
+      d["node"] = p.node;
+      d["calls"] = p.calls;
+      d["total_ms"] = p.total_ms;
+      out.append(d);
+    }
+    return out;
+  }
+
   py::dict memory_report() const {
     std::vector<std::shared_ptr<const Method>> all;
     std::map<Device, uint64_t> baselines;
@@ -273,7 +289,8 @@ void register_module(py::module_& m) {
 A program loaded for running: its methods, their metadata and memory, and runs.
 
 ``Module(source, backend_options=None, share_memory_arenas=True,
-max_planned_bytes_per_device=0, synchronize_each_step=False, share_device_arenas=False)`` loads
+max_planned_bytes_per_device=0, synchronize_each_step=False, share_device_arenas=False,
+profile_steps=False)`` loads
 and verifies a program
 from a path, from bytes, or from a ``BuiltProgram``; no method memory is allocated until a
 method is loaded (by ``load_method`` or its first ``run``). ``backend_options`` are load-time
@@ -281,10 +298,10 @@ options per backend, ``{"cuda": {"use_cuda_graphs": True}}`` or
 ``{"cuda.use_cuda_graphs": True}``, as ``planrt run --backend-option`` takes them.
 
 A Module may be shared by Python threads; the GIL is released while methods load and run.)doc")
-      .def(py::init<py::object, py::object, bool, uint64_t, bool, bool>(), py::arg("source"),
+      .def(py::init<py::object, py::object, bool, uint64_t, bool, bool, bool>(), py::arg("source"),
            py::arg("backend_options") = py::none(), py::arg("share_memory_arenas") = true,
            py::arg("max_planned_bytes_per_device") = 0, py::arg("synchronize_each_step") = false,
-           py::arg("share_device_arenas") = false)
+           py::arg("share_device_arenas") = false, py::arg("profile_steps") = false)
       .def("method_names", &PyModule::method_names, "The program's methods, in file order.")
       .def("method_meta", &PyModule::method_meta, py::arg("name"),
            "The method's inputs, outputs, dims, planned buffers, segments and per-device memory "
@@ -309,6 +326,10 @@ read in place, a CUDA tensor on the method's device is copied device to device),
       .def("run_stats", &PyModule::run_stats, py::arg("name"),
            "Counters of a loaded method's runs: runs, stream synchronizations, streams, the bytes "
            "its copies moved each way, and the inputs passed in device memory.")
+      .def("step_profile", &PyModule::step_profile, py::arg("name"),
+           "With profile_steps=True: every step of a loaded method in run order, as dicts of kind "
+           "('kernel', 'copy', 'delegate'), op, node, calls and total_ms over all its runs; an "
+           "empty list otherwise.")
       .def("memory_report", &PyModule::memory_report, R"doc(
 What the program's loaded methods hold, per device: weights, planned arenas (the shared host
 arena set once), the engine backend's scratch (private contexts and the shared pool), the

@@ -166,6 +166,12 @@ struct Method::Impl {
   uint64_t host_readers = 0;
   std::vector<bool> delegate_ran;  // per delegate, during a run
   bool synchronize_each_step = false;
+  // Per step, when loaded with profile_steps: calls and nanoseconds over all runs.
+  struct StepTime {
+    int64_t calls = 0;
+    int64_t ns = 0;
+  };
+  std::vector<StepTime> step_times;
   // Threads of the host kernels during a run (option cpu.num_threads); 0: the default.
   int cpu_threads = 0;
   // Host linears reorder their constant weights at load (option cpu.pack_weights).

@@ -76,6 +76,7 @@ class Loader {
     impl_.delegate_ran.assign(impl_.delegates.size(), false);
     impl_.stats.streams = static_cast<int64_t>(impl_.streams.size());
     impl_.synchronize_each_step = options_.synchronize_each_step;
+    if (options_.profile_steps) impl_.step_times.assign(impl_.steps.size(), {});
     bind_value_memory();
     impl_.bound.assign(impl_.meta.dims.size(), -1);
     impl_.shapes.assign(impl_.values.size(), Shape());

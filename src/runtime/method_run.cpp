@@ -1,6 +1,7 @@
 // Running a loaded method: bind dims from the inputs, compute every value's shape, copy the
 // inputs in, run the steps in order, copy the outputs out.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -272,6 +273,8 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
       stream = ms.handle();
       ms.pending = true;
     }
+    const bool timed = !step_times.empty();
+    const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     switch (s.kind) {
       case fb::InstructionKind::Kernel:
         status = s.packed ? s.packed->run(s.attrs, s.in_views, s.out_views) : s.fn(s.attrs, s.in_views, s.out_views);
@@ -320,6 +323,12 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
         status = d.backend()->finish(d.handle());
       }
       if (!status.ok()) return status.with_context(where(k));
+    }
+    if (timed) {
+      // After the per-step wait, when there is one: then a device step's time is its work.
+      step_times[k].ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now() - started).count();
+      ++step_times[k].calls;
     }
   }
   // The end of a run: the host may read every output now, and segments report what only
@@ -457,6 +466,38 @@ Result<std::vector<TensorView>> Method::outputs() const {
 MethodRunStats Method::run_stats() const {
   std::lock_guard lock(impl_->arenas->run_mu);
   return impl_->stats;
+}
+
+std::vector<StepProfile> Method::step_profile() const {
+  std::lock_guard lock(impl_->arenas->run_mu);
+  std::vector<StepProfile> out;
+  out.reserve(impl_->step_times.size());
+  for (size_t k = 0; k < impl_->step_times.size(); ++k) {
+    const Step& s = impl_->steps[k];
+    StepProfile p;
+    p.node = s.node;
+    switch (s.kind) {
+      case fb::InstructionKind::Kernel:
+        p.kind = "kernel";
+        p.op = s.op;
+        break;
+      case fb::InstructionKind::Copy:
+        p.kind = "copy";
+        p.op = s.copy == CopyKind::HostToDevice   ? "host_to_device"
+               : s.copy == CopyKind::DeviceToHost ? "device_to_host"
+               : s.copy == CopyKind::DeviceToDevice ? "device_to_device"
+                                                    : "host_to_host";
+        break;
+      default:
+        p.kind = "delegate";
+        p.op = s.segment_name;
+        break;
+    }
+    p.calls = impl_->step_times[k].calls;
+    p.total_ms = static_cast<double>(impl_->step_times[k].ns) / 1e6;
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 Status Method::copy_outputs_into(std::span<const TensorView> dst) const {

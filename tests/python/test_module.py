@@ -57,6 +57,22 @@ def test_load_unload_and_run_by_order_name_or_alone(encoder, rng):
     np.testing.assert_array_equal(a, again)
 
 
+def test_step_profile_times_every_step_of_every_run(encoder, rng):
+    m = planrt.Module(encoder, profile_steps=True)
+    x = x_of(rng)
+    for _ in range(3):
+        m.run("forward", [x])
+    steps = m.step_profile("forward")
+    assert len(steps) > 5
+    assert {s["kind"] for s in steps} == {"kernel"}
+    assert all(s["calls"] == 3 and s["total_ms"] >= 0 and s["op"] and s["node"] for s in steps)
+    assert "linear" in {s["op"] for s in steps}
+    assert sum(s["total_ms"] for s in steps) > 0
+    plain = planrt.Module(encoder)
+    plain.run("forward", [x])
+    assert plain.step_profile("forward") == []
+
+
 def test_lists_become_arrays_of_the_input_dtype(mlp_json):
     m = planrt.Module(planrt.build(mlp_json))
     (y,) = m.run("forward", [[[0.5] * 16]])

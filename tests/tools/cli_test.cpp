@@ -251,6 +251,35 @@ TEST_F(CliTest, RunJsonReportsOutputsLatencyAndMemory) {
   EXPECT_TRUE(fs::exists(path("outs/y.npy")));
 }
 
+// --profile: the text report sums the timed runs' steps by op and names the slowest; the
+// JSON one lists every step with the timed runs only (warm-ups left out) as its calls.
+TEST_F(CliTest, RunProfileReportsTheTimedRunsStepByStep) {
+  std::string prog = build_small_program();
+  CommandResult text = planrt("run " + prog + " --random-inputs 3 --dim S=8 --iterations 4 --warmup 2 --profile");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("profile over the 4 timed run(s)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("kernel    linear"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("slowest steps:"), std::string::npos) << text.out;
+  CommandResult r = planrt("run " + prog + " --random-inputs 3 --dim S=8 --iterations 3 --warmup 1 --profile --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("profile"));
+  ASSERT_GT(j["profile"].size(), 5u);
+  double total = 0;
+  for (const nlohmann::json& step : j["profile"]) {
+    EXPECT_EQ(step["calls"], 3) << step.dump();
+    EXPECT_EQ(step["kind"], "kernel") << step.dump();
+    EXPECT_FALSE(step["op"].get<std::string>().empty()) << step.dump();
+    EXPECT_GE(step["total_ms"].get<double>(), 0.0) << step.dump();
+    total += step["total_ms"].get<double>();
+  }
+  EXPECT_GT(total, 0.0);
+  // Without the flag, no profile.
+  CommandResult plain = planrt("run " + prog + " --random-inputs 3 --dim S=8 --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("profile"));
+}
+
 TEST_F(CliTest, RunWithTheSameSeedGivesTheSameOutput) {
   std::string prog = build_small_program();
   auto mean = [&]() {

@@ -186,6 +186,7 @@ int parse_run_flags(const RunArgs& args, RunFlags& flags) {
     flags.dim_values[dim->first] = dim->second;
   }
   flags.load_options.synchronize_each_step = args.synchronize_each_step;
+  flags.load_options.profile_steps = args.profile;
   for (const std::string& spec : args.backend_options) {
     if (!add_backend_option(spec, flags.load_options.backend_options)) {
       return report_usage_error(
@@ -381,11 +382,12 @@ Result<Method> load_measured(const OpenedProgram& opened, const LoadMethodOption
 // itself, while the bar still stands, so the error line comes before the bar's end.
 // Returns kExitOk, or the exit code of the error it reported.
 int time_runs(Method& method, std::span<const TensorView> inputs, const RunArgs& args,
-              LatencyReport& latency) {
+              LatencyReport& latency, std::vector<StepProfile>& profile_after_warmup) {
   for (int64_t i = 0; i < args.warmup; ++i) {
     Status s = method.run(inputs);
     if (!s.ok()) return report_error(s);
   }
+  profile_after_warmup = method.step_profile();
   std::vector<double> times;
   ProgressBar bar("running", static_cast<uint64_t>(args.iterations));
   for (int64_t i = 0; i < args.iterations; ++i) {
@@ -408,6 +410,7 @@ void read_after_runs(const Method& method, RunReport& report) {
   read_ledger(report.memory);
 #endif
   report.run_stats = method.run_stats();
+  report.profile = method.step_profile();
   for (DeviceMemory& d : report.memory) {
     if (d.device.is_cpu()) d.packed_weights_bytes = method.packed_weight_bytes();
   }
@@ -480,11 +483,17 @@ int run_run(const RunArgs& args) {
   report.memory = planned_memory(meta);
   Result<Method> method = load_measured(*opened, flags.load_options, report);
   if (!method.ok()) return report_error(method.status());
-  if (int rc = time_runs(*method, views, args, report.latency); rc != kExitOk) return rc;
+  std::vector<StepProfile> warm_profile;
+  if (int rc = time_runs(*method, views, args, report.latency, warm_profile); rc != kExitOk) return rc;
   // Views into the method's planned memory: valid while `method` lives.
   Result<std::vector<TensorView>> outputs = method->outputs();
   if (!outputs.ok()) return report_error(outputs.status());
   read_after_runs(*method, report);
+  // The timed runs only: a first run makes the CPU kernels' primitives.
+  for (size_t k = 0; k < report.profile.size() && k < warm_profile.size(); ++k) {
+    report.profile[k].calls -= warm_profile[k].calls;
+    report.profile[k].total_ms -= warm_profile[k].total_ms;
+  }
   Status summarized = summarize_outputs(*outputs, meta, args.output_dir, report.outputs);
   if (!summarized.ok()) return report_error(summarized);
 

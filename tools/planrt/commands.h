@@ -66,6 +66,7 @@ struct RunArgs {
   std::string output_dir;
   std::vector<std::string> backend_options;  // BACKEND.KEY=VALUE
   bool synchronize_each_step = false;
+  bool profile = false;
   bool json = false;
 };
 int run_run(const RunArgs& args);

@@ -113,6 +113,9 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_flag("--synchronize-each-step", run.synchronize_each_step,
                     "Debugging: wait for the device after every device step, so an error names "
                     "the step that caused it");
+  run_cmd->add_flag("--profile", run.profile,
+                    "Time every step (kernel, copy, delegate call) and report the time by op and the slowest "
+                    "steps; device steps count their enqueue time unless --synchronize-each-step");
   run_cmd->add_flag("--json", run.json, "Print one JSON object");
 
   try {

@@ -1,5 +1,10 @@
 #include "run_report.h"
 
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -192,6 +197,45 @@ void print_device_memory(const DeviceMemory& d, bool arenas_are_shared) {
   }
 }
 
+// --profile: the mean time per timed run by op (steps of one kind and op summed), then the
+// slowest steps. Every step runs once per run, so a step's calls is the run count.
+void print_profile(const RunReport& r) {
+  if (r.profile.empty()) return;
+  struct Total {
+    double ms = 0;
+    int64_t steps = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Total> by_op;
+  double all = 0;
+  int64_t runs = 0;
+  for (const StepProfile& p : r.profile) {
+    runs = std::max(runs, p.calls);
+    Total& t = by_op[{p.kind, p.op}];
+    t.ms += p.total_ms;
+    ++t.steps;
+    all += p.total_ms;
+  }
+  if (runs == 0 || all <= 0) return;
+  std::vector<std::pair<std::pair<std::string, std::string>, Total>> ops(by_op.begin(), by_op.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+  fmt::print("profile over the {} timed run(s): {:.3f} ms per run in the steps (means)\n", runs,
+             all / static_cast<double>(runs));
+  fmt::print("  {:<9} {:<34} {:>6} {:>11} {:>7}\n", "kind", "op", "steps", "ms per run", "share");
+  for (const auto& [key, t] : ops) {
+    fmt::print("  {:<9} {:<34} {:>6} {:>11.3f} {:>6.1f}%\n", key.first, key.second, t.steps,
+               t.ms / static_cast<double>(runs), 100.0 * t.ms / all);
+  }
+  std::vector<const StepProfile*> slowest;
+  for (const StepProfile& p : r.profile) slowest.push_back(&p);
+  std::sort(slowest.begin(), slowest.end(), [](const auto* a, const auto* b) { return a->total_ms > b->total_ms; });
+  slowest.resize(std::min<size_t>(slowest.size(), 10));
+  fmt::print("  slowest steps:\n");
+  for (const StepProfile* p : slowest) {
+    fmt::print("    {:>9.3f} ms  {} {} (node '{}')\n", p->total_ms / static_cast<double>(std::max<int64_t>(p->calls, 1)),
+               p->kind, p->op, p->node);
+  }
+}
+
 void print_memory(const RunReport& r) {
   fmt::print("memory\n");
   uint64_t total = 0;
@@ -230,6 +274,13 @@ void print_json(const RunReport& r) {
               {"shared_host_arenas", r.shared_host_arenas},
               {"shared_host_arena_bytes", r.shared_host_arena_bytes},
               {"constants_bytes", r.constants_bytes}}}};
+  if (!r.profile.empty()) {
+    json steps = json::array();
+    for (const StepProfile& p : r.profile) {
+      steps.push_back({{"kind", p.kind}, {"op", p.op}, {"node", p.node}, {"calls", p.calls}, {"total_ms", p.total_ms}});
+    }
+    j["profile"] = steps;
+  }
   fmt::print("{}\n", j.dump(2));
 }
 
@@ -237,6 +288,7 @@ void print_text(const RunReport& r) {
   fmt::print("method {} of {} (loaded in {:.2f} ms)\n", r.method, r.program, r.load_ms);
   print_tensors(r);
   print_latency(r);
+  print_profile(r);
   print_memory(r);
 }
 

@@ -103,6 +103,8 @@ struct RunReport {
   bool shared_host_arenas = false;   // the method uses the program's shared host arenas
   uint64_t shared_host_arena_bytes = 0;
   uint64_t constants_bytes = 0;
+  // Per step, with --profile (Method::step_profile); empty otherwise.
+  std::vector<StepProfile> profile;
 };
 
 // One JSON object (docs/cli.md lists its fields), then a newline, on stdout.

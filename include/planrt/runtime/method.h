@@ -74,6 +74,11 @@ struct LoadMethodOptions {
   // errors right there, so an asynchronous failure names the step that caused it (the
   // way CUDA_LAUNCH_BLOCKING does). Costs one host wait per device step.
   bool synchronize_each_step = false;
+  // Profiling: time every step of every run (a host kernel, a copy, a delegate call) on the
+  // host's steady clock, read by Method::step_profile(). Costs two clock reads per step;
+  // off, nothing. Device work is asynchronous: a device step's time is what enqueuing it
+  // took, unless synchronize_each_step also waits for it.
+  bool profile_steps = false;
   // The most planned-buffer bytes this load may allocate on any one device (the sum of the
   // method's planned buffers there; for a host method sharing arenas, the larger of that
   // and the shared set's total). Sizes come from the file, which is untrusted: without a
@@ -99,6 +104,17 @@ struct MethodRunStats {
   uint64_t device_to_host_bytes = 0;
   uint64_t device_to_device_bytes = 0;
   int64_t inputs_from_device = 0;    // inputs the caller passed in device memory, all runs
+};
+
+// One step of a method and the time its runs spent in it (LoadOptions::profile_steps).
+struct StepProfile {
+  std::string kind;  // "kernel", "copy" or "delegate"
+  // The kernel's op; a copy's direction (host_to_device, device_to_host, device_to_device,
+  // host_to_host); a delegate's segment name.
+  std::string op;
+  std::string node;  // the instruction's node name, as the program names it
+  int64_t calls = 0;
+  double total_ms = 0;
 };
 
 class Method {
@@ -133,6 +149,9 @@ class Method {
 
   // Counters of this method's runs (see Streams above).
   MethodRunStats run_stats() const;
+  // Every step, in the order a run takes them, with its calls and time over all runs so
+  // far (warm-up runs included); empty unless loaded with LoadOptions::profile_steps.
+  std::vector<StepProfile> step_profile() const;
   // Host bytes of the constant weights this method reordered at load for the CPU kernels'
   // matrix products (load option cpu.pack_weights, on by default): copies it owns beside the
   // program's constants, which those products no longer read.
