@@ -60,7 +60,7 @@ class ThreadCountScope {
 constexpr int64_t kElementsPerThread = int64_t{1} << 16;
 
 // Multiply-adds of a product (a convolution, an attention tile) worth a thread of their
-// own: about 5 us of one core's work against ~3 us to fork and join a second thread. Chosen
+// own: about 10 us of one core's work against ~3 us to fork and join a second thread. Chosen
 // on mobilenet_v3_small at two threads, whose convolutions span 15K to 5M multiply-adds at
 // batch 1: at 2^19, batch 1 ran ~10% slower, at 2^21 batch 8 did (docs/performance.md).
 constexpr int64_t kMacsPerThread = int64_t{1} << 20;
@@ -71,9 +71,10 @@ int threads_for_work(int available, int64_t work, int64_t work_per_thread);
 
 // Calls body(begin, end) over disjoint ranges covering [0, count), on up to
 // current_num_threads() threads and never more than count / grain of them: each thread gets
-// at least `grain` items, so that work smaller than what waking a thread costs is not split. body must be safe to run concurrently on disjoint ranges. An exception
-// from a body stays inside: the call returns OutOfMemory (std::bad_alloc) or Internal, after
-// every range has ended. Allocates nothing itself.
+// at least `grain` items, so that work smaller than what waking a thread costs is not split.
+// body must be safe to run concurrently on disjoint ranges. An exception from a body stays
+// inside: the call returns OutOfMemory (std::bad_alloc) or Internal, after every range has
+// ended. Allocates nothing itself.
 using RangeFn = void (*)(void* context, int64_t begin, int64_t end);
 Status parallel_for_ranges(int64_t count, int64_t grain, RangeFn fn, void* context);
 
