@@ -24,9 +24,8 @@
 namespace planrt::kernels::cpu {
 namespace {
 
-// 64 query rows: sgemm runs a 64 x 256 x 64 tile at ~170 GFLOP/s on one AVX-512 core, a
-// 32-row one at ~145 (its packing of the key block is paid per call); the score tile,
-// 64 KiB, stays in L2. The 6-block BERT's attention at S = 512 took 50 -> 43.5 ms.
+// 64 query rows: sgemm packs the key block on every call, which 32-row tiles paid twice as
+// often (docs/performance.md has the rates); the 64 KiB score tile stays in L2.
 constexpr int64_t kQueryBlock = 64;
 constexpr int64_t kKeyBlock = 256;
 constexpr float kMasked = -std::numeric_limits<float>::infinity();

@@ -82,8 +82,8 @@ PLANRT_VMATH_INLINE float exp(float x) {
 
 // e^x for x <= 0, -inf or NaN, equal to exp(x) there: a softmax's e^(s - max). Without the
 // upper clamp and the selects that only a positive or NaN x needs (a NaN passes through the
-// arithmetic), its vector loop runs ~2x faster than exp's (the score tile of the CPU
-// attention, 0.67 -> 0.35 ns per element on one AVX-512 core). A positive x is out of contract.
+// arithmetic), its vector loop runs about twice as fast as exp's (docs/performance.md). A
+// positive x is out of contract.
 PLANRT_VMATH_INLINE float exp_nonpositive(float x) {
   const float xc = x < detail::kExpMin ? detail::kExpMin : x;
   const float y = detail::exp_in_range(xc, false);
