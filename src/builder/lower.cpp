@@ -375,6 +375,8 @@ class MethodLowering {
     if (engine || planned_scratch) {
       // The cuda backend runs an add and the layer_norm after it as one kernel.
       graph.scratch_plan_fusion_safe = !engine;
+      // A reshape between two intermediates takes its input's place and copies nothing.
+      graph.scratch_plan_views = true;
       PLANRT_RETURN_IF_ERROR(planning::plan_engine_graph(graph, out_->dims, span.device, planner_.search_budget_ms)
                                  .with_context(fmt::format("method '{}', segment '{}' scratch", method_.name, span.name)));
     }

@@ -84,10 +84,12 @@ bool conv2d_pads_symmetric(const Conv2dPlan& plan);
 // split-K and stream-K algorithms keep partial sums. Measured on the H200
 // (bench/results/gemm_algos.jsonl), the fastest algorithms of the encoder's short-sequence
 // products used 4 to 32 f32 partial outputs' worth (128 x 512 x 2048: 8 MiB, 2.6x faster than
-// with none), and no product gained from more than 16 MiB: 32 times the output in f32,
-// at most kCudaLinearWorkspaceCap (cuBLAS's own default on Hopper), 0 for an empty product.
-// Grows with m and n, so a workspace planned at the dims' max holds every call.
-inline constexpr uint64_t kCudaLinearWorkspaceCap = uint64_t{32} << 20;
+// with none), and none used more than 16 MiB + 1 KiB (2048 x 512 x 2048, stream-K: about one
+// tile of partials per SM): 32 times the output in f32, at most kCudaLinearWorkspaceCap
+// (16 MiB and room for the algorithms' counters; cuBLAS's own default on Hopper, 32 MiB, was
+// the cap before and bought nothing but memory), 0 for an empty product. Grows with m and n,
+// so a workspace planned at the dims' max holds every call.
+inline constexpr uint64_t kCudaLinearWorkspaceCap = uint64_t{17} << 20;
 uint64_t linear_cuda_workspace_bytes(int64_t m, int64_t n, int64_t k);
 
 // matmul's batch layout needs per-product pointers (the mixed-broadcast path).

@@ -67,12 +67,52 @@ namespace {
 
 // What an engine graph's scratch holds at given dims: the tensors (Planned values with a
 // lifetime, then step workspaces), whose each is (`owner`: value id, or n_values + step).
+// A value that is a view of another (Graph.scratch_plan_views) is no tensor of its own:
+// `root[v]` is the value whose place it takes (v itself for every other value).
 struct ScratchTensors {
   std::vector<TensorLifetime> tensors;
   std::vector<size_t> owner;
   std::vector<uint64_t> workspace_bytes;  // per step
+  std::vector<size_t> root;               // per value
   size_t n_values = 0;
 };
+
+bool planned(const fb::Graph& graph, uint32_t id) {
+  return graph.values()->Get(id)->kind() == fb::ValueKind::Planned;
+}
+
+// Graph.scratch_plan_views: a reshape step from one Planned value to another, each written
+// by one step only, puts its output where its input is: reshape keeps the bytes and their
+// order, and neither is written again, so the two hold the same bytes for as long as either
+// lives. (A value written twice, in place, as hand-built programs may, keeps its own place.)
+// Chains follow to the first value. Steps are in order, so an input's root is final when its
+// reshape is reached.
+std::vector<size_t> view_roots(const fb::Graph& graph, size_t n_values) {
+  std::vector<size_t> root(n_values);
+  for (size_t v = 0; v < n_values; ++v) root[v] = v;
+  const auto* steps = graph.instructions();
+  if (!graph.scratch_plan_views() || steps == nullptr) return root;
+  std::vector<int> writers(n_values, 0);
+  for (const fb::Instruction* ins : *steps) {
+    if (ins->outputs() == nullptr) continue;
+    for (uint32_t id : *ins->outputs()) {
+      if (id < n_values) ++writers[id];
+    }
+  }
+  for (const fb::Instruction* ins : *steps) {
+    if (ins->op() == nullptr || ins->op()->string_view() != "reshape" || ins->inputs() == nullptr ||
+        ins->outputs() == nullptr || ins->inputs()->size() != 1 || ins->outputs()->size() != 1) {
+      continue;
+    }
+    const uint32_t in = ins->inputs()->Get(0), out = ins->outputs()->Get(0);
+    if (in >= n_values || out >= n_values || in == out || writers[in] != 1 || writers[out] != 1 ||
+        !planned(graph, in) || !planned(graph, out)) {
+      continue;
+    }
+    root[out] = root[in];
+  }
+  return root;
+}
 
 // Graph.scratch_plan_fusion_safe: a layer_norm reading the output of the add just before it
 // may run with that add as one kernel, which reads the add's inputs while it writes the
@@ -144,11 +184,23 @@ Result<ScratchTensors> scratch_tensors(const fb::Graph& graph, std::span<const i
     }
   }
   if (graph.scratch_plan_fusion_safe()) extend_for_add_layer_norm(graph, first);
+  // A view's place is its root's: the root's tensor spans every member's lifetime and holds
+  // the largest of them (equal for a well-formed reshape; a malformed one fails in its kernel).
+  out.root = view_roots(graph, n_values);
+  std::vector<uint64_t> bytes(n_values, 0);
   for (size_t v = 0; v < n_values; ++v) {
-    const fb::Value* value = graph.values()->Get(static_cast<uint32_t>(v));
-    if (value->kind() != fb::ValueKind::Planned || first[v] < 0) continue;
-    uint64_t bytes = static_cast<uint64_t>(shapes[v].numel()) * element_size(dtypes[v]);
-    out.tensors.push_back({bytes, first[v], last[v]});
+    bytes[v] = static_cast<uint64_t>(shapes[v].numel()) * element_size(dtypes[v]);
+  }
+  for (size_t v = 0; v < n_values; ++v) {
+    const size_t r = out.root[v];
+    if (r == v || first[v] < 0) continue;
+    first[r] = std::min(first[r], first[v]);
+    last[r] = std::max(last[r], last[v]);
+    bytes[r] = std::max(bytes[r], bytes[v]);
+  }
+  for (size_t v = 0; v < n_values; ++v) {
+    if (!planned(graph, static_cast<uint32_t>(v)) || first[v] < 0 || out.root[v] != v) continue;
+    out.tensors.push_back({bytes[v], first[v], last[v]});
     out.owner.push_back(v);
   }
   for (size_t k = 0; k < n_steps; ++k) {
@@ -169,6 +221,7 @@ EngineScratchPlan to_scratch_plan(const ScratchTensors& t, const MemoryPlan& pla
     if (o < t.n_values) out.value_offsets[o] = plan.offsets[i];
     else out.workspace_offsets[o - t.n_values] = plan.offsets[i];
   }
+  for (size_t v = 0; v < t.n_values; ++v) out.value_offsets[v] = out.value_offsets[t.root[v]];
   out.scratch_bytes = plan.arena_bytes;
   out.lower_bound_bytes = plan.lower_bound_bytes;
   return out;
@@ -191,7 +244,18 @@ Result<MemoryPlan> stored_plan(const fb::Graph& graph, const ScratchTensors& t, 
     plan.offsets.push_back(o < t.n_values ? graph.values()->Get(static_cast<uint32_t>(o))->offset()
                                           : ws->Get(static_cast<uint32_t>(o - t.n_values)));
   }
-  if (Status s = verify_plan(t.tensors, plan, kEngineScratchAlignment); !s.ok()) {
+  Status s = verify_plan(t.tensors, plan, kEngineScratchAlignment);
+  for (size_t v = 0; s.ok() && v < t.n_values; ++v) {
+    const size_t r = t.root[v];
+    const auto* values = graph.values();
+    if (r != v && values->Get(static_cast<uint32_t>(v))->offset() != values->Get(static_cast<uint32_t>(r))->offset()) {
+      s = Status(ErrorCode::InvalidProgram,
+                 fmt::format("value {} is a view of value {} but is stored at offset {}, not {}", v, r,
+                             values->Get(static_cast<uint32_t>(v))->offset(),
+                             values->Get(static_cast<uint32_t>(r))->offset()));
+    }
+  }
+  if (!s.ok()) {
     return bad(fmt::format("engine graph's stored scratch plan does not hold at the profile max "
                            "(built for another device, or by a planrt whose kernels took other workspace: CUDA "
                            "linears take a cuBLASLt workspace since 2026-12; or damaged?): rebuild the program: {}",

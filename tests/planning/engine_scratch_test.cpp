@@ -146,5 +146,79 @@ TEST(EngineScratch, AStoredPlanThatDoesNotHoldIsRefused) {
   expect_refused(missing, "missing workspace offsets");
 }
 
+
+// Graph.scratch_plan_views: step 0 writes a, step 1 reshapes a to b, step 2 adds a and b
+// into c, step 3 reads c. With views b takes a's place (two places live at step 2, not
+// three); without (programs written before), every value has its own.
+fb::GraphT reshape_graph(bool views) {
+  fb::GraphT g;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    g.values.push_back(fixtures::planned_value(name, {fixtures::fixed_dim(64)}, 0, 0));
+  }
+  auto step = [&](const char* op, std::vector<uint32_t> in, std::vector<uint32_t> out) {
+    auto ins = std::make_unique<fb::InstructionT>();
+    ins->op = op;
+    ins->inputs = std::move(in);
+    ins->outputs = std::move(out);
+    g.instructions.push_back(std::move(ins));
+  };
+  step("relu", {}, {0});
+  step("reshape", {0}, {1});
+  step("add", {0, 1}, {2});
+  step("relu", {2}, {3});
+  g.scratch_plan_views = views;
+  return g;
+}
+
+TEST(EngineScratch, AReshapeBetweenPlannedValuesTakesItsInputsPlaceWhenTheGraphSaysSo) {
+  fb::GraphT viewed = reshape_graph(true);
+  ASSERT_TRUE(plan_engine_graph(viewed, {}, Device::cpu(), 0).ok());
+  EXPECT_EQ(viewed.values[1]->offset, viewed.values[0]->offset);
+  EXPECT_NE(viewed.values[2]->offset, viewed.values[0]->offset) << "c is written while a|b is read";
+  EXPECT_EQ(viewed.scratch_bytes, 2 * kEngineScratchAlignment);
+  EXPECT_EQ(viewed.scratch_lower_bound_bytes, 2 * kEngineScratchAlignment);
+
+  fb::GraphT separate = reshape_graph(false);
+  ASSERT_TRUE(plan_engine_graph(separate, {}, Device::cpu(), 0).ok());
+  EXPECT_NE(separate.values[1]->offset, separate.values[0]->offset);
+  EXPECT_EQ(separate.scratch_bytes, 3 * kEngineScratchAlignment);
+
+  // The backend's plan at load is the stored one, the view at its input's offset.
+  std::vector<uint8_t> blob = fixtures::pack_graph(viewed);
+  Result<EngineScratchPlan> loaded = plan_engine_scratch(*flatbuffers::GetRoot<fb::Graph>(blob.data()), {}, false);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->value_offsets[1], loaded->value_offsets[0]);
+  EXPECT_EQ(loaded->scratch_bytes, viewed.scratch_bytes);
+}
+
+// Only Planned values of the graph share: a reshape of a graph input (the caller's memory)
+// or into one that another step also writes keeps its own place.
+TEST(EngineScratch, AReshapeOfTheCallersMemoryOrOfAValueWrittenTwiceIsNoView) {
+  fb::GraphT input = reshape_graph(true);
+  input.values[0]->kind = fb::ValueKind::Temporary;
+  input.inputs = {0};
+  ASSERT_TRUE(plan_engine_graph(input, {}, Device::cpu(), 0).ok());
+  EXPECT_EQ(input.scratch_bytes, 2 * kEngineScratchAlignment) << "b and c, a is not in the scratch";
+  EXPECT_NE(input.values[1]->offset, input.values[2]->offset);
+
+  fb::GraphT twice = reshape_graph(true);
+  twice.instructions[3]->outputs = {1};  // the last step writes b again
+  ASSERT_TRUE(plan_engine_graph(twice, {}, Device::cpu(), 0).ok());
+  EXPECT_NE(twice.values[1]->offset, twice.values[0]->offset);
+}
+
+// A stored plan that puts a view anywhere but at its input's offset is refused at load.
+TEST(EngineScratch, AStoredViewAwayFromItsInputIsRefused) {
+  fb::GraphT g = reshape_graph(true);
+  ASSERT_TRUE(plan_engine_graph(g, {}, Device::cpu(), 0).ok());
+  g.scratch_bytes += kEngineScratchAlignment;
+  g.values[1]->offset = 2 * kEngineScratchAlignment;  // inside the scratch, overlapping nothing live
+  std::vector<uint8_t> blob = fixtures::pack_graph(g);
+  Result<EngineScratchPlan> r = plan_engine_scratch(*flatbuffers::GetRoot<fb::Graph>(blob.data()), {}, false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::InvalidProgram);
+  EXPECT_NE(r.status().message().find("is a view of value 0"), std::string::npos) << r.status().to_string();
+}
+
 }  // namespace
 }  // namespace planrt::planning
