@@ -24,10 +24,11 @@
 namespace planrt::kernels::cpu {
 namespace {
 
-// 64 query rows: sgemm packs the key block on every call, which 32-row tiles paid twice as
-// often (docs/performance.md has the rates); the 64 KiB score tile stays in L2.
-constexpr int64_t kQueryBlock = 64;
-constexpr int64_t kKeyBlock = 256;
+// 128 query rows by 512 keys: sgemm packs its operand blocks on every call, so fewer and
+// larger calls pay it less often (64 x 256 tiles, and 32-row ones before them, ran slower:
+// docs/performance.md has the rates); the 256 KiB score tile stays in L2.
+constexpr int64_t kQueryBlock = 128;
+constexpr int64_t kKeyBlock = 512;
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
 // Folds one tile of scores [rows, cols] (keys k0.., queries q0..) into the running max and
