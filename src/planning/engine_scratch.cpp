@@ -99,17 +99,24 @@ std::vector<size_t> view_roots(const fb::Graph& graph, size_t n_values) {
       if (id < n_values) ++writers[id];
     }
   }
+  // Written by an earlier step: a (malformed) graph may read a value before its writer, and
+  // a view of it then would share bytes the later write changes, or name a root not yet final.
+  std::vector<bool> written(n_values, false);
   for (const fb::Instruction* ins : *steps) {
-    if (ins->op() == nullptr || ins->op()->string_view() != "reshape" || ins->inputs() == nullptr ||
-        ins->outputs() == nullptr || ins->inputs()->size() != 1 || ins->outputs()->size() != 1) {
-      continue;
+    const bool reshape = ins->op() != nullptr && ins->op()->string_view() == "reshape" &&
+                         ins->inputs() != nullptr && ins->outputs() != nullptr &&
+                         ins->inputs()->size() == 1 && ins->outputs()->size() == 1;
+    if (reshape) {
+      const uint32_t in = ins->inputs()->Get(0), out = ins->outputs()->Get(0);
+      if (in < n_values && out < n_values && in != out && written[in] && writers[in] == 1 &&
+          writers[out] == 1 && planned(graph, in) && planned(graph, out)) {
+        root[out] = root[in];
+      }
     }
-    const uint32_t in = ins->inputs()->Get(0), out = ins->outputs()->Get(0);
-    if (in >= n_values || out >= n_values || in == out || writers[in] != 1 || writers[out] != 1 ||
-        !planned(graph, in) || !planned(graph, out)) {
-      continue;
+    if (ins->outputs() == nullptr) continue;
+    for (uint32_t id : *ins->outputs()) {
+      if (id < n_values) written[id] = true;
     }
-    root[out] = root[in];
   }
   return root;
 }

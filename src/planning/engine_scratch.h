@@ -18,7 +18,10 @@
 // Lifetimes: an intermediate lives from the first step that writes or reads it to the last
 // that reads it (with Graph.scratch_plan_fusion_safe, a layer_norm's outputs from the add
 // feeding it, so the pair may run as one kernel); a step's workspace lives for that step
-// only. Alignment 256 bytes (CUDA
+// only. With Graph.scratch_plan_views, a reshape from one Planned value to another (each
+// written once, the input before the reshape) is a view: the output takes the input's
+// offset, and the two are one tensor living from the first's definition to the last read of
+// either (chains follow to the first value); a stored view elsewhere is refused. Alignment 256 bytes (CUDA
 // buffers), also used for CPU engines so a plan does not depend on the device.
 // Errors: InvalidProgram for a graph that names a value, dim or op it lacks, a shape that
 // overflows, dim values outside the profile; the op's own error for operands its kernel

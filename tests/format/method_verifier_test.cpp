@@ -359,6 +359,32 @@ TEST(MethodVerifier, RefusesGraphValuesPastTheScratch) {
   expect_invalid(bytes, {"graph asks for 1048576 scratch bytes, above the limit of 1024"}, limits);
 }
 
+// In a graph planned with views (Graph.scratch_plan_views) a reshape's output may lie exactly
+// on its input; nothing else may overlap, and without the flag not even that.
+TEST(MethodVerifier, OnlyAReshapeInAGraphWithViewsMayLieExactlyOnItsInput) {
+  // The cuda fixture's graph with one more step: u = op(t), u Planned like t at t's offset
+  // plus `delta`, in a scratch of 512 bytes.
+  auto with_step = [](std::string op, bool views, uint64_t delta) {
+    return on_graph([=](fb::GraphT& g) {
+      const fb::ValueT& t = *g.values[2];
+      g.values.push_back(fixtures::planned_value("u", t.shape, 0, t.offset + delta));
+      auto ins = std::make_unique<fb::InstructionT>();
+      ins->kind = fb::InstructionKind::Kernel;
+      ins->op = op;
+      ins->inputs = {2};
+      ins->outputs = {static_cast<uint32_t>(g.values.size() - 1)};
+      g.instructions.push_back(std::move(ins));
+      g.scratch_bytes = 512;
+      g.scratch_plan_views = views;
+    });
+  };
+  EXPECT_TRUE(ProgramFile::from_bytes(corrupt(cuda(), with_step("reshape", true, 0))).ok());
+  const std::string overlap = "output 0 (method 'forward' segment 0 ('cuda0') graph value 4 'u') overlaps its input 0";
+  expect_invalid(corrupt(cuda(), with_step("reshape", false, 0)), {"instruction 2 (reshape)", overlap});
+  expect_invalid(corrupt(cuda(), with_step("reshape", true, 4)), {"instruction 2 (reshape)", overlap});
+  expect_invalid(corrupt(cuda(), with_step("relu", true, 0)), {"instruction 2 (relu)", overlap});
+}
+
 TEST(MethodVerifier, RefusesAStoredScratchPlanWithoutAWorkspaceOffsetPerInstruction) {
   expect_invalid(corrupt(cuda(), on_graph([](fb::GraphT& g) {
                    g.scratch_plan_stored = true;

@@ -205,6 +205,45 @@ TEST(EngineScratch, AReshapeOfTheCallersMemoryOrOfAValueWrittenTwiceIsNoView) {
   twice.instructions[3]->outputs = {1};  // the last step writes b again
   ASSERT_TRUE(plan_engine_graph(twice, {}, Device::cpu(), 0).ok());
   EXPECT_NE(twice.values[1]->offset, twice.values[0]->offset);
+
+  fb::GraphT input_twice = reshape_graph(true);
+  input_twice.instructions[3]->outputs = {0};  // the last step writes a again
+  ASSERT_TRUE(plan_engine_graph(input_twice, {}, Device::cpu(), 0).ok());
+  EXPECT_NE(input_twice.values[1]->offset, input_twice.values[0]->offset);
+
+  // A reshape reading a value before the step that writes it (a malformed graph).
+  fb::GraphT early = reshape_graph(true);
+  std::swap(early.instructions[0], early.instructions[1]);
+  ASSERT_TRUE(plan_engine_graph(early, {}, Device::cpu(), 0).ok());
+  EXPECT_NE(early.values[1]->offset, early.values[0]->offset);
+}
+
+// A view that outlives its input: a's last read is the reshape, b is read two steps later,
+// and c, written in between, must not land on a|b.
+TEST(EngineScratch, AViewThatOutlivesItsInputKeepsThePlaceAlive) {
+  fb::GraphT g;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    g.values.push_back(fixtures::planned_value(name, {fixtures::fixed_dim(64)}, 0, 0));
+  }
+  auto step = [&](const char* op, std::vector<uint32_t> in, std::vector<uint32_t> out) {
+    auto ins = std::make_unique<fb::InstructionT>();
+    ins->op = op;
+    ins->inputs = std::move(in);
+    ins->outputs = std::move(out);
+    g.instructions.push_back(std::move(ins));
+  };
+  step("relu", {}, {0});         // a
+  step("reshape", {0}, {1});     // b = a's bytes; a's last read
+  step("relu", {}, {2});         // c, while b lives
+  step("add", {1, 2}, {3});      // reads b and c
+  g.scratch_plan_views = true;
+  ASSERT_TRUE(plan_engine_graph(g, {}, Device::cpu(), 0).ok());
+  EXPECT_EQ(g.values[1]->offset, g.values[0]->offset);
+  EXPECT_NE(g.values[2]->offset, g.values[1]->offset);
+  EXPECT_NE(g.values[3]->offset, g.values[1]->offset);
+  EXPECT_NE(g.values[3]->offset, g.values[2]->offset);
+  std::vector<uint8_t> blob = fixtures::pack_graph(g);
+  EXPECT_TRUE(plan_engine_scratch(*flatbuffers::GetRoot<fb::Graph>(blob.data()), {}, false).ok());
 }
 
 // A stored plan that puts a view anywhere but at its input's offset is refused at load.
