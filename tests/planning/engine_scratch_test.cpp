@@ -150,24 +150,31 @@ TEST(EngineScratch, AStoredPlanThatDoesNotHoldIsRefused) {
 // Graph.scratch_plan_views: step 0 writes a, step 1 reshapes a to b, step 2 adds a and b
 // into c, step 3 reads c. With views b takes a's place (two places live at step 2, not
 // three); without (programs written before), every value has its own.
-fb::GraphT reshape_graph(bool views) {
+struct Step {
+  const char* op;
+  std::vector<uint32_t> inputs, outputs;
+};
+
+// Planned values a, b, c, d of 256 bytes each, written and read by `steps` in order.
+fb::GraphT four_value_graph(const std::vector<Step>& steps, bool views) {
   fb::GraphT g;
   for (const char* name : {"a", "b", "c", "d"}) {
     g.values.push_back(fixtures::planned_value(name, {fixtures::fixed_dim(64)}, 0, 0));
   }
-  auto step = [&](const char* op, std::vector<uint32_t> in, std::vector<uint32_t> out) {
+  for (const Step& s : steps) {
     auto ins = std::make_unique<fb::InstructionT>();
-    ins->op = op;
-    ins->inputs = std::move(in);
-    ins->outputs = std::move(out);
+    ins->op = s.op;
+    ins->inputs = s.inputs;
+    ins->outputs = s.outputs;
     g.instructions.push_back(std::move(ins));
-  };
-  step("relu", {}, {0});
-  step("reshape", {0}, {1});
-  step("add", {0, 1}, {2});
-  step("relu", {2}, {3});
+  }
   g.scratch_plan_views = views;
   return g;
+}
+
+fb::GraphT reshape_graph(bool views) {
+  return four_value_graph({{"relu", {}, {0}}, {"reshape", {0}, {1}}, {"add", {0, 1}, {2}}, {"relu", {2}, {3}}},
+                          views);
 }
 
 TEST(EngineScratch, AReshapeBetweenPlannedValuesTakesItsInputsPlaceWhenTheGraphSaysSo) {
@@ -221,22 +228,11 @@ TEST(EngineScratch, AReshapeOfTheCallersMemoryOrOfAValueWrittenTwiceIsNoView) {
 // A view that outlives its input: a's last read is the reshape, b is read two steps later,
 // and c, written in between, must not land on a|b.
 TEST(EngineScratch, AViewThatOutlivesItsInputKeepsThePlaceAlive) {
-  fb::GraphT g;
-  for (const char* name : {"a", "b", "c", "d"}) {
-    g.values.push_back(fixtures::planned_value(name, {fixtures::fixed_dim(64)}, 0, 0));
-  }
-  auto step = [&](const char* op, std::vector<uint32_t> in, std::vector<uint32_t> out) {
-    auto ins = std::make_unique<fb::InstructionT>();
-    ins->op = op;
-    ins->inputs = std::move(in);
-    ins->outputs = std::move(out);
-    g.instructions.push_back(std::move(ins));
-  };
-  step("relu", {}, {0});         // a
-  step("reshape", {0}, {1});     // b = a's bytes; a's last read
-  step("relu", {}, {2});         // c, while b lives
-  step("add", {1, 2}, {3});      // reads b and c
-  g.scratch_plan_views = true;
+  fb::GraphT g = four_value_graph({{"relu", {}, {0}},        // a
+                                   {"reshape", {0}, {1}},   // b = a's bytes; a's last read
+                                   {"relu", {}, {2}},       // c, while b lives
+                                   {"add", {1, 2}, {3}}},   // reads b and c
+                                  true);
   ASSERT_TRUE(plan_engine_graph(g, {}, Device::cpu(), 0).ok());
   EXPECT_EQ(g.values[1]->offset, g.values[0]->offset);
   EXPECT_NE(g.values[2]->offset, g.values[1]->offset);
