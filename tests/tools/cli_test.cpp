@@ -763,6 +763,31 @@ TEST_F(CliTest, PlannedScratchFlagsShowInInspectAndDisagreementsAreUsageErrors) 
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
+// inspect --steps: each instruction and each segment step with its values; in a torch 2
+// export's cuda segment the head-split reshapes between intermediates are views (their
+// output at their input's offset), the one into the segment's output is not.
+TEST_F(CliTest, InspectStepsListsEverySegmentStepAndMarksReshapesThatAreViews) {
+  const char* data = std::getenv("PLANRT_TEST_DATA");
+  ASSERT_NE(data, nullptr) << "PLANRT_TEST_DATA is set by ctest";
+  const std::string model = std::string(data) + "/onnx/encoder_torch2_export.onnx";
+  CommandResult b = planrt("build " + model + " --dim S=16 --partition cuda -o " + path("t2.prog"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  CommandResult plain = planrt("inspect " + path("t2.prog"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("steps ("), std::string::npos) << "steps only when asked";
+  CommandResult r = planrt("inspect --steps " + path("t2.prog"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("segment 'cuda0' (cuda)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("copy  x@cuda:0 f32 [1, 16, 64] @#1+0 <- x f32 [1, 16, 64] @#0+0"), std::string::npos) << r.out;
+  size_t views = 0;
+  for (size_t at = r.out.find("reshape (view)"); at != std::string::npos; at = r.out.find("reshape (view)", at + 1)) {
+    ++views;
+  }
+  EXPECT_GE(views, 6u) << r.out;
+  EXPECT_NE(r.out.find("scaled_dot_product_attention"), std::string::npos);
+  EXPECT_NE(r.out.find(" const"), std::string::npos) << "weights are marked";
+}
+
 TEST_F(CliTest, SharedScratchIsACompileSpecAndTheEstimateIsTheLargestEngine) {
   std::string base = "build --template transformer --layers 3 --d-model 32 --heads 4 --ffn 64,512,128 "
                      "--max-seq 16 --partition engine-per-block ";

@@ -1,4 +1,4 @@
-// planrt inspect FILE.prog [--json] [--plot PLAN.svg]
+// planrt inspect FILE.prog [--json] [--steps] [--plot PLAN.svg]
 //
 // Everything but the plot comes from MethodMeta, the runtime's answer before loading
 // (placement rule 6), so inspect reports exactly what the runtime will do.
@@ -13,6 +13,7 @@
 #include "format/program_file.h"
 #include "format_bytes.h"
 #include "plan_plot.h"
+#include "program_steps.h"
 #include "planrt/runtime/program.h"
 
 namespace planrt::cli {
@@ -272,7 +273,10 @@ int run_inspect(const InspectArgs& args) {
     }
     fmt::print("compile specs {}\n", fmt::join(specs, ", "));
   }
-  for (size_t i = 0; i < metas.size(); ++i) print_method(metas[i], engines[i]);
+  for (size_t i = 0; i < metas.size(); ++i) {
+    print_method(metas[i], engines[i]);
+    if (args.steps) print_method_steps(*file, metas[i].name);
+  }
   return kExitOk;
 }
 

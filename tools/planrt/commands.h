@@ -51,6 +51,7 @@ int run_build(const BuildArgs& args);
 struct InspectArgs {
   std::string program;
   bool json = false;
+  bool steps = false;  // also every instruction and segment step (text only)
   std::string plot;  // SVG path, empty for none
 };
 int run_inspect(const InspectArgs& args);

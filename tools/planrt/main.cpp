@@ -93,6 +93,9 @@ int run_cli(int argc, char** argv) {
   CLI::App* inspect_cmd = app.add_subcommand("inspect", "Show a program's methods, buffers, plan and memory");
   inspect_cmd->add_option("program", inspect.program, "Program file (.prog)")->required();
   inspect_cmd->add_flag("--json", inspect.json, "Print one JSON object");
+  inspect_cmd->add_flag("--steps", inspect.steps,
+                        "Also list each method's instructions and each segment's steps with their values "
+                        "(kind, dtype, shape, planned offset; reshapes that are views marked)");
   inspect_cmd->add_option("--plot", inspect.plot, "Draw the memory plan to this SVG file");
 
   RunArgs run;
