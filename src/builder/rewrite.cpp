@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -188,6 +189,150 @@ ir::SymShape without_leading_units(const ir::SymShape& shape) {
   size_t k = 0;
   while (k < shape.size() && shape[k] == ir::Dim::fixed(1)) ++k;
   return ir::SymShape(shape.begin() + static_cast<std::ptrdiff_t>(k), shape.end());
+}
+
+// The reshape spec that makes `shape` (nullopt when a dim is a multiple of a named dim,
+// which a spec cannot say).
+std::optional<ir::ShapeSpec> spec_of(const ir::SymShape& shape, const ir::Method& method) {
+  ir::ShapeSpec spec;
+  for (const ir::Dim& d : shape) {
+    if (d.is_static()) {
+      spec.push_back({d.value, ""});
+    } else if (d.value == 1 && static_cast<size_t>(d.dim) < method.dims.size()) {
+      spec.push_back({0, method.dims[static_cast<size_t>(d.dim)].name});
+    } else {
+      return std::nullopt;
+    }
+  }
+  return spec;
+}
+
+const std::vector<int64_t>* permute_dims(const ir::Node& n) {
+  auto it = n.attrs.find("dims");
+  return it == n.attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
+}
+
+// An exporter's head split of a unit batch: y = reshape(p) adding only leading unit dims,
+// p = permute(x) read only by it, y read by an attention: [S, H, D] -> [H, S, D] ->
+// [1, H, S, D] (torch 2's nn.MultiheadAttention: [S, B * H, D], transposed, viewed as
+// [B, H, S, D]). It becomes reshape then permute, x -> [1, S, H, D] -> [1, H, S, D], the
+// same bytes in the form absorb_attention_permutes reads; when x is itself a reshape read
+// only by p, the new reshape reads that one's input (one reshape, not two).
+int lead_head_splits_with_their_permute(ir::Method& method, const ir::CheckedMethod& types) {
+  const Uses uses(method);
+  std::vector<bool> removed(method.nodes.size(), false);
+  int moved = 0;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    ir::Node& r = method.nodes[i];
+    if (r.op != "reshape" || r.inputs.size() != 1 || r.outputs.size() != 1) continue;
+    const std::vector<size_t>& readers = uses.readers_of(r.outputs[0]);
+    const bool to_attention = !readers.empty() && std::all_of(readers.begin(), readers.end(), [&](size_t k) {
+      return method.nodes[k].op == "scaled_dot_product_attention";
+    });
+    auto made = uses.producer.find(r.inputs[0]);
+    if (!to_attention || made == uses.producer.end() || removed[made->second]) continue;
+    const size_t pi = made->second;
+    ir::Node& perm = method.nodes[pi];
+    const std::vector<int64_t>* dims = permute_dims(perm);
+    const ir::TensorType* x = perm.op == "permute" && perm.inputs.size() == 1 ? type_of(types, perm.inputs[0]) : nullptr;
+    const ir::TensorType* p = type_of(types, r.inputs[0]);
+    const ir::TensorType* y = type_of(types, r.outputs[0]);
+    if (dims == nullptr || x == nullptr || p == nullptr || y == nullptr || uses.read_count(r.inputs[0]) != 1 ||
+        !same_place(perm, r) || y->shape.size() <= p->shape.size() || dims->size() != p->shape.size()) {
+      continue;
+    }
+    const size_t units = y->shape.size() - p->shape.size();
+    bool adds_units = std::equal(p->shape.begin(), p->shape.end(), y->shape.begin() + static_cast<std::ptrdiff_t>(units));
+    for (size_t k = 0; k < units; ++k) adds_units = adds_units && y->shape[k] == ir::Dim::fixed(1);
+    if (!adds_units) continue;
+    // Read x's own source when x is a reshape only this permute reads.
+    std::string source = perm.inputs[0];
+    std::optional<size_t> inner;
+    if (auto xm = uses.producer.find(source); xm != uses.producer.end() && !removed[xm->second] &&
+        method.nodes[xm->second].op == "reshape" && uses.read_count(source) == 1 &&
+        same_place(method.nodes[xm->second], r)) {
+      inner = xm->second;
+      source = method.nodes[xm->second].inputs[0];
+    }
+    ir::SymShape lifted(units, ir::Dim::fixed(1));
+    lifted.insert(lifted.end(), x->shape.begin(), x->shape.end());
+    std::optional<ir::ShapeSpec> spec = spec_of(lifted, method);
+    if (!spec) continue;
+    std::vector<int64_t> lifted_dims;
+    for (size_t k = 0; k < units; ++k) lifted_dims.push_back(static_cast<int64_t>(k));
+    for (int64_t d : *dims) {
+      const int64_t nd = d < 0 ? d + static_cast<int64_t>(dims->size()) : d;
+      lifted_dims.push_back(nd + static_cast<int64_t>(units));
+    }
+    // The permute becomes the reshape (at its place), the reshape the permute.
+    perm.op = "reshape";
+    perm.inputs = {source};
+    perm.attrs = {{"shape", *spec}};
+    r.op = "permute";
+    r.attrs = {{"dims", lifted_dims}};
+    if (inner) removed[*inner] = true;
+    ++moved;
+  }
+  if (moved > 0) drop_removed(method, removed);
+  return moved;
+}
+
+// An exporter's head merge of a unit batch: y = permute(o) of an attention's output that
+// moves a unit dim as well as the heads, [1, H, S, D] -> [S, 1, H, D] (torch 2: permute(2, 0,
+// 1, 3)), becomes the permute that keeps the unit dims in place, [1, H, S, D] -> [1, S, H, D],
+// and a reshape to y's shape: the same bytes in the form absorb_attention_permutes reads.
+int keep_unit_dims_in_head_merges(ir::Method& method, const ir::CheckedMethod& types) {
+  const Uses uses(method);
+  std::vector<ir::Node> out;
+  out.reserve(method.nodes.size() + 4);
+  int rewritten = 0;
+  for (size_t i = 0; i < method.nodes.size(); ++i) {
+    ir::Node& n = method.nodes[i];
+    const std::vector<int64_t>* dims = n.op == "permute" && n.inputs.size() == 1 && n.outputs.size() == 1
+                                           ? permute_dims(n)
+                                           : nullptr;
+    auto made = dims != nullptr ? uses.producer.find(n.inputs[0]) : uses.producer.end();
+    const ir::TensorType* o = dims != nullptr ? type_of(types, n.inputs[0]) : nullptr;
+    const ir::TensorType* y = dims != nullptr ? type_of(types, n.outputs[0]) : nullptr;
+    std::vector<int64_t> kept;
+    if (made != uses.producer.end() && method.nodes[made->second].op == "scaled_dot_product_attention" && o &&
+        y && dims->size() == o->shape.size()) {
+      // Non-unit input dims in the order the permute puts them; unit dims stay where they are.
+      const auto rank = static_cast<int64_t>(dims->size());
+      std::vector<int64_t> order;
+      for (int64_t d : *dims) {
+        const int64_t nd = d < 0 ? d + rank : d;
+        if (nd < 0 || nd >= rank) {
+          order.clear();
+          break;
+        }
+        if (o->shape[static_cast<size_t>(nd)] != ir::Dim::fixed(1)) order.push_back(nd);
+      }
+      size_t next = 0;
+      for (int64_t k = 0; k < rank; ++k) {
+        kept.push_back(o->shape[static_cast<size_t>(k)] == ir::Dim::fixed(1) || next >= order.size() ? k : order[next++]);
+      }
+      if (next != order.size() || kept == *dims) kept.clear();
+    }
+    std::optional<ir::ShapeSpec> spec = kept.empty() ? std::nullopt : spec_of(y->shape, method);
+    // Copies, not moves: later nodes still look back at the method's (a producer's op).
+    if (!spec) {
+      out.push_back(n);
+      continue;
+    }
+    ir::Node kept_permute = n;
+    kept_permute.attrs = {{"dims", kept}};
+    kept_permute.outputs[0] = n.outputs[0] + "#heads_kept";
+    ir::Node reshape = n;
+    reshape.op = "reshape";
+    reshape.inputs = {kept_permute.outputs[0]};
+    reshape.attrs = {{"shape", *spec}};
+    out.push_back(std::move(kept_permute));
+    out.push_back(std::move(reshape));
+    ++rewritten;
+  }
+  if (rewritten > 0) method.nodes = std::move(out);
+  return rewritten;
 }
 
 // A bshd attention whose q, k, v are reshapes [.., S, H * D] -> [.., S, H, D] read only by
@@ -504,6 +649,8 @@ int rewrite_method(ir::Model& model, ir::Method& method, RewriteState& state) {
     types = std::move(after);
     rewritten += n;
   };
+  apply([&] { return lead_head_splits_with_their_permute(method, *types); });
+  apply([&] { return keep_unit_dims_in_head_merges(method, *types); });
   apply([&] { return absorb_attention_permutes(method); });
   apply([&] { return move_row_reshapes_past_linears(method, *types); });
   apply([&] { return absorb_attention_reshapes(method, *types); });

@@ -16,6 +16,13 @@
 // that another attention's rewrite already absorbed (chained attentions, e.g. axial).
 //
 // The typed rewrites (each on the value types the one before left):
+// lead_head_splits_with_their_permute and keep_unit_dims_in_head_merges (first, so that
+// absorb_attention_permutes runs on their result too): torch 2's nn.MultiheadAttention
+// export splits heads of a unit batch as reshape [S, H, D] -> permute [H, S, D] -> reshape
+// [1, H, S, D] and merges them with permute(2, 0, 1, 3) [1, H, S, D] -> [S, 1, H, D]: the
+// first becomes reshape [1, S, H, D] -> permute [1, H, S, D] (the reshape reading the
+// split's source directly), the second permute [1, S, H, D] -> reshape [S, 1, H, D], the
+// same bytes in the forms the attention rewrites below take in place.
 // move_row_reshapes_past_linears: y = reshape(x) keeping the last dim, read only by linears
 // whose outputs only reshapes read: the linears read x (rows map alone, in the same order),
 // so an exporter's [1, S, E] <-> [S, 1, E] transposes no longer separate a projection from
