@@ -254,6 +254,8 @@ int lead_head_splits_with_their_permute(ir::Method& method, const ir::CheckedMet
       inner = xm->second;
       source = method.nodes[xm->second].inputs[0];
     }
+    // Dropping the inner reshape must not empty a run of another place in between.
+    if (inner && !one_run(method, removed, *inner, i, r)) continue;
     ir::SymShape lifted(units, ir::Dim::fixed(1));
     lifted.insert(lifted.end(), x->shape.begin(), x->shape.end());
     std::optional<ir::ShapeSpec> spec = spec_of(lifted, method);
@@ -313,6 +315,13 @@ int keep_unit_dims_in_head_merges(ir::Method& method, const ir::CheckedMethod& t
         kept.push_back(o->shape[static_cast<size_t>(k)] == ir::Dim::fixed(1) || next >= order.size() ? k : order[next++]);
       }
       if (next != order.size() || kept == *dims) kept.clear();
+    }
+    // Only where the result is a head merge the attention rewrites take in place: else the
+    // pair would be one node more for nothing.
+    if (!kept.empty()) {
+      ir::Node probe = n;
+      probe.attrs = {{"dims", kept}};
+      if (!swaps_seq_and_heads(probe)) kept.clear();
     }
     std::optional<ir::ShapeSpec> spec = kept.empty() ? std::nullopt : spec_of(y->shape, method);
     // Copies, not moves: later nodes still look back at the method's (a producer's op).
