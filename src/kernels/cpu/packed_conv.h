@@ -13,8 +13,10 @@
 //
 // Memory: the weight reordered into oneDNN's blocked layout, packed_bytes(), placed in the
 // method's PackedWeightArena (weight_arena.h), kept alive here, or owned here without one. Per
-// batch size the convolution is created on first use and kept (at most kMaxShapes).
-// Thread safety: run() may be called from several threads at once.
+// batch size the convolution is created on first use and kept (at most kMaxShapes), with the
+// memory objects a call binds its operands to (a few idle sets, reused by later calls).
+// Thread safety: run() may be called from several threads at once; each call holds its own
+// set of bindings while it runs.
 #pragma once
 
 #include <memory>

@@ -15,6 +15,7 @@
 #include <map>
 #include <string>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -171,6 +172,53 @@ TEST(Conv2d, ThePreparedConvolutionMatchesAtEveryBatchAndFallsBackWithoutRoom) {
     s = (*packed)->run(in2, outs3);
     ASSERT_TRUE(s.ok()) << s.to_string();
     EXPECT_LT(testing::relative_error(y3, want2), 1e-6);
+  }
+}
+
+// One prepared convolution called from several threads at once, each with its own operands
+// and batch size, many times: each call binds its own memory objects (packed_conv.h keeps
+// idle sets for reuse), so every result is its own input's (and the sanitizer lanes see no
+// race on the kept sets).
+TEST(Conv2d, ThePreparedConvolutionServesConcurrentCallers) {
+  const ConvCase base{1, 8, 12, 12, 8, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, true};
+  ConvOperands o = make_operands(base, 900);
+  std::vector<TensorView> in = conv_inputs(base, o);
+  const TensorView outs1[] = {o.y.view()};
+  Result<Conv2dPlan> plan = plan_conv2d(conv_attrs(base), in, outs1);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  Result<std::unique_ptr<cpu::PackedConv>> packed = cpu::PackedConv::create(conv_attrs(base), *plan, o.w.view());
+  ASSERT_TRUE(packed.ok()) << packed.status().to_string();
+  constexpr int kThreads = 4;
+  std::vector<double> errors(kThreads, 1.0);
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ConvCase mine = base;
+      mine.n = 1 + t % 2;  // two batch sizes: two prepared convolutions, each shared by two threads
+      ConvOperands m = make_operands(mine, 1000 + 10 * static_cast<uint32_t>(t));
+      std::vector<TensorView> mine_in = conv_inputs(mine, m);
+      mine_in[1] = o.w.view();
+      mine_in[2] = o.b.view();
+      const std::vector<double> want = conv_reference(mine, m.x, o.w, &o.b);
+      const TensorView outs[] = {m.y.view(), m.workspace.view()};
+      double worst = 0;
+      for (int r = 0; r < 50; ++r) {
+        std::fill_n(m.y.f(), m.y.numel(), std::nanf(""));
+        Status s = (*packed)->run(mine_in, outs);
+        if (!s.ok()) {
+          failures[static_cast<size_t>(t)] = s.to_string();
+          return;
+        }
+        worst = std::max(worst, testing::relative_error(m.y, want));
+      }
+      errors[static_cast<size_t>(t)] = worst;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(failures[static_cast<size_t>(t)], "") << "thread " << t;
+    EXPECT_LT(errors[static_cast<size_t>(t)], 1e-6) << "thread " << t;
   }
 }
 
