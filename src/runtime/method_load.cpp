@@ -288,7 +288,16 @@ class Loader {
     if (!plan.ok()) return plan.status().with_context(fmt::format("method '{}': {}", name_, step_name(k, ins)));
     const uint64_t bytes = ins_views[1].nbytes();
     if (file_.constant_data(method_.values()->Get(step.inputs[1])->constant()).size() != bytes) return {};
-    return adopt_packed(k, ins, step, kernels::cpu::PackedConv::create(step.attrs, *plan, ins_views[1], weight_arena()), w.data, bytes);
+    // The largest batch the method runs (its input's dim 0 at the dim's bound).
+    const ValueSlot& x = impl_.values[step.inputs[0]];
+    int64_t max_batch = x.shape.empty() ? 1 : x.shape[0].value;
+    if (!x.shape.empty() && !x.shape[0].is_static()) {
+      const auto d = static_cast<size_t>(x.shape[0].dim);
+      max_batch = d < impl_.meta.dims.size() ? x.shape[0].value * impl_.meta.dims[d].max : 1;
+    }
+    return adopt_packed(k, ins, step,
+                        kernels::cpu::PackedConv::create(step.attrs, *plan, ins_views[1], weight_arena(), max_batch),
+                        w.data, bytes);
   }
 
   // A prepared kernel runs instead of the plain one; NotSupported (oneDNN declined) keeps

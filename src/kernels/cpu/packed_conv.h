@@ -11,6 +11,16 @@
 // which oneDNN offers only its reference implementation (far slower than im2col + sgemm),
 // runs the plain kernel instead (convolution.cpp).
 //
+// Winograd: a 3x3 convolution of stride 1 (one group, no dilation) may also run as oneDNN's
+// Winograd convolution, F(2x2, 3x3) or F(4x4, 3x3): 1.4–2x faster than the direct one on
+// large images of few channels, slower on small images of many (docs/performance.md). At load
+// the weight is also packed in each Winograd layout oneDNN picks at batch 1 and at the
+// method's largest batch; the first call at a batch size and thread count that can run more
+// than one (the blocked copies of x and y and oneDNN's scratchpad must fit the planned
+// workspace) runs each twice and keeps the faster for that key. Rounding: within 2-3x of the
+// direct convolution's (a few 1e-7 relative, measured against float64).
+// PLANRT_CPU_WINOGRAD=0 packs no Winograd layout.
+//
 // Memory: the weight reordered into oneDNN's blocked layout, packed_bytes(), placed in the
 // method's PackedWeightArena (weight_arena.h), kept alive here, or owned here without one. Per
 // batch size the convolution is created on first use and kept (at most kMaxShapes), with the
@@ -35,9 +45,11 @@ class PackedConv final : public PreparedKernel {
   // has no such convolution (callers keep the plain kernel); OutOfMemory when the copy
   // cannot be allocated.
   // `attrs`: the instruction's, kept for the plain kernel's fallback.
+  // `max_batch`: the largest batch the method runs (for the Winograd layouts, below).
   static Result<std::unique_ptr<PackedConv>> create(const OpAttrs& attrs, const Conv2dPlan& plan,
                                                     const TensorView& weight,
-                                                    std::shared_ptr<PackedWeightArena> arena = nullptr);
+                                                    std::shared_ptr<PackedWeightArena> arena = nullptr,
+                                                    int64_t max_batch = 1);
   ~PackedConv() override;
   PackedConv(const PackedConv&) = delete;
   PackedConv& operator=(const PackedConv&) = delete;
@@ -48,6 +60,8 @@ class PackedConv final : public PreparedKernel {
              std::span<const TensorView> outputs) const override;
   using PreparedKernel::run;
   uint64_t packed_bytes() const override;
+  // How many Winograd weight layouts were packed (0: the convolution is always direct).
+  size_t winograd_layouts() const;
 
   struct State;
 

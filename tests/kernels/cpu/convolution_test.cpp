@@ -222,6 +222,41 @@ TEST(Conv2d, ThePreparedConvolutionServesConcurrentCallers) {
   }
 }
 
+// A 3x3 convolution of stride 1 also packs oneDNN's Winograd layouts (batch 1 and the
+// largest batch); the first call at each batch times the candidates and keeps the faster.
+// Whatever is kept, every call at every batch matches the float64 reference to within
+// Winograd's rounding (F(4x4, 3x3) measured at ~2e-6 on such data, the direct ~5e-7), and
+// the layouts are counted in packed_bytes().
+TEST(Conv2d, TheWinogradCandidatesMatchAtEveryBatchAndAreCounted) {
+  const ConvCase base{1, 64, 28, 28, 64, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1, 1, true, true};
+  ConvOperands o = make_operands(base, 77);
+  std::vector<TensorView> in = conv_inputs(base, o);
+  const TensorView outs1[] = {o.y.view()};
+  Result<Conv2dPlan> plan = plan_conv2d(conv_attrs(base), in, outs1);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  constexpr int64_t kMaxBatch = 8;
+  auto packed = cpu::PackedConv::create(conv_attrs(base), *plan, o.w.view(), nullptr, kMaxBatch);
+  ASSERT_TRUE(packed.ok()) << packed.status().to_string();
+  if ((*packed)->winograd_layouts() == 0) GTEST_SKIP() << "oneDNN offers no Winograd convolution on this CPU";
+  EXPECT_GT((*packed)->packed_bytes(), static_cast<uint64_t>(o.w.numel()) * sizeof(float));
+  for (int64_t n : {int64_t{1}, int64_t{3}, kMaxBatch}) {
+    ConvCase mine = base;
+    mine.n = n;
+    ConvOperands m = make_operands(mine, 300 + static_cast<uint32_t>(n));
+    std::vector<TensorView> mine_in = conv_inputs(mine, m);
+    mine_in[1] = o.w.view();
+    mine_in[2] = o.b.view();
+    const std::vector<double> want = conv_reference(mine, m.x, o.w, &o.b);
+    const TensorView outs[] = {m.y.view(), m.workspace.view()};
+    for (int call = 0; call < 3; ++call) {  // the deciding call, then the kept choice
+      std::fill_n(m.y.f(), m.y.numel(), std::nanf(""));
+      Status s = (*packed)->run(mine_in, outs);
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_LT(testing::relative_error(m.y, want), 1e-5) << "batch " << n << " call " << call;
+    }
+  }
+}
+
 TEST(Conv2d, ThePreparedConvolutionRefusesOperandsItWasNotPreparedFor) {
   const ConvCase t = conv_cases()[1];
   ConvOperands o = make_operands(t, 7);
