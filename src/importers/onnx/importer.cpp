@@ -19,7 +19,10 @@ namespace {
 // attributes it later lost (broadcast, consumed_inputs, is_test), which every handler's
 // attribute list refuses by name.
 constexpr int64_t kMinOpset = 1;
-constexpr int64_t kMaxOpset = 18;
+// 19–21 changed none of the supported ops' meaning for what planrt reads (new element types;
+// Pad's 'wrap' mode and AveragePool's dilations, which the handlers refuse by name); 20 added
+// Gelu. torch 2.9+'s default (dynamo) exporter writes opset 20.
+constexpr int64_t kMaxOpset = 21;
 
 Status invalid(std::string message) { return Status(ErrorCode::InvalidArgument, std::move(message)); }
 

@@ -157,6 +157,21 @@ Status handle_erf(OpContext& c) { return unary(c, "erf"); }
 Status handle_tanh(OpContext& c) { return unary(c, "tanh"); }
 Status handle_sigmoid(OpContext& c) { return unary(c, "sigmoid"); }
 
+// Gelu (opset 20; torch 2.9+'s exporter writes it for nn.GELU): planrt's gelu, exact or tanh.
+Status handle_gelu(OpContext& c) {
+  PLANRT_RETURN_IF_ERROR(require_float(c, 0));
+  PLANRT_ASSIGN_OR_RETURN(std::string approximate, c.attr_string("approximate", "none"));
+  if (approximate != "none" && approximate != "tanh") {
+    return not_supported(c, fmt::format("with approximate = '{}' (none and tanh are defined)", approximate));
+  }
+  const Value& x = c.input(0);
+  PLANRT_ASSIGN_OR_RETURN(std::string in, c.im.ir_of(x, false));
+  PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("gelu", {in}, {{"approximate", approximate}}, out_name(c)));
+  keep_folded(y, x);
+  c.out.push_back(std::move(y));
+  return {};
+}
+
 // A known operand of a float op at run time takes the other operand's float type.
 Result<std::string> operand_as(OpContext& c, const Value& v, Elem elem) {
   if (v.known && v.known->elem != elem && elem_is_float(elem)) {
@@ -916,6 +931,7 @@ const OpSpec kOps[] = {
     {"Flatten", 1, 1, 1, {"axis"}, handle_flatten},
     {"Floor", 1, 1, 1, {}, build_time_only},
     {"Gather", 2, 2, 1, {"axis"}, handle_gather},
+    {"Gelu", 1, 1, 1, {"approximate"}, handle_gelu},
     {"Gemm", 2, 3, 1, {"alpha", "beta", "transA", "transB"}, handle_gemm},
     {"Greater", 2, 2, 1, {}, build_time_only},
     {"GreaterOrEqual", 2, 2, 1, {}, build_time_only},
