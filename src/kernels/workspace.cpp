@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/cpu/packed_conv.h"
 #include "kernels/op_plans.h"
 
 namespace planrt::kernels {
@@ -67,7 +68,9 @@ Result<uint64_t> conv2d_host_workspace_bytes_per_image(const Conv2dPlan& p) {
   // are copied through the workspace, a channels-last one's are used where they lie.
   const uint64_t copies =
       p.channels_last ? 0 : static_cast<uint64_t>(p.c * p.h * p.w + p.k * p.oh * p.ow) * sizeof(float);
-  return std::max(conv2d_im2col_bytes(p), copies + kHostConvScratchBytes);
+  // A 3x3 convolution of stride 1 may run as oneDNN's Winograd convolution (cpu/packed_conv.h):
+  // room for its blocked copies and scratchpad at batch 1 (per image, less at larger batches).
+  return std::max({conv2d_im2col_bytes(p), copies + kHostConvScratchBytes, cpu::winograd_workspace_bytes_per_image(p)});
 }
 
 bool conv2d_pads_symmetric(const Conv2dPlan& p) {

@@ -58,8 +58,8 @@ Result<uint64_t> cuda_workspace_bytes(std::string_view op, const OpAttrs& attrs,
 // that the builder can size it for a batch of any size as [N, per image] (kernels/cpu: the
 // im2col matrix of one image and group for the plain kernel; for oneDNN's, packed_conv.h,
 // kHostConvScratchBytes plus, in an NCHW program, the channels-last copies of the image's
-// input and output). The
-// workspace of a call is N times this. InvalidArgument for a plan whose sizes overflow.
+// input and output; for oneDNN's Winograd convolution of a 3x3 window, where it has one, the
+// blocked copies and its scratchpad at batch 1). The workspace of a call is N times this. InvalidArgument for a plan whose sizes overflow.
 inline constexpr uint64_t kHostConvScratchBytes = uint64_t{64} << 10;
 Result<uint64_t> conv2d_host_workspace_bytes_per_image(const Conv2dPlan& plan);
 // Of the above, what the plain kernel's im2col takes (0 for a 1x1 convolution of stride 1

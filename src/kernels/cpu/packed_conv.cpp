@@ -251,6 +251,15 @@ struct PackedConv::State {
     }
   }
 
+  // Winograd's weights are 1.8x (F(2x2, 3x3)) to 4x (F(4x4, 3x3)) the direct ones; a layout is
+  // kept only where they are no larger than the images one call transforms. That bounds the
+  // extra memory by the activations' scale, and leaves out the layers of many channels on
+  // small images, where the transforms measured slower or gained little (resnet18's 256- and
+  // 512-channel layers at batch 8: 0.6–0.8x; all of them would have added ~97 MiB).
+  static bool weights_within_images(const dnnl::convolution_forward::primitive_desc& pd) {
+    return pd.weights_desc().get_size() <= pd.src_desc().get_size() + pd.dst_desc().get_size();
+  }
+
   // The Winograd weight layouts oneDNN picks at batch 1 and at `max_batch` (it picks F(2x2,
   // 3x3) or F(4x4, 3x3) by shape and batch, and each has its own layout), packed from
   // `source` (the weight as the program holds it).
@@ -277,7 +286,7 @@ struct PackedConv::State {
       // gives a call at this batch could never run: it is not packed (at batch 1, 256- and
       // 512-channel layers of resnet18 would hold 4–16 MiB each for nothing).
       const uint64_t needs = pd->src_desc().get_size() + pd->dst_desc().get_size() + pd->scratchpad_desc().get_size();
-      if (needs > per_image * static_cast<uint64_t>(n)) continue;
+      if (needs > per_image * static_cast<uint64_t>(n) || !weights_within_images(*pd)) continue;
       const memory::desc desc = pd->weights_desc();
       bool known = false;
       for (const WinogradWeights& w : winograd) known = known || w.desc == desc;
@@ -300,6 +309,20 @@ struct PackedConv::State {
     }
   }
 };
+
+uint64_t winograd_workspace_bytes_per_image(const Conv2dPlan& plan) {
+  if (!winograd_shape(plan)) return 0;
+  try {
+    Conv2dPlan one = plan;
+    one.n = 1;
+    const std::optional<dnnl::convolution_forward::primitive_desc> pd =
+        PackedConv::State::describe_winograd(one, 1, memory::desc(weight_dims(plan), Type::f32, Tag::any));
+    if (!pd || !PackedConv::State::weights_within_images(*pd)) return 0;
+    return pd->src_desc().get_size() + pd->dst_desc().get_size() + pd->scratchpad_desc().get_size();
+  } catch (...) {  // no Winograd convolution to make room for
+    return 0;
+  }
+}
 
 PackedConv::PackedConv(const OpAttrs& attrs, const Conv2dPlan& plan, std::unique_ptr<State> state)
     : attrs_(attrs), plan_(plan), state_(std::move(state)) {}
@@ -450,11 +473,11 @@ Status PackedConv::run(const OpAttrs&, std::span<const TensorView> inputs,
         prepared->choice.compare_exchange_strong(choice, Prepared::kDeciding, std::memory_order_acq_rel)) {
       // Which is faster depends on the shape, the batch and the core (Winograd's transforms
       // cost more than they save on small images of many channels; docs/performance.md):
-      // this first call runs each twice on its own operands and keeps the faster. Each run
+      // this first call runs each three times on its own operands and keeps the faster. Each run
       // writes the whole output, so the last one's stands.
       double best_ms[std::size(candidates)];
       std::fill(std::begin(best_ms), std::end(best_ms), 1e300);
-      for (int round = 0; round < 2; ++round) {
+      for (int round = 0; round < 3; ++round) {
         for (size_t i = 0; i < count; ++i) {
           const auto start = std::chrono::steady_clock::now();
           execute(candidates[i]);

@@ -15,10 +15,12 @@
 // Winograd convolution, F(2x2, 3x3) or F(4x4, 3x3): 1.4–2x faster than the direct one on
 // large images of few channels, slower on small images of many (docs/performance.md). At load
 // the weight is also packed in each Winograd layout oneDNN picks at batch 1 and at the
-// method's largest batch; the first call at a batch size and thread count that can run more
-// than one (the blocked copies of x and y and oneDNN's scratchpad must fit the planned
-// workspace) runs each twice and keeps the faster for that key. Rounding: within 2-3x of the
-// direct convolution's (a few 1e-7 relative, measured against float64).
+// method's largest batch, where that layout's weights are no larger than the images of one
+// call (memory bounded by the activations' scale) and its blocked copies and scratchpad fit
+// the planned workspace (which the build sizes for the batch-1 one, kernels/workspace.h).
+// The first call at a batch size and thread count that can run more than one runs each
+// three times and keeps the fastest for that key. Rounding: within 2-3x of the direct
+// convolution's (a few 1e-7 relative, measured against float64).
 // PLANRT_CPU_WINOGRAD=0 packs no Winograd layout.
 //
 // Memory: the weight reordered into oneDNN's blocked layout, packed_bytes(), placed in the
@@ -71,5 +73,10 @@ class PackedConv final : public PreparedKernel {
   Conv2dPlan plan_;
   std::unique_ptr<State> state_;
 };
+
+// What oneDNN's Winograd convolution of `plan` at batch 1 needs in the workspace (blocked
+// copies of x and y, its scratchpad), 0 where it has none for this shape on this CPU
+// (kernels/workspace.h sizes a host convolution's workspace to hold it). Never throws.
+uint64_t winograd_workspace_bytes_per_image(const Conv2dPlan& plan);
 
 }  // namespace planrt::kernels::cpu
