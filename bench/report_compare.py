@@ -23,28 +23,36 @@ D_MODEL, FFN = 512, 2048
 BYTES_PER_VALUE = {"f32": 4, "bf16": 2}
 
 
-def load(path):
-    rows, floors = {}, None
+def load(path, commit=None):
+    """The compare rows (of `commit` if given; of each model and dtype the latest line wins)
+    and the latest floors line of each device."""
+    rows, floors = {}, {}
     with open(path) as f:
         for line in f:
             line = line.strip()
             if not line:
                 continue
             r = json.loads(line)
-            if r.get("bench") == "compare":
-                rows[(r["model"], r.get("dtype", "f32"))] = r  # the latest line of each wins
+            if r.get("bench") == "compare" and (commit is None or r["commit"] == commit):
+                rows[(r["model"], r.get("dtype", "f32"))] = r
             elif r.get("bench") == "floors":
-                floors = r
+                floors[r.get("device")] = r
     return sorted(rows.values(), key=lambda r: (r.get("dtype", "f32") != "f32", r["seq"], r["layers"],
                                                 r["partition"])), floors
 
 
-def floor_ms(r, floors):
+def floors_of(rows, floors):
+    """The floors measured on the rows' device (the first row's), or None."""
+    return floors.get(rows[0].get("device")) if rows else None
+
+
+def floor_ms(r, floors_by_device):
     """Host-to-host floor: FLOPs over the matrix rate or compulsory bytes (weights once,
     input and output) over the copy bandwidth, whichever is larger, plus the two pageable
-    copies (of the f32 input and output: bf16 models convert on the host, both sides); None
-    without measured ceilings."""
+    copies (of the f32 input and output: bf16 models convert on the host, both sides), from
+    the ceilings measured on the row's device; None without them."""
     dtype = r.get("dtype", "f32")
+    floors = floors_by_device.get(r.get("device"))
     rate = floors and floors.get(f"{dtype}_matrix_tflops")
     if floors is None or rate is None or str(r["seq"]) not in floors["pageable_copies"]:
         return None
@@ -94,6 +102,7 @@ def table(rows, floors):
     out.append("")
     out.append(f"Commit(s) {', '.join(commits)}; device {', '.join(devices)}; "
                f"{rows[0]['iterations'] if rows else 0} timed runs per side after warm-up.")
+    floors = floors_of(rows, floors)
     if floors:
         copies = ", ".join(f"S={s}: {c['host_to_device_ms']:.3f} + {c['device_to_host_ms']:.3f} ms"
                            for s, c in sorted(floors["pageable_copies"].items(), key=lambda i: int(i[0])))
@@ -144,11 +153,11 @@ def svg(rows):
 SWEEP_SEQS = (1, 16, 128, 512, 2048)
 
 
-def sweep_points(rows, commit=None):
-    """{(dtype, seq): {partition: row}} of the 12-block sweep rows (of `commit` if given)."""
+def sweep_points(rows):
+    """{(dtype, seq): {partition: row}} of the 12-block sweep rows."""
     points = {}
     for r in rows:
-        if r["layers"] != 12 or r["seq"] not in SWEEP_SEQS or (commit and r["commit"] != commit):
+        if r["layers"] != 12 or r["seq"] not in SWEEP_SEQS:
             continue
         points.setdefault((r.get("dtype", "f32"), r["seq"]), {})[r["partition"]] = r
     return dict(sorted(points.items(), key=lambda i: (i[0][0] != "f32", i[0][1])))
@@ -273,9 +282,9 @@ def main():
     p.add_argument("--sweep", action="store_true", help="issue 18's sweep table and chart")
     p.add_argument("--commit", help="--sweep: only the rows of this commit")
     a = p.parse_args()
-    rows, floors = load(a.results)
+    rows, floors = load(a.results, a.commit if a.sweep else None)
     if a.sweep:
-        points = sweep_points(rows, a.commit)
+        points = sweep_points(rows)
         if not points:
             raise SystemExit(f"no 12-block sweep rows in {a.results}")
         text, chart, marker = sweep_table(points, floors), sweep_svg(points), "sweep"
