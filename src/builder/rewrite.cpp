@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "builder/check.h"
+#include "builder/layout_chains.h"
+#include "builder/rewrite_support.h"
 
 namespace planrt::builder {
 namespace {
@@ -31,56 +33,6 @@ bool swaps_seq_and_heads(const ir::Node& n) {
     if (d != expected) return false;
   }
   return true;
-}
-
-bool same_place(const ir::Node& a, const ir::Node& b) {
-  return a.backend == b.backend && a.segment == b.segment && a.device == b.device;
-}
-
-// Who reads each value (nodes, plus one per method output) and who makes it.
-// (As the method was when it was made: a pass that renames values keeps it current itself.)
-struct Uses {
-  std::map<std::string, size_t, std::less<>> producer;
-  std::map<std::string, std::vector<size_t>, std::less<>> readers;  // node indices, one per read
-  std::map<std::string, int, std::less<>> output_reads;             // as method outputs
-
-  explicit Uses(const ir::Method& method) {
-    for (size_t i = 0; i < method.nodes.size(); ++i) {
-      for (const std::string& in : method.nodes[i].inputs) {
-        if (!in.empty()) readers[in].push_back(i);
-      }
-      for (const std::string& out : method.nodes[i].outputs) producer[out] = i;
-    }
-    for (const std::string& out : method.outputs) ++output_reads[out];
-  }
-  const std::vector<size_t>& readers_of(const std::string& v) const {
-    static const std::vector<size_t> kNone;
-    auto it = readers.find(v);
-    return it == readers.end() ? kNone : it->second;
-  }
-  // Reads by nodes plus one per method output.
-  int read_count(const std::string& v) const {
-    auto it = output_reads.find(v);
-    return static_cast<int>(readers_of(v).size()) + (it == output_reads.end() ? 0 : it->second);
-  }
-};
-
-// Every node from `lo` to `hi` (indices) that is not removed shares `place`'s place.
-bool one_run(const ir::Method& method, const std::vector<bool>& removed, size_t lo, size_t hi,
-             const ir::Node& place) {
-  for (size_t j = lo; j <= hi; ++j) {
-    if (!removed[j] && !same_place(method.nodes[j], place)) return false;
-  }
-  return true;
-}
-
-void drop_removed(ir::Method& method, const std::vector<bool>& removed) {
-  std::vector<ir::Node> kept;
-  kept.reserve(method.nodes.size());
-  for (size_t i = 0; i < method.nodes.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(method.nodes[i]));
-  }
-  method.nodes = std::move(kept);
 }
 
 int absorb_attention_permutes(ir::Method& method) {
@@ -179,37 +131,11 @@ int fuse_host_activations(ir::Method& method) {
   return fused;
 }
 
-const ir::TensorType* type_of(const ir::CheckedMethod& types, const std::string& v) {
-  auto it = types.values.find(v);
-  return it == types.values.end() ? nullptr : &it->second;
-}
-
 // `shape` without its leading unit dims ([1, S, E] -> [S, E]).
 ir::SymShape without_leading_units(const ir::SymShape& shape) {
   size_t k = 0;
   while (k < shape.size() && shape[k] == ir::Dim::fixed(1)) ++k;
   return ir::SymShape(shape.begin() + static_cast<std::ptrdiff_t>(k), shape.end());
-}
-
-// The reshape spec that makes `shape` (nullopt when a dim is a multiple of a named dim,
-// which a spec cannot say).
-std::optional<ir::ShapeSpec> spec_of(const ir::SymShape& shape, const ir::Method& method) {
-  ir::ShapeSpec spec;
-  for (const ir::Dim& d : shape) {
-    if (d.is_static()) {
-      spec.push_back({d.value, ""});
-    } else if (d.value == 1 && static_cast<size_t>(d.dim) < method.dims.size()) {
-      spec.push_back({0, method.dims[static_cast<size_t>(d.dim)].name});
-    } else {
-      return std::nullopt;
-    }
-  }
-  return spec;
-}
-
-const std::vector<int64_t>* permute_dims(const ir::Node& n) {
-  auto it = n.attrs.find("dims");
-  return it == n.attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
 }
 
 // An exporter's head split of a unit batch: y = reshape(p) adding only leading unit dims,
@@ -658,6 +584,22 @@ int rewrite_method(ir::Model& model, ir::Method& method, RewriteState& state) {
     types = std::move(after);
     rewritten += n;
   };
+  // The layout moves pay only when the chains they join then simplify to fewer permutes
+  // (layout_chains.h); otherwise the method goes back to before them and only simplifies.
+  {
+    const ir::Method before = method;
+    const ir::CheckedMethod before_types = *types;
+    const int before_rewritten = rewritten, before_permutes = count_permutes(method);
+    apply([&] { return move_permutes_past_linears(method, *types); });
+    apply([&] { return move_layout_chains_before_linears(method, *types); });
+    apply([&] { return simplify_layout_chains(method, *types); });
+    if (rewritten > before_rewritten && count_permutes(method) >= before_permutes) {
+      method = before;
+      types = before_types;
+      rewritten = before_rewritten;
+      apply([&] { return simplify_layout_chains(method, *types); });
+    }
+  }
   apply([&] { return lead_head_splits_with_their_permute(method, *types); });
   apply([&] { return keep_unit_dims_in_head_merges(method, *types); });
   apply([&] { return absorb_attention_permutes(method); });

@@ -5,6 +5,10 @@
 // segment and device, so the partition is the one the author wrote (its segments may only
 // have fewer nodes). On a method that checks, a rewrite after which it would not is undone.
 //
+// First the layout chains (layout_chains.h): runs of reshapes and permutes become at most
+// reshape -> permute -> reshape, linears letting them meet across, so that what reaches the
+// rewrites below is a head split or merge they recognise at any batch size.
+//
 // absorb_attention_permutes: the head split and merge around attention,
 //   q = permute(xq, swap S/H), k = permute(xk, ...), v = permute(xv, ...),
 //   o = scaled_dot_product_attention(q, k, v), y = permute(o, swap S/H)
