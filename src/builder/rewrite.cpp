@@ -18,21 +18,26 @@
 namespace planrt::builder {
 namespace {
 
-// permute's dims swap the two dims before the last and keep the others: [.., S, H, D] <->
-// [.., H, S, D].
-bool swaps_seq_and_heads(const ir::Node& n) {
-  if (n.op != "permute" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
-  auto it = n.attrs.find("dims");
-  if (it == n.attrs.end()) return false;
-  const auto* dims = std::get_if<std::vector<int64_t>>(&it->second);
-  if (dims == nullptr || dims->size() < 3) return false;
+// The layout whose head split `n` is, as a permute that makes the attention's [.., H, S, D]
+// operand: "bshd" when it swaps the two dims before the last ([.., S, H, D] -> [.., H, S,
+// D]), "sbhd" when it moves the first dim to the place before the last ([S, .., H, D] ->
+// [.., H, S, D]); "" otherwise. At rank 3 ([S, H, D] -> [H, S, D]) both are one: bshd.
+// The head merge (`merge`) is the inverse permute of the same layout.
+std::string head_permute_layout(const ir::Node& n, bool merge) {
+  const std::vector<int64_t>* dims = n.op == "permute" && n.inputs.size() == 1 && n.outputs.size() == 1
+                                         ? permute_dims(n)
+                                         : nullptr;
+  if (dims == nullptr || dims->size() < 3) return "";
   const auto r = static_cast<int64_t>(dims->size());
+  auto at = [&](int64_t i) { return (*dims)[i] < 0 ? (*dims)[i] + r : (*dims)[i]; };  // -1 = last
+  bool swap = true, seq_first = true;
   for (int64_t i = 0; i < r; ++i) {
-    const int64_t expected = i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i;
-    const int64_t d = (*dims)[i] < 0 ? (*dims)[i] + r : (*dims)[i];  // permute takes -1 = last
-    if (d != expected) return false;
+    swap = swap && at(i) == (i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i);
+    const int64_t split = i < r - 2 ? i + 1 : i == r - 2 ? 0 : i;
+    const int64_t merged = i == 0 ? r - 2 : i < r - 1 ? i - 1 : i;
+    seq_first = seq_first && at(i) == (merge ? merged : split);
   }
-  return true;
+  return swap ? "bshd" : seq_first ? "sbhd" : "";
 }
 
 int absorb_attention_permutes(ir::Method& method) {
@@ -42,7 +47,7 @@ int absorb_attention_permutes(ir::Method& method) {
     auto it = uses.producer.find(value);
     if (it == uses.producer.end() || removed[it->second]) return nullptr;
     ir::Node& p = method.nodes[it->second];
-    return swaps_seq_and_heads(p) ? &p : nullptr;
+    return head_permute_layout(p, false).empty() ? nullptr : &p;
   };
   auto index_of = [&](const ir::Node* n) { return static_cast<size_t>(n - method.nodes.data()); };
 
@@ -62,6 +67,8 @@ int absorb_attention_permutes(ir::Method& method) {
       splits.push_back(p);
     }
     if (splits.size() != 3) continue;
+    const std::string layout = head_permute_layout(*splits[0], false);  // one layout for all three
+    if (head_permute_layout(*splits[1], false) != layout || head_permute_layout(*splits[2], false) != layout) continue;
     // The output read once, by a head merge.
     const std::string& o = attn.outputs[0];
     if (uses.read_count(o) != 1) continue;
@@ -70,7 +77,7 @@ int absorb_attention_permutes(ir::Method& method) {
       ir::Node& n = method.nodes[j];
       if (!removed[j] && n.inputs.size() == 1 && n.inputs[0] == o) merge = &n;
     }
-    if (merge == nullptr || !swaps_seq_and_heads(*merge) || !same_place(*merge, attn)) continue;
+    if (merge == nullptr || head_permute_layout(*merge, true) != layout || !same_place(*merge, attn)) continue;
     // Every node from the first split to the merge in the attention's place: removing the
     // permutes then shortens one segment and never joins or drops one.
     size_t lo = index_of(merge);
@@ -81,7 +88,7 @@ int absorb_attention_permutes(ir::Method& method) {
       removed[index_of(splits[k])] = true;
     }
     attn.outputs[0] = merge->outputs[0];
-    attn.attrs["layout"] = std::string("bshd");
+    attn.attrs["layout"] = layout;
     removed[index_of(merge)] = true;
     uses.producer[attn.outputs[0]] = i;  // a later attention sees who makes it now
     ++rewritten;
@@ -247,7 +254,7 @@ int keep_unit_dims_in_head_merges(ir::Method& method, const ir::CheckedMethod& t
     if (!kept.empty()) {
       ir::Node probe = n;
       probe.attrs = {{"dims", kept}};
-      if (!swaps_seq_and_heads(probe)) kept.clear();
+      if (head_permute_layout(probe, false) != "bshd") kept.clear();
     }
     std::optional<ir::ShapeSpec> spec = kept.empty() ? std::nullopt : spec_of(y->shape, method);
     // Copies, not moves: later nodes still look back at the method's (a producer's op).
@@ -279,8 +286,9 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
   Uses uses(method);
   std::vector<bool> removed(method.nodes.size(), false);
   auto index_of = [&](const ir::Node* n) { return static_cast<size_t>(n - method.nodes.data()); };
-  // `to` is `from` with its last dim split into [H, D] (both static).
-  auto splits_heads = [&](const std::string& from, const std::string& to, int64_t& heads) {
+  // `to` is `from` with its last dim split into [H, D] (both static); sbhd: with the same
+  // leading dims (a unit dim before the sequence's would become the sequence).
+  auto splits_heads = [&](const std::string& from, const std::string& to, bool seq_first, int64_t& heads) {
     const ir::TensorType* f = type_of(types, from);
     const ir::TensorType* t = type_of(types, to);
     if (f == nullptr || t == nullptr || f->dtype != t->dtype || t->shape.size() < 3 || f->shape.empty()) return false;
@@ -290,7 +298,7 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
     }
     const ir::SymShape lead_f(f->shape.begin(), f->shape.end() - 1), lead_t(t->shape.begin(), t->shape.end() - 2);
     if (lead_f.empty() || lead_t.empty() || lead_f.back() != lead_t.back() ||  // the sequence dim itself
-        without_leading_units(lead_f) != without_leading_units(lead_t)) {
+        without_leading_units(lead_f) != without_leading_units(lead_t) || (seq_first && lead_f != lead_t)) {
       return false;
     }
     heads = h.value;
@@ -302,9 +310,11 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
     auto layout = attn.attrs.find("layout");
     if (attn.op != "scaled_dot_product_attention" || attn.inputs.size() != 3 || attn.outputs.size() != 1 ||
         attn.attrs.contains("heads") || layout == attn.attrs.end() ||
-        !std::holds_alternative<std::string>(layout->second) || std::get<std::string>(layout->second) != "bshd") {
+        !std::holds_alternative<std::string>(layout->second) ||
+        (std::get<std::string>(layout->second) != "bshd" && std::get<std::string>(layout->second) != "sbhd")) {
       continue;
     }
+    const bool seq_first = std::get<std::string>(layout->second) == "sbhd";
     std::vector<ir::Node*> splits;
     int64_t heads = 0;
     for (const std::string& in : attn.inputs) {
@@ -314,7 +324,7 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
       const auto reads_here = std::count(attn.inputs.begin(), attn.inputs.end(), in);
       int64_t h = 0;
       if (split.op != "reshape" || split.inputs.size() != 1 || uses.read_count(in) != reads_here ||
-          !same_place(split, attn) || !splits_heads(split.inputs[0], in, h) || (heads != 0 && h != heads)) {
+          !same_place(split, attn) || !splits_heads(split.inputs[0], in, seq_first, h) || (heads != 0 && h != heads)) {
         break;
       }
       heads = h;
@@ -324,13 +334,14 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
     const ir::TensorType* out_type = type_of(types, out);
     const ir::TensorType* q_flat = splits.size() == 3 ? type_of(types, splits[0]->inputs[0]) : nullptr;
     if (q_flat == nullptr || q_flat->shape.size() < 2 || out_type == nullptr || out_type->shape.size() < 3) continue;
-    // The three flat operands share their rank and leading dims (all but the sequence's and
+    // The three flat operands share their rank and batch dims (all but the sequence's and
     // the row's): the attention checks them against each other as they are.
     bool same_lead = true;
     for (size_t k = 1; k < 3 && same_lead; ++k) {
       const ir::TensorType* f = type_of(types, splits[k]->inputs[0]);
+      const std::ptrdiff_t skip = seq_first ? 1 : 0;  // sbhd: [S, .., H * D]
       same_lead = f != nullptr && f->shape.size() == q_flat->shape.size() &&
-                  std::equal(q_flat->shape.begin(), q_flat->shape.end() - 2, f->shape.begin());
+                  std::equal(q_flat->shape.begin() + skip, q_flat->shape.end() - 2 + skip, f->shape.begin() + skip);
     }
     if (!same_lead) continue;
     // Every reader of the output a reshape of this run (the output's shape changes), none

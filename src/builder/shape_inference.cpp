@@ -373,21 +373,24 @@ Result<InferredNode> transpose(Ctx& c) {
 Result<InferredNode> sdpa(Ctx& c) {
   // layout "bhsd" (the default): [..., S, D] with equal leading dims, usually [B, H], or one
   // merged [B*H] as exporters of nn.MultiheadAttention write. layout "bshd": [..., S, H, D],
-  // the heads of a position side by side (kernels/attention_layout.h); with attribute heads
-  // = H, [..., S, H * D], and one input alone a packed projection [..., S, 3 * H * D].
-  bool seq_major = false;
+  // the heads of a position side by side (kernels/attention_layout.h); layout "sbhd": [S,
+  // ..., H, D], the batch dims between the sequence and the heads (a sequence-first model's
+  // rows). With attribute heads = H (bshd, sbhd) the last two dims are one, [..., H * D], and
+  // one input alone is a packed projection [..., 3 * H * D].
+  bool seq_major = false, seq_first = false;
   if (const AttrValue* l = find_attr(c, "layout")) {
     const auto* name = std::get_if<std::string>(l);
-    if (name == nullptr || (*name != "bhsd" && *name != "bshd")) {
-      return bad("attribute 'layout' must be \"bhsd\" or \"bshd\"");
+    if (name == nullptr || (*name != "bhsd" && *name != "bshd" && *name != "sbhd")) {
+      return bad("attribute 'layout' must be \"bhsd\", \"bshd\" or \"sbhd\"");
     }
-    seq_major = *name == "bshd";
+    seq_first = *name == "sbhd";
+    seq_major = *name == "bshd" || seq_first;
     if (seq_major) c.out.attrs["layout"] = *name;  // kept only when not the default
   }
   PLANRT_ASSIGN_OR_RETURN(int64_t heads, attr_int(c, "heads", 0));
   const bool packed = c.in.size() == 1;
   if (heads < 0 || (heads > 0 && !seq_major) || (packed && heads == 0)) {
-    return bad(fmt::format("attribute 'heads' ({}) must be positive, and needs layout \"bshd\"; one "
+    return bad(fmt::format("attribute 'heads' ({}) must be positive, and needs layout \"bshd\" or \"sbhd\"; one "
                            "packed q|k|v input needs it",
                            heads));
   }
@@ -423,15 +426,19 @@ Result<InferredNode> sdpa(Ctx& c) {
   }
   const SymShape &q = qkv[0], &k = qkv[1], &v = qkv[2];
   const size_t r = q.size();
-  const size_t seq = seq_major ? r - 3 : r - 2;  // the sequence dim
+  const size_t seq = seq_first ? 0 : seq_major ? r - 3 : r - 2;  // the sequence dim
   auto mismatch = [&](size_t a, size_t b, std::string_view what) {
     return bad(fmt::format("shape mismatch: {} and {} differ in {} ({})", c.describe(a), c.describe(b), what,
-                           seq_major ? "layout bshd: q, k, v are [..., S, H, D] with equal leading dims, "
-                                       "usually [B, S, H, D]"
-                                     : "q, k, v are [..., S, D] with equal leading dims, usually [B, H, S, D]"));
+                           seq_first   ? "layout sbhd: q, k, v are [S, ..., H, D] with equal batch dims, "
+                                         "usually [S, B, H, D]"
+                           : seq_major ? "layout bshd: q, k, v are [..., S, H, D] with equal leading dims, "
+                                         "usually [B, S, H, D]"
+                                       : "q, k, v are [..., S, D] with equal leading dims, usually [B, H, S, D]"));
   };
-  for (size_t d = 0; d < seq; ++d) {
-    if (k[d] != q[d] || v[d] != q[d]) return mismatch(0, k[d] != q[d] ? 1 : 2, fmt::format("leading dim {}", d));
+  // The batch dims: before the sequence dim, or (sbhd) between it and the heads.
+  const size_t batch_begin = seq_first ? 1 : 0, batch_end = seq_first ? r - 2 : seq;
+  for (size_t d = batch_begin; d < batch_end; ++d) {
+    if (k[d] != q[d] || v[d] != q[d]) return mismatch(0, k[d] != q[d] ? 1 : 2, fmt::format("{} dim {}", seq_first ? "batch" : "leading", d));
   }
   if (seq_major && (k[r - 2] != q[r - 2] || v[r - 2] != q[r - 2])) {
     return mismatch(0, k[r - 2] != q[r - 2] ? 1 : 2, "heads");

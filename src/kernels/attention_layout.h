@@ -11,6 +11,10 @@
 //       With attribute `heads` the operands may be [..., S, H * D] (the same bytes), and one
 //       packed input [..., S, 3 * H * D] holds q, k and v side by side in each row (one
 //       projection for all three): each operand then starts `start` elements into the row.
+//   layout "sbhd": q [Sq, ..., H, D], k [Sk, ..., H, D], v [Sk, ..., H, Dv], out [Sq, ..., H,
+//       Dv] -- a sequence-first model's rows ([S, B, E] projections, nn.TransformerEncoder
+//       without batch_first): a position's row holds every batch's heads, each batch's H
+//       heads side by side; attribute heads and a packed q|k|v input as for bshd, per batch.
 #pragma once
 
 #include <cstdint>

@@ -90,9 +90,10 @@ struct OpInfo {
 //   scaled_dot_product_attention: causal (bool, false; top-left aligned as PyTorch's
 //     is_causal), scale (float, 1/sqrt(D)), fused (bool, true: the CUDA kernel may run in
 //     one pass without the [Sq, Sk] scores; false keeps them, see workspace.h), layout
-//     ("bhsd" | "bshd", "bhsd": q, k, v, out as [..., S, D] or as [..., S, H, D],
-//     kernels/attention_layout.h), heads (int, 0; bshd only: operands [..., S, H * D], and
-//     one input alone is a packed q|k|v projection [..., S, 3 * H * D])
+//     ("bhsd" | "bshd" | "sbhd", "bhsd": q, k, v, out as [..., S, D], as [..., S, H, D] or
+//     as [S, ..., H, D], kernels/attention_layout.h), heads (int, 0; bshd and sbhd only:
+//     the last two dims one, [..., H * D], and one input alone is a packed q|k|v projection
+//     [..., 3 * H * D])
 // Dtypes: arithmetic ops are f32 (another input dtype: NotSupported); embedding takes i32
 // or i64 ids and a table of any dtype; data movement works for every dtype.
 // Aliasing: elementwise ops and reshape may write over an input of the output's shape;

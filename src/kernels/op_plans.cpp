@@ -297,18 +297,20 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
                                      std::span<const TensorView> outputs) {
   constexpr std::string_view op = "scaled_dot_product_attention";
   PLANRT_ASSIGN_OR_RETURN(std::string layout, with_op(op, attrs.get_string("layout", "bhsd")));
-  if (layout != "bhsd" && layout != "bshd") {
+  if (layout != "bhsd" && layout != "bshd" && layout != "sbhd") {
     return make_error(ErrorCode::InvalidArgument,
-                      "{}: attribute layout is '{}'; expected \"bhsd\" or \"bshd\"", op, layout);
+                      "{}: attribute layout is '{}'; expected \"bhsd\", \"bshd\" or \"sbhd\"", op, layout);
   }
-  const bool seq_major = layout == "bshd";
+  // bshd and sbhd: the heads of one position side by side; sbhd: the sequence dim first.
+  const bool seq_first = layout == "sbhd";
+  const bool seq_major = layout == "bshd" || seq_first;
   PLANRT_ASSIGN_OR_RETURN(int64_t heads_attr, with_op(op, attrs.get_int("heads", 0)));
   const bool packed = inputs.size() == 1;
   const bool absent = std::any_of(inputs.begin(), inputs.end(), [](const TensorView& t) { return t.is_none(); });
   if (heads_attr < 0 || (heads_attr > 0 && !seq_major) || (packed && heads_attr == 0) ||
       (inputs.size() != 1 && inputs.size() != 3) || absent) {
     return make_error(ErrorCode::InvalidArgument,
-                      "{}: takes q, k, v, or with layout \"bshd\" and attribute heads > 0 one packed "
+                      "{}: takes q, k, v, or with layout \"bshd\" or \"sbhd\" and attribute heads > 0 one packed "
                       "[..., S, 3 x heads x D] input alone; got {} input(s){}, layout {}, heads {}",
                       op, inputs.size(), absent ? " (one absent)" : "", layout, heads_attr);
   }
@@ -324,40 +326,62 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
   } else {
     qs = inputs[0].sizes, ks = inputs[1].sizes, vs = inputs[2].sizes;
   }
-  // The dims after the batch dims: [S, D] (bhsd, heads among the batch dims) or [S, H, D].
+  // The dims after the batch dims: [S, D] (bhsd, heads among the batch dims) or [S, H, D];
+  // sbhd: [S, ..., H, D], the batch dims between the sequence and the heads.
   const int tail = seq_major ? 3 : 2;
+  const int seq = seq_first ? 0 : qs.rank() - tail;
+  auto batch_dims = [&](const Shape& x) {
+    if (!seq_first) return drop_last(x, tail);
+    Shape b;
+    for (int i = 1; i + 2 < x.rank(); ++i) (void)b.push_back(x[i]);  // rank < kMaxRank: fits
+    return b;
+  };
   if (qs.rank() < tail || ks.rank() != qs.rank() || vs.rank() != qs.rank() ||
-      drop_last(ks, tail) != drop_last(qs, tail) || drop_last(vs, tail) != drop_last(qs, tail) ||
-      ks.size(-1) != qs.size(-1) || vs.size(-tail) != ks.size(-tail) ||
+      batch_dims(ks) != batch_dims(qs) || batch_dims(vs) != batch_dims(qs) ||
+      ks.size(-1) != qs.size(-1) || vs.size(seq) != ks.size(seq) ||
       (seq_major && (ks.size(-2) != qs.size(-2) || vs.size(-2) != qs.size(-2)))) {
-    return make_error(ErrorCode::InvalidArgument, "{}: expected {} with equal leading dims; got {}", op,
+    return make_error(ErrorCode::InvalidArgument, "{}: expected {} with equal {} dims; got {}", op,
                       !seq_major        ? "q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv]"
+                      : seq_first && heads_attr == 0
+                          ? "q [Sq, ..., H, D], k [Sk, ..., H, D], v [Sk, ..., H, Dv] (layout sbhd)"
+                      : seq_first       ? "q [Sq, ..., H x D], k [Sk, ..., H x D], v [Sk, ..., H x Dv] (layout sbhd, heads H)"
                       : heads_attr == 0 ? "q [..., Sq, H, D], k [..., Sk, H, D], v [..., Sk, H, Dv] (layout bshd)"
                                         : "q [..., Sq, H x D], k [..., Sk, H x D], v [..., Sk, H x Dv] (heads H)",
-                      describe_inputs(op, inputs));
+                      seq_first ? "batch" : "leading", describe_inputs(op, inputs));
   }
   AttentionPlan plan;
-  plan.sq = qs.size(-tail);
-  plan.sk = ks.size(-tail);
+  plan.sq = qs.size(seq);
+  plan.sk = ks.size(seq);
   plan.d = qs.size(-1);
   plan.dv = vs.size(-1);
-  plan.heads = drop_last(qs, 2).numel();  // bshd: batch dims x [Sq, H] / Sq below
+  plan.heads = drop_last(qs, 2).numel();  // bshd and sbhd: batch dims x H, below
   AttentionLayout& l = plan.layout;
   if (seq_major) {
     const int64_t h = qs.size(-2);
-    plan.heads = drop_last(qs, 3).numel() * h;
+    const int64_t batches = batch_dims(qs).numel();
+    plan.heads = batches * h;
     l.heads_per_batch = std::max<int64_t>(h, 1);
-    if (packed) {  // q | k | v side by side in each row of 3 h d
-      const int64_t row = 3 * h * plan.d;
-      l.q = {row, plan.d, plan.sq * row, 0};
-      l.k = {row, plan.d, plan.sq * row, h * plan.d};
-      l.v = {row, plan.d, plan.sq * row, 2 * h * plan.d};
+    // A position's row holds its heads (bshd), or every batch's heads (sbhd); a batch's
+    // heads start every `sq` rows (bshd) or every h heads into the row (sbhd).
+    const int64_t rows_per_position = seq_first ? batches : 1;
+    auto strides = [&](int64_t width, int64_t seq_len, int64_t start) {  // width: a batch's part of a row
+      const int64_t row = rows_per_position * width;
+      return AttentionStrides{row, 0, seq_first ? width : seq_len * row, start};
+    };
+    if (packed) {  // q | k | v side by side in each row of 3 h d (per batch)
+      const int64_t width = 3 * h * plan.d;
+      l.q = strides(width, plan.sq, 0);
+      l.k = strides(width, plan.sq, h * plan.d);
+      l.v = strides(width, plan.sq, 2 * h * plan.d);
     } else {
-      l.q = {h * plan.d, plan.d, plan.sq * h * plan.d};
-      l.k = {h * plan.d, plan.d, plan.sk * h * plan.d};
-      l.v = {h * plan.dv, plan.dv, plan.sk * h * plan.dv};
+      l.q = strides(h * plan.d, plan.sq, 0);
+      l.k = strides(h * plan.d, plan.sk, 0);
+      l.v = strides(h * plan.dv, plan.sk, 0);
     }
-    l.out = {h * plan.dv, plan.dv, plan.sq * h * plan.dv};
+    l.out = strides(h * plan.dv, plan.sq, 0);
+    l.q.head = l.k.head = plan.d;
+    l.v.head = packed ? plan.d : plan.dv;
+    l.out.head = plan.dv;
   } else {
     l.heads_per_batch = std::max<int64_t>(plan.heads, 1);
     l.q = {plan.d, plan.sq * plan.d, 0};

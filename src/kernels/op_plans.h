@@ -96,8 +96,8 @@ Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const Tensor
                                     std::span<const TensorView> outputs);
 
 // scaled_dot_product_attention: `heads` independent [sq, d] x [sk, d] -> [sq, dv] problems,
-// their rows where `layout` (attribute "bhsd", the default, or "bshd", with or without
-// attribute heads; kernels/attention_layout.h) puts them.
+// their rows where `layout` (attribute "bhsd", the default, "bshd" or "sbhd", the last two
+// with or without attribute heads; kernels/attention_layout.h) puts them.
 struct AttentionPlan {
   int64_t heads = 0;  // batch x heads
   int64_t sq = 0;

@@ -60,6 +60,26 @@ TEST(Rewrite, OneProjectionForQueriesAndKeysIsSplitOnce) {
   EXPECT_EQ(m.nodes[0].inputs, (std::vector<std::string>{"q", "q", "v"}));
 }
 
+// A sequence-first model's heads: q, k, v [S, B, H, D] split as permute(1, 2, 0, 3) to
+// [B, H, S, D], merged back by permute(2, 0, 1, 3): layout sbhd reads them where they lie.
+TEST(Rewrite, SequenceFirstHeadPermutesBecomeTheSbhdLayout) {
+  ir::Method m = attention_method();
+  for (size_t i : {0, 1, 2}) m.nodes[i].attrs["dims"] = std::vector<int64_t>{1, 2, 0, 3};
+  m.nodes[4].attrs["dims"] = std::vector<int64_t>{2, 0, 1, 3};
+  EXPECT_EQ(rewrite_method(m), 1);
+  ASSERT_EQ(ops(m), (std::vector<std::string>{"scaled_dot_product_attention", "reshape"}));
+  EXPECT_EQ(m.nodes[0].inputs, (std::vector<std::string>{"q", "k", "v"}));
+  EXPECT_EQ(std::get<std::string>(m.nodes[0].attrs.at("layout")), "sbhd");
+  // Splits of two layouts, or a merge of the other one, stay.
+  for (const auto& change : std::vector<std::pair<size_t, std::vector<int64_t>>>{{1, {0, 2, 1, 3}}, {4, {0, 2, 1, 3}}}) {
+    ir::Method mixed = attention_method();
+    for (size_t i : {0, 1, 2}) mixed.nodes[i].attrs["dims"] = std::vector<int64_t>{1, 2, 0, 3};
+    mixed.nodes[4].attrs["dims"] = std::vector<int64_t>{2, 0, 1, 3};
+    mixed.nodes[change.first].attrs["dims"] = change.second;
+    EXPECT_EQ(rewrite_method(mixed), 0) << "node " << change.first;
+  }
+}
+
 TEST(Rewrite, NegativePermuteDimsAreRecognised) {
   ir::Method m = attention_method();
   m.nodes[0].attrs["dims"] = std::vector<int64_t>{0, -2, 1, -1};

@@ -117,6 +117,27 @@ TEST(ShapeInference, SdpaChecksEveryOperand) {
             "[1, 2, S, 8]");
 }
 
+// Layout sbhd: [S, .., H, D] (a sequence-first model's rows), the batch dims between.
+TEST(ShapeInference, SdpaSbhdLayout) {
+  const Attrs sbhd{{"layout", std::string("sbhd")}};
+  auto sdpa = [](std::vector<TensorType> types, Attrs attrs) {
+    return out_shape(infer("scaled_dot_product_attention", std::move(types), std::move(attrs)));
+  };
+  auto has = [](const std::string& got, const std::string& part) { return got.find(part) != std::string::npos; };
+  EXPECT_EQ(sdpa({f32({S, c(2), c(3), c(8)}), f32({T, c(2), c(3), c(8)}), f32({T, c(2), c(3), c(5)})}, sbhd),
+            "[S, 2, 3, 5]");
+  EXPECT_TRUE(has(sdpa({f32({S, c(2), c(3), c(8)}), f32({T, c(4), c(3), c(8)}), f32({T, c(4), c(3), c(8)})}, sbhd),
+                  "differ in batch dim 1 (layout sbhd"));
+  EXPECT_TRUE(has(sdpa({f32({S, c(2), c(3), c(8)}), f32({T, c(2), c(3), c(8)}), f32({S, c(2), c(3), c(8)})}, sbhd),
+                  "sequence length"));
+  const Attrs heads2{{"layout", std::string("sbhd")}, {"heads", int64_t{2}}};
+  EXPECT_EQ(sdpa({f32({S, c(4), c(48)})}, heads2), "[S, 4, 16]");  // packed: q|k|v of 2 x 8
+  EXPECT_TRUE(has(sdpa({f32({S, c(2), c(3), c(8)}), f32({S, c(2), c(3), c(8)}), f32({S, c(2), c(3), c(8)}),
+                        f32({c(2), c(3), S, S})},
+                       sbhd),
+                  "needs layout \"bhsd\""));
+}
+
 // Attribute heads (layout bshd): [.., S, H*D] operands, or one packed [.., S, 3*H*D] input;
 // every way to get it wrong is an error that says what it needs, never a crash.
 TEST(ShapeInference, SdpaHeadsAttributeAndPackedInput) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <cmath>
 
 #include "kernel_test_util.h"
@@ -177,8 +179,8 @@ TEST(Attention, BshdLayoutChecksItsShapes) {
   HostTensor k = HostTensor::random({1, 5, 4, 8}, 2);  // 4 heads against q's 2
   HostTensor y(DType::F32, {1, 3, 2, 8});
   EXPECT_TRUE(IsError(attend(attrs, q, k, k, y), ErrorCode::InvalidArgument, {"layout bshd", "k f32 [1, 5, 4, 8]"}));
-  attrs.set("layout", std::string("sbhd"));
-  EXPECT_TRUE(IsError(attend(attrs, q, q, q, y), ErrorCode::InvalidArgument, {"layout", "'sbhd'"}));
+  attrs.set("layout", std::string("hsbd"));
+  EXPECT_TRUE(IsError(attend(attrs, q, q, q, y), ErrorCode::InvalidArgument, {"layout", "'hsbd'", "\"sbhd\""}));
 }
 
 // [b, s, h, d] viewed as [b, s, h * d]: the same bytes.
@@ -200,6 +202,74 @@ HostTensor packed_rows(const HostTensor& q, const HostTensor& k, const HostTenso
     }
   }
   return out;
+}
+
+// A 4-d tensor with its dims permuted (out dim i = in dim perm[i]).
+HostTensor permuted4(const HostTensor& t, std::array<int, 4> perm) {
+  const Shape& s = t.shape();
+  HostTensor out(DType::F32, {s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]});
+  const std::array<int64_t, 4> stride{s[1] * s[2] * s[3], s[2] * s[3], s[3], 1};
+  int64_t flat = 0;
+  for (int64_t a = 0; a < out.shape()[0]; ++a)
+    for (int64_t b = 0; b < out.shape()[1]; ++b)
+      for (int64_t c = 0; c < out.shape()[2]; ++c)
+        for (int64_t d = 0; d < out.shape()[3]; ++d) {
+          const std::array<int64_t, 4> at{a, b, c, d};
+          int64_t src = 0;
+          for (int i = 0; i < 4; ++i) src += at[i] * stride[perm[i]];
+          out.f()[flat++] = t.f()[src];
+        }
+  return out;
+}
+
+// layout "sbhd" reads a sequence-first model's [S, B, H, D] rows where they lie: the same
+// result as the default layout on the operands permuted to [B, H, S, D]; with attribute
+// heads on [S, B, H * D], and on one packed [S, B, 3 * H * D] input.
+TEST(Attention, SbhdLayoutEqualsThePermutedDefaultLayout) {
+  struct Case {
+    int64_t b, h, sq, sk, d, dv;
+  };
+  for (const Case& c : {Case{2, 3, 5, 7, 8, 6}, Case{3, 2, 70, 300, 16, 16}, Case{2, 1, 33, 1, 4, 4}}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "b " << c.b << " sq " << c.sq << " sk " << c.sk << " causal " << causal);
+      HostTensor q = HostTensor::random({c.sq, c.b, c.h, c.d}, 61, -2.0f, 2.0f);
+      HostTensor k = HostTensor::random({c.sk, c.b, c.h, c.d}, 62, -2.0f, 2.0f);
+      HostTensor v = HostTensor::random({c.sk, c.b, c.h, c.dv}, 63);
+      constexpr std::array<int, 4> to_bhsd{1, 2, 0, 3}, to_sbhd{2, 0, 1, 3};
+      OpAttrs attrs;
+      attrs.set("causal", causal);
+      HostTensor y_bhsd(DType::F32, {c.b, c.h, c.sq, c.dv});
+      ASSERT_TRUE(attend(attrs, permuted4(q, to_bhsd), permuted4(k, to_bhsd), permuted4(v, to_bhsd), y_bhsd).ok());
+      const HostTensor want = permuted4(y_bhsd, to_sbhd);
+      const std::vector<double> expected(want.f(), want.f() + want.numel());
+      attrs.set("layout", std::string("sbhd"));
+      HostTensor y(DType::F32, {c.sq, c.b, c.h, c.dv});
+      Status s = attend(attrs, q, k, v, y);
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_LT(relative_error(y, expected), 1e-6);
+      if (c.sq != c.sk || c.d != c.dv) continue;  // flat and packed operands: self-attention
+      attrs.set("heads", c.h);
+      HostTensor yf(DType::F32, {c.sq, c.b, c.h * c.dv});
+      s = run_op("scaled_dot_product_attention", attrs, {merged_heads(q), merged_heads(k), merged_heads(v)}, {yf.view()});
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_LT(relative_error(yf, expected), 1e-6);
+      HostTensor qkv = packed_rows(q, k, v);
+      HostTensor yp(DType::F32, {c.sq, c.b, c.h * c.dv});
+      s = run_op("scaled_dot_product_attention", attrs, {qkv.view()}, {yp.view()});
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      EXPECT_LT(relative_error(yp, expected), 1e-6);
+    }
+  }
+}
+
+TEST(Attention, SbhdLayoutChecksItsShapes) {
+  OpAttrs attrs;
+  attrs.set("layout", std::string("sbhd"));
+  HostTensor q = HostTensor::random({3, 2, 2, 8}, 1);
+  HostTensor k = HostTensor::random({5, 3, 2, 8}, 2);  // 3 batches against q's 2
+  HostTensor y(DType::F32, {3, 2, 2, 8});
+  EXPECT_TRUE(IsError(attend(attrs, q, k, k, y), ErrorCode::InvalidArgument,
+                      {"layout sbhd", "equal batch dims", "k f32 [5, 3, 2, 8]"}));
 }
 
 // Attribute heads: [.., S, H * D] operands, and one packed q|k|v input (a fused projection),

@@ -145,6 +145,30 @@ TEST(CudaKernels, UnfusedAttentionOnAPackedProjectionMatchesTheCpu) {
   }
 }
 
+// layout "sbhd" (a sequence-first model's [S, B, H, D] rows) on the unfused path: rows B H D
+// apart, a batch's heads H D into each row; three operands and one packed projection.
+TEST(CudaKernels, UnfusedAttentionInSbhdLayoutMatchesTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 671;
+  for (int64_t d : {int64_t{32}, int64_t{64}}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("D {} causal {}", d, causal));
+      HostTensor q = rnd({7, 2, 3, d}, seed++);
+      HostTensor k = rnd({9, 2, 3, d}, seed++);
+      HostTensor v = rnd({9, 2, 3, 16}, seed++);
+      ExpectAgree(r, "scaled_dot_product_attention",
+                  attrs_of({{"causal", causal}, {"fused", false}, {"layout", std::string("sbhd")}}),
+                  {q, k, v}, DType::F32, {7, 2, 3, 16});
+      HostTensor qkv = rnd({7, 2, 3 * 3 * d}, seed++);
+      ExpectAgree(r, "scaled_dot_product_attention",
+                  attrs_of({{"causal", causal}, {"fused", false}, {"layout", std::string("sbhd")},
+                            {"heads", int64_t{3}}}),
+                  {qkv}, DType::F32, {7, 2, 3 * d});
+    }
+  }
+}
+
 TEST(CudaKernels, EmbeddingGathersRowsForI32AndI64Ids) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;

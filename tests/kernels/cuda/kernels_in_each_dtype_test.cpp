@@ -274,6 +274,32 @@ TEST_P(CudaKernelsInEachDtype, FusedAttentionOnMergedHeadsAndAPackedProjectionMa
   }
 }
 
+// layout "sbhd" (a sequence-first model's [S, B, H, 64] rows, as the builder's rewrite gives
+// nn.TransformerEncoder without batch_first): rows B H 64 apart, batches H 64 apart; three
+// operands and one packed [S, B, 3 H 64] projection. The CPU kernel (tested against the
+// permuted default layout in attention_test.cpp) is the reference.
+TEST_P(CudaKernelsInEachDtype, FusedAttentionInSbhdLayoutMatchesTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 581;
+  for (const testing::AttentionCase& c : testing::kFusedAttentionCases) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("heads {} Sq {} Sk {} causal {}", c.heads, c.sq, c.sk, causal));
+      const OpAttrs attrs = attrs_of({{"causal", causal}, {"layout", std::string("sbhd")}});
+      HostTensor q = rnd({c.sq, 3, c.heads, 64}, seed++, -2.0f, 2.0f);
+      HostTensor k = rnd({c.sk, 3, c.heads, 64}, seed++, -2.0f, 2.0f);
+      HostTensor v = rnd({c.sk, 3, c.heads, 64}, seed++);
+      Agree(r, "scaled_dot_product_attention", attrs, {q, k, v}, {c.sq, 3, c.heads, 64});
+      const OpAttrs packed = attrs_of({{"causal", causal}, {"layout", std::string("sbhd")}, {"heads", c.heads}});
+      HostTensor qkv = rnd({c.sq, 3, 3 * c.heads * 64}, seed++, -2.0f, 2.0f);
+      Agree(r, "scaled_dot_product_attention", packed, {qkv}, {c.sq, 3, c.heads * 64});
+      if (c.sq < 256) {
+        Agree(r, "scaled_dot_product_attention", attrs, {q, k, v}, {c.sq, 3, c.heads, 64}, off_alignment());
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernelsInEachDtype, ::testing::Values(DType::F32, DType::BF16),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));
