@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The exported encoder on a GPU (issue 15's benchmark): a 12-layer pre-LN
 nn.TransformerEncoder (d_model 512, 8 heads, FFN 2048, GELU, batch 1), exported with
-torch.onnx.export and built with `planrt build model.onnx`, against the same module in
+torch.onnx.export (the TorchScript exporter at opset 14 and, where torch has it, the
+dynamo exporter torch 2.9+ uses by default: rows "import" and "dynamo") and built with
+`planrt build model.onnx`, against the same module in
 PyTorch eager and under torch.compile, and against the template-built program of the same
 model (`planrt build --template transformer`, same sizes and partition). One run per
 (sequence length, dtype); every figure comes from this one process on one GPU.
@@ -44,11 +46,27 @@ def encoder(layers):
     return torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False).eval()
 
 
-def export(module, path, seq, dtype):
-    kwargs = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+def has_dynamo_exporter():
+    return "dynamo" in inspect.signature(torch.onnx.export).parameters
+
+
+def export(module, path, seq, dtype, dynamo=False):
+    """TorchScript export at opset 14 (dynamo=False where torch has both), or torch 2.x's
+    default dynamo export (opset 18+, the sequence dim symbolic: docs/onnx.md)."""
+    kwargs = {"dynamo": dynamo} if has_dynamo_exporter() else {}
+    if not dynamo:
+        kwargs["opset_version"] = 14
     x = torch.randn(1, seq, D, dtype=dtype)
     torch.onnx.export(module.to(dtype), (x,), path, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {1: "S"}, "y": {1: "S"}}, opset_version=14, **kwargs)
+                      dynamic_axes={"x": {1: "S"}, "y": {1: "S"}}, **kwargs)
+
+
+def dim_flags(path, seq):
+    """--dim NAME=seq for each symbolic dim of the model's inputs (the exporter names them)."""
+    import onnx
+    names = {d.dim_param for i in onnx.load(path, load_external_data=False).graph.input
+             for d in i.type.tensor_type.shape.dim if d.dim_param}
+    return [f for n in sorted(names) for f in ("--dim", f"{n}={seq}")]
 
 
 def main():
@@ -83,6 +101,7 @@ def main():
                 # 2.x's TorchScript exporter fixes nn.MultiheadAttention's reshapes to the
                 # example's length anyway (docs/onnx.md).
                 export(module, onnx_path, seq, dtype)
+                dynamo_path = os.path.join(work, "encoder_dynamo.onnx")
                 line = {"bench": "onnx_encoder", "commit": commit, "gpu": torch.cuda.get_device_name(),
                         "layers": args.layers, "d_model": D, "heads": HEADS, "ffn": FFN, "seq": seq,
                         "dtype": dtype_name, "iterations": args.iterations, "smoke": args.smoke}
@@ -91,11 +110,16 @@ def main():
                     progs["import"] = os.path.join(work, "import.prog")
                     planrt_json([args.planrt, "build", onnx_path, "--dim", f"S={seq}", "--partition",
                                  "cuda", "--device", "cuda:0", "-o", progs["import"]])
+                    if has_dynamo_exporter():  # the exporter torch 2.9+ uses by default
+                        export(module, dynamo_path, seq, dtype, dynamo=True)
+                        progs["dynamo"] = os.path.join(work, "dynamo.prog")
+                        planrt_json([args.planrt, "build", dynamo_path, *dim_flags(dynamo_path, seq),
+                                     "--partition", "cuda", "--device", "cuda:0", "-o", progs["dynamo"]])
                     progs["template"] = os.path.join(work, "template.prog")
                     planrt_json([args.planrt, "build", "--template", "transformer", "--layers", str(args.layers),
                                  "--d-model", str(D), "--heads", str(HEADS), "--ffn", str(FFN), "--max-seq",
                                  str(seq), "--partition", "cuda", "--dtype", dtype_name, "-o", progs["template"]])
-                except RuntimeError as e:
+                except Exception as e:  # a failed build, or a failed export
                     print(f"S={seq} {dtype_name}: {e}", file=sys.stderr)
                     failed = True
                     continue
@@ -126,11 +150,11 @@ def main():
                     line[f"planrt_{kind}_host_to_host_ms"] = ms
                     line[f"planrt_{kind}_device_used_above_weights_bytes"] = above
                     line[f"planrt_{kind}_weights_bytes"] = w
-                    if kind == "import":
+                    if kind != "template":
                         rel = float(np.max(np.abs(y - ref)) / np.max(np.abs(ref)))
-                        line["import_relative_error_vs_torch"] = rel
+                        line[f"{kind}_relative_error_vs_torch"] = rel
                         if rel > (1e-4 if dtype_name == "f32" else 2e-2):
-                            print(f"S={seq} {dtype_name}: relative error {rel:.3g}", file=sys.stderr)
+                            print(f"S={seq} {dtype_name} {kind}: relative error {rel:.3g}", file=sys.stderr)
                             failed = True
                 line.update({"torch_eager_host_to_host_ms": eager_ms, "torch_compile_host_to_host_ms": compile_ms,
                              "torch_eager_max_allocated_above_weights_bytes": eager_above,
@@ -139,6 +163,9 @@ def main():
                 line["import_over_template_latency"] = (line["planrt_import_host_to_host_ms"]
                                                         / line["planrt_template_host_to_host_ms"])
                 line["import_over_torch_compile_latency"] = line["planrt_import_host_to_host_ms"] / compile_ms
+                if "dynamo" in progs:
+                    line["dynamo_over_template_latency"] = (line["planrt_dynamo_host_to_host_ms"]
+                                                            / line["planrt_template_host_to_host_ms"])
                 print(json.dumps(line))
                 lines.append(line)
     if args.out and lines:
