@@ -13,9 +13,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include <fmt/ranges.h>
 
 #include "builder/graph.h"
 #include "planrt/builder/builder.h"
@@ -499,6 +502,45 @@ TEST(OnnxImportTorch2, ThePackedQkvSplitThroughLayoutOpsBecomesThreeLinears) {
     max_ref = std::max(max_ref, static_cast<double>(std::fabs(want[i])));
   }
   EXPECT_LE(max_err / max_ref, 1e-5);
+}
+
+// torch 2.11's dynamo exporter names nodes "node_linear" and so on, with no module path; its
+// metadata "pkg.torch.onnx.name_scopes" holds the path ("['', 'enc', 'enc.layers.0', ...]").
+// engine-per-block finds the blocks there (the node's own name, e.g. 'add_9', is not one),
+// and each block then lowers as the template's: one packed q|k|v product, no permute.
+TEST(OnnxImportTorch2, TheDynamoExportsBlocksComeFromItsNameScopes) {
+  const char* data = std::getenv("PLANRT_TEST_DATA");
+  ASSERT_NE(data, nullptr) << "PLANRT_TEST_DATA is set by ctest";
+  const fs::path dir = fs::path(data) / "onnx" / "dynamo";
+  for (const char* model : {"bert_like.onnx", "encoder_seq_first_gelu.onnx"}) {
+    SCOPED_TRACE(model);
+    OnnxImportOptions o;
+    o.dims["b"] = {1, 4};
+    o.dims["s"] = {1, 32};
+    o.partition = "engine-per-block";
+    o.device = "cpu";
+    Result<builder::Model> m = read_model_onnx((dir / model).string(), o);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    std::set<std::string> segments;
+    for (const auto& n : m->graph().methods[0].nodes) segments.insert(n.segment);
+    EXPECT_TRUE(segments.contains("block0") && segments.contains("block1")) << fmt::format("{}", fmt::join(segments, ", "));
+    EXPECT_FALSE(segments.contains("block2"));  // two encoder layers, nothing else a block
+    Result<builder::BuiltProgram> built = builder::build_program(*m);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    int permutes = 0, packed = 0, steps = 0;
+    for (const auto& seg : built->program().methods[0]->segments) {  // the engines' own graphs
+      ASSERT_FALSE(seg->blob.empty()) << seg->name;
+      const fb::Graph* g = flatbuffers::GetRoot<fb::Graph>(seg->blob.data());
+      for (const fb::Instruction* ins : *g->instructions()) {
+        ++steps;
+        permutes += ins->op()->string_view() == "permute";
+        for (uint32_t id : *ins->outputs()) packed += g->values()->Get(id)->name()->string_view().ends_with("#qkv");
+      }
+    }
+    EXPECT_GT(steps, 0);
+    EXPECT_EQ(permutes, 0);
+    EXPECT_EQ(packed, 2);
+  }
 }
 
 }  // namespace

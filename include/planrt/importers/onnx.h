@@ -42,7 +42,9 @@ struct OnnxImportOptions {
   std::map<std::string, std::string, std::less<>> input_values;
   // As the transformer template's (builder.h TransformerOptions::partition): "cpu", "cuda",
   // "cuda-per-block", "cuda-per-op", "engine", "engine-per-block". Blocks are told apart
-  // by the exporter's node names ("/layers.3/..."); without any, "-per-block" is per op.
+  // by the exporter's node names ("/layers.3/...") or, where those carry no module path
+  // (torch 2's dynamo exporter), by each node's metadata "pkg.torch.onnx.name_scopes";
+  // without any, "-per-block" is per op.
   std::string partition = "cpu";
   // Where delegate segments run: "cpu", "cuda" or "cuda:N".
   std::string device = "cuda:0";

@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
 
 #include "builder/check.h"
@@ -31,6 +33,13 @@ std::string node_label(const ::onnx::NodeProto& node, size_t index) {
   return fmt::format("node {} '{}' ({})", index, name, node.op_type());
 }
 
+// A ModuleList item's scope: a name ending in ".N" or "_N" after at least one character.
+bool is_block_scope(std::string_view scope) {
+  size_t digits = scope.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(scope[digits - 1]))) --digits;
+  return digits < scope.size() && digits > 1 && (scope[digits - 1] == '.' || scope[digits - 1] == '_');
+}
+
 // "/layers.3/self_attn/MatMul" -> "/layers.3": the exporter's module path up to the first
 // component that ends in ".N" or "_N" (a block of a ModuleList); "" when there is none.
 std::string block_of(const std::string& node_name) {
@@ -39,13 +48,57 @@ std::string block_of(const std::string& node_name) {
     size_t next = node_name.find('/', pos + 1);
     if (next == std::string::npos) next = node_name.size();
     const std::string part = node_name.substr(pos, next - pos);
-    size_t digits = part.size();
-    while (digits > 0 && std::isdigit(static_cast<unsigned char>(part[digits - 1]))) --digits;
-    if (next < node_name.size() && digits < part.size() && digits > 1 &&
-        (part[digits - 1] == '.' || part[digits - 1] == '_')) {
-      return node_name.substr(0, next);
-    }
+    if (next < node_name.size() && is_block_scope(part)) return node_name.substr(0, next);
     pos = next;
+  }
+  return "";
+}
+
+// The node's metadata_props (NodeProto field 9, ONNX 1.16+) as key/value pairs: read through
+// reflection where the protobuf definitions know the field, else from its unknown fields
+// (Debian's ONNX 1.12 definitions predate it, and protobuf keeps what it does not know).
+std::vector<std::pair<std::string, std::string>> node_metadata(const ::onnx::NodeProto& node) {
+  constexpr int kMetadataProps = 9;
+  std::vector<std::pair<std::string, std::string>> out;
+  const google::protobuf::Reflection* reflection = node.GetReflection();
+  const google::protobuf::FieldDescriptor* field = node.GetDescriptor()->FindFieldByNumber(kMetadataProps);
+  auto add = [&](const ::onnx::StringStringEntryProto& e) { out.emplace_back(e.key(), e.value()); };
+  if (field != nullptr) {
+    if (!field->is_repeated() || field->type() != google::protobuf::FieldDescriptor::TYPE_MESSAGE) return out;
+    for (int i = 0; i < reflection->FieldSize(node, field); ++i) {
+      ::onnx::StringStringEntryProto e;
+      if (e.ParseFromString(reflection->GetRepeatedMessage(node, field, i).SerializeAsString())) add(e);
+    }
+    return out;
+  }
+  const google::protobuf::UnknownFieldSet& unknown = reflection->GetUnknownFields(node);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField& f = unknown.field(i);
+    if (f.number() != kMetadataProps || f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) continue;
+    ::onnx::StringStringEntryProto e;
+    if (e.ParseFromString(f.length_delimited())) add(e);
+  }
+  return out;
+}
+
+// The block of a node from torch 2's dynamo exporter, whose node names carry no module path:
+// its metadata "pkg.torch.onnx.name_scopes" lists the module scopes it was made in
+// ("['', 'enc', 'enc.layers.0', 'enc.layers.0.self_attn', 'linear']", the last entry the
+// node's own name, e.g. 'add_9'); the first ModuleList item's scope before it is the block.
+// "" when the node has none.
+std::string block_of_scopes(const ::onnx::NodeProto& node) {
+  for (const auto& [key, value] : node_metadata(node)) {
+    if (key != "pkg.torch.onnx.name_scopes") continue;
+    std::vector<std::string_view> scopes;  // the quoted strings of a Python list
+    for (size_t open = value.find('\''); open != std::string::npos; open = value.find('\'', open + 1)) {
+      const size_t close = value.find('\'', open + 1);
+      if (close == std::string::npos) break;
+      scopes.emplace_back(value.data() + open + 1, close - open - 1);
+      open = close;
+    }
+    for (size_t i = 0; i + 1 < scopes.size(); ++i) {
+      if (is_block_scope(scopes[i])) return "/" + std::string(scopes[i]);
+    }
   }
   return "";
 }
@@ -576,6 +629,7 @@ Status Importer::import_node(const ::onnx::NodeProto& node, size_t index) {
     c.in.push_back(&it->second);
   }
   current_block_ = block_of(node.name());
+  if (current_block_.empty()) current_block_ = block_of_scopes(node);
   Status s;
   Result<bool> folded = try_fold(c);
   if (!folded.ok()) {
