@@ -8,7 +8,8 @@ PyTorch eager and under torch.compile, and against the template-built program of
 model (`planrt build --template transformer`, same sizes and partition). One run per
 (sequence length, dtype); every figure comes from this one process on one GPU.
 
-Figures (medians over --iterations after --warmup):
+Figures (medians over --iterations after --warmup; planrt's programs run --rounds times
+each, the order rotated per round, and report the median of their rounds):
   host-to-host latency: input on the host -> output on the host (copy in, forward, sync,
     copy out), which is what `planrt run` times;
   device memory above the weights: planrt, cudaMemGetInfo after the runs minus before the
@@ -19,8 +20,9 @@ Figures (medians over --iterations after --warmup):
     fast path, whose CUDA kernels differ from the module's definition by ~2e-4 here).
 
   python3 bench/onnx_encoder.py --planrt build/gpu/tools/planrt [--seq 128 2048]
-      [--dtype f32 bf16] [--layers 12] [--iterations 50] [--warmup 5] [--out FILE.jsonl]
-      [--smoke]     # 2 layers, S = 64, 5 iterations: checks the path, judges no target
+      [--dtype f32 bf16] [--layers 12] [--iterations 50] [--warmup 5] [--rounds 3]
+      [--out FILE.jsonl] [--smoke]   # 2 layers, S = 64, 5 iterations, 2 rounds: checks the
+                                     # path, judges no target
 
 Exit 1 when an output disagrees (relative error above 1e-4 in f32, 2e-2 in bf16) or a
 step fails; 77 without a GPU (1 with PLANRT_REQUIRE_GPU=1).
@@ -29,6 +31,7 @@ import argparse
 import inspect
 import json
 import os
+import statistics
 import sys
 import tempfile
 
@@ -37,13 +40,17 @@ import torch
 
 from torch_peers import planrt_out as planrt_json, run_planrt as run_planrt_json, time_torch
 
-D, HEADS, FFN = 512, 8, 2048
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpu"))
+import models  # noqa: E402  (the CPU comparison's encoder: the same module, another size)
+
+D, HEADS, FFN = (models.MODELS["encoder"][k] for k in ("d", "heads", "ffn"))
 
 
 def encoder(layers):
-    layer = torch.nn.TransformerEncoderLayer(D, HEADS, FFN, dropout=0.0, activation="gelu",
-                                             batch_first=True, norm_first=True)
-    return torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False).eval()
+    """The pre-norm GELU encoder with each block's own weights: nn.TransformerEncoder clones
+    one layer, and an export of equal layers stores one layer's weights for all (a model
+    1/layers the size, cache-resident), which the template's distinct layers are not."""
+    return models.build("encoder", seed=0, layers=layers)
 
 
 def has_dynamo_exporter():
@@ -77,11 +84,12 @@ def main():
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--iterations", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3, help="runs of each planrt program, order rotated")
     ap.add_argument("--out")
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args()
     if args.smoke:
-        args.seq, args.layers, args.iterations, args.warmup = [64], 2, 5, 2
+        args.seq, args.layers, args.iterations, args.warmup, args.rounds = [64], 2, 5, 2, 2
     if not torch.cuda.is_available():
         print("no CUDA device visible to PyTorch", file=sys.stderr)
         return 1 if os.environ.get("PLANRT_REQUIRE_GPU") == "1" else 77
@@ -143,11 +151,25 @@ def main():
                     ref = module(x_host.to("cuda")).detach().float().cpu().numpy()
                 del module, compiled
                 torch.cuda.empty_cache()
-                for kind, prog in progs.items():
-                    ms, above, cuda, y = run_planrt_json(args.planrt, prog, x_path, os.path.join(work, kind),
-                                                         args.iterations, args.warmup)
+                # The programs run in rounds, each round in the order rotated by one, so that
+                # no program is always the first process after PyTorch's (launch-bound rows
+                # like bf16 at S = 128 move by 20% with the order); a row's latency is the
+                # median of its rounds' medians, its memory and output the first round's.
+                kinds = list(progs)
+                round_ms = {kind: [] for kind in kinds}
+                first = {}
+                for r in range(args.rounds):
+                    for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
+                        result = run_planrt_json(args.planrt, progs[kind], x_path, os.path.join(work, kind),
+                                                 args.iterations, args.warmup)
+                        round_ms[kind].append(result[0])
+                        first.setdefault(kind, result)
+                for kind in kinds:
+                    _, above, cuda, y = first[kind]
+                    ms = statistics.median(round_ms[kind])
                     w = cuda["weights_bytes"]
                     line[f"planrt_{kind}_host_to_host_ms"] = ms
+                    line[f"planrt_{kind}_round_medians_ms"] = round_ms[kind]
                     line[f"planrt_{kind}_device_used_above_weights_bytes"] = above
                     line[f"planrt_{kind}_weights_bytes"] = w
                     if kind != "template":

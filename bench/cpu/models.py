@@ -35,7 +35,9 @@ def is_vision(name):
     return name in VISION
 
 
-def build(name, seed=0):
+def build(name, seed=0, layers=None):
+    """The model `name`, its weights drawn from `seed`; `layers` overrides an encoder's
+    block count (bench/onnx_encoder.py builds this encoder at 12 blocks)."""
     torch.manual_seed(seed)
     if is_vision(name):
         import torchvision
@@ -44,7 +46,7 @@ def build(name, seed=0):
     layer = torch.nn.TransformerEncoderLayer(cfg["d"], cfg["heads"], cfg["ffn"], dropout=0.0,
                                              activation="gelu", batch_first=True,
                                              norm_first=cfg["norm_first"])
-    encoder = torch.nn.TransformerEncoder(layer, cfg["layers"], enable_nested_tensor=False).eval()
+    encoder = torch.nn.TransformerEncoder(layer, layers or cfg["layers"], enable_nested_tensor=False).eval()
     if not name.endswith(TIED_SUFFIX):
         with torch.no_grad():
             for i, block in enumerate(encoder.layers):
