@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "builder/rewrite_support.h"
+#include "builder/sym_shape.h"
 
 namespace planrt::builder {
 namespace {
@@ -18,39 +19,19 @@ bool is_layout(const ir::Node& n) {
   return (n.op == "reshape" || n.op == "permute") && n.inputs.size() == 1 && n.outputs.size() == 1;
 }
 
-// permute's dims with negative entries counted from the end; nullopt unless a permutation of
-// `rank` dims.
-std::optional<std::vector<int64_t>> normalised_dims(const ir::Node& n, size_t rank) {
-  const std::vector<int64_t>* dims = permute_dims(n);
-  if (dims == nullptr || dims->size() != rank) return std::nullopt;
-  const auto r = static_cast<int64_t>(rank);
-  std::vector<bool> seen(rank, false);
-  std::vector<int64_t> out;
-  for (int64_t d : *dims) {
-    const int64_t v = d < 0 ? d + r : d;
-    if (v < 0 || v >= r || seen[static_cast<size_t>(v)]) return std::nullopt;
-    seen[static_cast<size_t>(v)] = true;
-    out.push_back(v);
-  }
-  return out;
-}
-
 bool keeps_last(const std::vector<int64_t>& dims) {
   return !dims.empty() && dims.back() == static_cast<int64_t>(dims.size()) - 1;
 }
 
-// a / b when it is a Dim (a constant, or a multiple of one named dim).
+// a / b and a * b when they are Dims (sym_shape.h).
 std::optional<ir::Dim> quotient(ir::Dim a, ir::Dim b) {
-  if (b.value <= 0 || a.value % b.value != 0) return std::nullopt;
-  if (b.is_static()) return ir::Dim{a.value / b.value, a.dim};
-  if (a.dim != b.dim) return std::nullopt;
-  return ir::Dim::fixed(a.value / b.value);
+  ir::Dim q;
+  return ir::divide_dims(a, b, &q) ? std::optional<ir::Dim>(q) : std::nullopt;
 }
 
-// a * b when it is a Dim (at most one of them named).
 std::optional<ir::Dim> product(ir::Dim a, ir::Dim b) {
-  if (!a.is_static() && !b.is_static()) return std::nullopt;
-  return ir::Dim{a.value * b.value, a.is_static() ? b.dim : a.dim};
+  ir::Dim p;
+  return ir::multiply_dims(a, b, &p) ? std::optional<ir::Dim>(p) : std::nullopt;
 }
 
 std::vector<int> flatten(const std::vector<std::vector<int>>& dims) {

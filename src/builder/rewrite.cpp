@@ -24,12 +24,13 @@ namespace {
 // [.., H, S, D]); "" otherwise. At rank 3 ([S, H, D] -> [H, S, D]) both are one: bshd.
 // The head merge (`merge`) is the inverse permute of the same layout.
 std::string head_permute_layout(const ir::Node& n, bool merge) {
-  const std::vector<int64_t>* dims = n.op == "permute" && n.inputs.size() == 1 && n.outputs.size() == 1
-                                         ? permute_dims(n)
-                                         : nullptr;
-  if (dims == nullptr || dims->size() < 3) return "";
+  if (n.op != "permute" || n.inputs.size() != 1 || n.outputs.size() != 1) return "";
+  const std::vector<int64_t>* raw = permute_dims(n);
+  if (raw == nullptr || raw->size() < 3) return "";
+  const std::optional<std::vector<int64_t>> dims = normalised_dims(n, raw->size());
+  if (!dims) return "";
   const auto r = static_cast<int64_t>(dims->size());
-  auto at = [&](int64_t i) { return (*dims)[i] < 0 ? (*dims)[i] + r : (*dims)[i]; };  // -1 = last
+  auto at = [&](int64_t i) { return (*dims)[static_cast<size_t>(i)]; };
   bool swap = true, seq_first = true;
   for (int64_t i = 0; i < r; ++i) {
     swap = swap && at(i) == (i == r - 3 ? r - 2 : i == r - 2 ? r - 3 : i);

@@ -97,4 +97,21 @@ inline const std::vector<int64_t>* permute_dims(const ir::Node& n) {
   return it == n.attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
 }
 
+// A permute's dims with negative entries counted from the end (-1: the last); nullopt unless
+// they are a permutation of `rank` dims.
+inline std::optional<std::vector<int64_t>> normalised_dims(const ir::Node& n, size_t rank) {
+  const std::vector<int64_t>* dims = permute_dims(n);
+  if (dims == nullptr || dims->size() != rank) return std::nullopt;
+  const auto r = static_cast<int64_t>(rank);
+  std::vector<bool> seen(rank, false);
+  std::vector<int64_t> out;
+  for (int64_t d : *dims) {
+    const int64_t v = d < 0 ? d + r : d;
+    if (v < 0 || v >= r || seen[static_cast<size_t>(v)]) return std::nullopt;
+    seen[static_cast<size_t>(v)] = true;
+    out.push_back(v);
+  }
+  return out;
+}
+
 }  // namespace planrt::builder

@@ -78,6 +78,24 @@ bool add_dims(Dim a, Dim b, Dim* out) {
   return true;
 }
 
+bool multiply_dims(Dim a, Dim b, Dim* out) {
+  int64_t value = 0;
+  if ((!a.is_static() && !b.is_static()) || __builtin_mul_overflow(a.value, b.value, &value)) return false;
+  *out = Dim{value, a.is_static() ? b.dim : a.dim};
+  return true;
+}
+
+bool divide_dims(Dim a, Dim b, Dim* out) {
+  if (b.value <= 0) return false;
+  Result<Monomial> ma = numel(SymShape{a});
+  Result<Monomial> mb = numel(SymShape{b});
+  if (!ma.ok() || !mb.ok()) return false;
+  Result<Dim> q = divide(*ma, *mb);
+  if (!q.ok()) return false;
+  *out = *q;
+  return true;
+}
+
 int64_t min_size(Dim d, std::span<const DimDecl> dims) {
   int64_t out = d.value;
   if (!d.is_static() && __builtin_mul_overflow(d.value, dims[d.dim].min, &out)) return INT64_MAX;

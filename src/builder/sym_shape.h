@@ -34,6 +34,10 @@ bool broadcast_dim(Dim a, Dim b, Dim* out);
 Result<SymShape> broadcast_shapes(const SymShape& a, const SymShape& b, std::span<const DimDecl> dims);
 // a + b (concatenation): both constant, or multiples of the same named dim.
 bool add_dims(Dim a, Dim b, Dim* out);
+// a * b: at most one of them named.
+bool multiply_dims(Dim a, Dim b, Dim* out);
+// a / b without remainder: b constant, or both multiples of the same named dim.
+bool divide_dims(Dim a, Dim b, Dim* out);
 
 // The smallest and largest size `d` takes within its dim's bounds.
 int64_t min_size(Dim d, std::span<const DimDecl> dims);

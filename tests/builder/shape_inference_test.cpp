@@ -46,6 +46,26 @@ TEST(SymShape, DivisionIsExpressibleOnlyAsAMultipleOfOneDim) {
   EXPECT_FALSE(numel({c(int64_t{1} << 40), c(int64_t{1} << 40)}).ok());
 }
 
+// The Dim arithmetic the layout chains align reshapes with: a result only where it is a
+// constant or a multiple of one named dim.
+TEST(SymShape, DimProductsAndQuotientsStayOneNamedDimOrFail) {
+  Dim out;
+  ASSERT_TRUE(multiply_dims(c(8), S, &out));
+  EXPECT_EQ(out, Dim::named(0, 8));
+  ASSERT_TRUE(multiply_dims(c(3), c(5), &out));
+  EXPECT_EQ(out, c(15));
+  EXPECT_FALSE(multiply_dims(S, T, &out));  // S*T
+  EXPECT_FALSE(multiply_dims(c(INT64_MAX), c(2), &out));
+  ASSERT_TRUE(divide_dims(Dim::named(0, 12), c(4), &out));
+  EXPECT_EQ(out, Dim::named(0, 3));
+  ASSERT_TRUE(divide_dims(Dim::named(1, 12), Dim::named(1, 4), &out));
+  EXPECT_EQ(out, c(3));
+  EXPECT_FALSE(divide_dims(Dim::named(0, 12), Dim::named(1, 4), &out));  // S / T
+  EXPECT_FALSE(divide_dims(c(12), S, &out));
+  EXPECT_FALSE(divide_dims(c(12), c(5), &out));
+  EXPECT_FALSE(divide_dims(c(12), c(0), &out));
+}
+
 TEST(SymShape, SizesWithinBounds) {
   EXPECT_EQ(min_size(Dim::named(1, 3), kDims), 6);
   EXPECT_EQ(max_size(Dim::named(1, 3), kDims), 24);
@@ -192,3 +212,4 @@ TEST(ShapeInference, OpWithoutRuleIsReportedNotGuessed) {
 
 }  // namespace
 }  // namespace planrt::builder::ir
+
