@@ -13,6 +13,7 @@
 #
 #   onnx_model   the model.onnx of every ONNX node test the importer claims
 #                (tests/importers/onnx_node_tests.txt, from Debian's libonnx-testdata)
+#                and one torch 2.11 dynamo export (tests/data/onnx/dynamo/mlp.onnx)
 #
 #   ./scripts/fuzz-corpus.sh OUT_DIR     # fills OUT_DIR/{program,model_json,safetensors,npy,onnx_model}
 #
@@ -108,6 +109,9 @@ pad=$(( (64 - (12 + ${#header} + 1) % 64) % 64 ))
 while read -r t; do
   cp "/usr/share/libonnx-testdata/data/node/$t/model.onnx" "$out/onnx_model/$t.onnx"
 done < tests/importers/onnx_node_tests.txt
+# A torch 2.11 (dynamo) export: opset 20, and each node's name scopes in the metadata that
+# Debian's ONNX definitions read as unknown fields (the blocks of engine-per-block).
+cp tests/data/onnx/dynamo/mlp.onnx "$out/onnx_model/dynamo_mlp.onnx"
 
 for d in program model_json safetensors npy onnx_model; do
   echo "$d: $(ls "$out/$d" | wc -l) files, $(du -sk "$out/$d" | cut -f1) KiB"

@@ -92,8 +92,12 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
-  // `fused` concerns the CUDA kernel only: this one is tiled either way.
-  const auto [heads, sq, sk, d, dv, causal, scale, fused, layout] = plan;
+  // `fused` concerns the CUDA kernel only: this one is tiled either way. (Named copies, not a
+  // structured binding: the loop's lambda captures them, which clang before 16 refuses.)
+  const int64_t heads = plan.heads, sq = plan.sq, sk = plan.sk, d = plan.d, dv = plan.dv;
+  const bool causal = plan.causal;
+  const double scale = plan.scale;
+  const AttentionLayout& layout = plan.layout;
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, sq, sk, d));
   PLANRT_RETURN_IF_ERROR(check_gemm_dims(op, sq, dv, sk));
 

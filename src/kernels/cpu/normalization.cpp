@@ -162,7 +162,7 @@ Status reduce_mean(const OpAttrs& attrs, std::span<const TensorView> inputs,
   PLANRT_ASSIGN_OR_RETURN(ReducePlan plan, plan_reduce_mean(attrs, inputs, outputs));
   const float* x = inputs[0].data_as<const float>();
   float* y = outputs[0].data_as<float>();
-  const auto [outer, n, inner] = plan;
+  const int64_t outer = plan.outer, n = plan.n, inner = plan.inner;  // the lambda captures these
   // Tasks of up to kBlock adjacent outputs of one outer index; each sums its n rows in
   // order, reading them contiguously (the channels-last global pool reduces [H*W] rows of C).
   constexpr int64_t kBlock = 256;
