@@ -152,9 +152,11 @@ def main():
                 del module, compiled
                 torch.cuda.empty_cache()
                 # The programs run in rounds, each round in the order rotated by one, so that
-                # no program is always the first process after PyTorch's (launch-bound rows
-                # like bf16 at S = 128 move by 20% with the order); a row's latency is the
-                # median of its rounds' medians, its memory and output the first round's.
+                # no program is always the first process after PyTorch's (until 488ac37 the
+                # import always was, and its launch-bound bf16 S = 128 row ranged 0.70-1.29 of
+                # the template over four runs; whether the order caused that is not measured).
+                # A row's latency is the median of its rounds' medians, its memory and output
+                # the first round's.
                 kinds = list(progs)
                 round_ms = {kind: [] for kind in kinds}
                 first = {}
