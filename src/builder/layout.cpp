@@ -158,10 +158,11 @@ class ChannelsLast {
  private:
   // Where channels-last was measured faster (docs/performance.md, "Channels-last"): on the
   // host always (oneDNN's convolutions are channels-last; NCHW ones reorder every call); on
-  // a GPU for two or more 16-bit convolutions (cuDNN's tensor-core kernels: resnet50 bf16 at batch 32
-  // 3.5x faster) unless the run has a depthwise one (cuDNN's channels-last depthwise kernels
-  // made mobilenet_v2 and convnext_tiny 1.5x slower); never for f32 on a GPU (TF32 off,
-  // cuDNN's channels-last f32 kernels took twice as long as its NCHW ones).
+  // a GPU for two or more 16-bit convolutions (cuDNN's tensor-core kernels: resnet50 bf16 at
+  // batch 32 3.5x faster), depthwise ones included since they run planrt's own kernel
+  // (kernels/workspace.h; cuDNN's channels-last depthwise kernels had made mobilenet_v2 and
+  // convnext_tiny 1.5x slower); never for f32 on a GPU (TF32 off, cuDNN's channels-last f32
+  // kernels took twice as long as its NCHW ones).
   bool prefers_channels_last(size_t begin, size_t end) const {
     const Device device = ir::node_device(method_, method_.nodes[begin]);
     int convs = 0;
@@ -172,10 +173,6 @@ class ChannelsLast {
       ++convs;
       const ir::TensorType* x = type_of(n.inputs[0]);
       sixteen_bit = sixteen_bit || x->dtype == DType::BF16 || x->dtype == DType::F16;
-      const auto groups = int_attr(types_.nodes[i].attrs, "groups");
-      if (!device.is_cpu() && groups && *groups > 1 && x->shape[1].is_static() && x->shape[1].value == *groups) {
-        return false;
-      }
     }
     // On the host a lone convolution costs nothing more channels-last (oneDNN's NCHW call
     // reorders anyway); on a GPU it would pay two permutes for one kernel (vit_b_16's patch

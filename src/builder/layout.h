@@ -11,8 +11,9 @@
 // partition is the author's; a run's node list may grow by the permutes at its edges), the
 // runs where channels-last was measured faster (docs/performance.md, "Channels-last
 // convolutions"): every run on the host (oneDNN); on a GPU a run with two or more 16-bit
-// convolutions and no depthwise one (cuDNN's tensor-core kernels want NHWC; its NHWC depthwise and f32
-// kernels were slower than its NCHW ones on the H200). Other runs are left as written.
+// convolutions (cuDNN's tensor-core kernels want NHWC; depthwise ones run planrt's kernel in
+// either layout; cuDNN's NHWC f32 kernels were slower than its NCHW ones on the H200). Other
+// runs are left as written.
 //
 // Algorithm, per run chosen:
 //   1. every conv2d over a constant rank-4 weight becomes layout "nhwc" with the weight

@@ -69,6 +69,7 @@ Result<std::optional<ir::TensorType>> kernel_workspace_type(const ir::Model& mod
     const kernels::CudaConvWorkspace ws = kernels::conv2d_cuda_workspace_per_image(plan, inputs[0].dtype);
     per_image = ws.padded_copy_bytes + ws.algorithm_bytes;
   }
+  if (per_image == 0) return std::optional<ir::TensorType>{};  // e.g. a CUDA depthwise convolution
   const auto floats = static_cast<int64_t>((per_image + sizeof(float) - 1) / sizeof(float));
   return std::optional<ir::TensorType>{ir::TensorType{DType::F32, {y.shape.front(), ir::Dim::fixed(floats)}}};
 }

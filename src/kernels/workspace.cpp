@@ -77,10 +77,13 @@ bool conv2d_pads_symmetric(const Conv2dPlan& p) {
   return p.window.pad_top == p.window.pad_bottom && p.window.pad_left == p.window.pad_right;
 }
 
+bool conv2d_cuda_is_depthwise(const Conv2dPlan& p) { return p.groups > 1 && p.groups == p.c && p.k == p.c; }
+
 CudaConvWorkspace conv2d_cuda_workspace_per_image(const Conv2dPlan& p, DType dtype) {
   const Window2d& w = p.window;
   const auto es = static_cast<uint64_t>(element_size(dtype));
   CudaConvWorkspace ws;
+  if (conv2d_cuda_is_depthwise(p)) return ws;
   if (!conv2d_pads_symmetric(p)) {
     ws.padded_copy_bytes = static_cast<uint64_t>(p.c) * static_cast<uint64_t>(p.h + w.pad_top + w.pad_bottom) *
                            static_cast<uint64_t>(p.w + w.pad_left + w.pad_right) * es;

@@ -77,6 +77,10 @@ struct CudaConvWorkspace {
   uint64_t padded_copy_bytes = 0;  // per image; 0 for symmetric pads
   uint64_t algorithm_bytes = 0;    // per image
 };
+// A depthwise convolution (groups == in channels == out channels, more than one) runs
+// planrt's own kernel on CUDA (cuda/depthwise_conv_kernels.cu: cuDNN's were 10-20x slower on
+// these shapes), which reads the padding as zeros and needs no workspace: both parts are 0.
+bool conv2d_cuda_is_depthwise(const Conv2dPlan& plan);
 CudaConvWorkspace conv2d_cuda_workspace_per_image(const Conv2dPlan& plan, DType dtype);
 bool conv2d_pads_symmetric(const Conv2dPlan& plan);
 

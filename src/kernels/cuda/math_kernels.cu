@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/index_map.cuh"
 #include "kernels/cuda/bf16_convert.cuh"
@@ -120,6 +121,43 @@ __global__ void binary_broadcast_kernel(const T* a, const T* b, T* y, int64_t n,
   }
 }
 
+// The commonest broadcast, an operand repeated along the others' dims: a per-channel scale
+// or bias over NCHW planes (inner = h * w) or over channels-last rows (inner = 1), a
+// squeeze-excitation gate ([n, c, 1, 1] over its planes). y[i] = op(full[i], part[(i / inner)
+// % count]) (operands swapped when part is a). Without the general walk's division per dim
+// per element, which ran convnext_tiny's layer-scale multiplies at a quarter of the memory
+// bus. kPacks: 0 one element a thread; 1 packs of 16 bytes sharing one part element
+// (inner a multiple of the pack); 2 packs reading a run of part (inner 1, count a multiple).
+template <int Op, bool PartIsA, int kPacks, typename T>
+__global__ void binary_channel_kernel(const T* full, const T* part, T* y, int64_t n, int64_t count,
+                                      int64_t inner) {
+  auto apply = [](float f, float p) {
+    return PartIsA ? apply_binary<Op>(p, f) : apply_binary<Op>(f, p);
+  };
+  if constexpr (kPacks == 0) {
+    for (int64_t i = first_index(); i < n; i += grid_stride()) {
+      y[i] = narrow<T>(apply(widen(full[i]), widen(part[(i / inner) % count])));
+    }
+  } else {
+    constexpr int kCount = Pack<T>::kCount;
+    for (int64_t i = first_index(); i < n / kCount; i += grid_stride()) {
+      const int64_t first = i * kCount;
+      const Pack<T> vf = reinterpret_cast<const Pack<T>*>(full)[i];
+      Pack<T> vy;
+      if constexpr (kPacks == 1) {
+        const float p = widen(part[(first / inner) % count]);
+#pragma unroll
+        for (int e = 0; e < kCount; ++e) vy.v[e] = narrow<T>(apply(widen(vf.v[e]), p));
+      } else {
+        const T* run = part + first % count;
+#pragma unroll
+        for (int e = 0; e < kCount; ++e) vy.v[e] = narrow<T>(apply(widen(vf.v[e]), widen(run[e])));
+      }
+      reinterpret_cast<Pack<T>*>(y)[i] = vy;
+    }
+  }
+}
+
 template <int Op, bool Vec, typename T>
 __global__ void unary_kernel(const T* x, T* y, int64_t n) {
   int64_t tail = 0;
@@ -217,6 +255,61 @@ __global__ void layer_norm_kernel(const T* x, const T* residual, T* sum_out, con
       if (w != nullptr) v *= widen(w[i]);
       if (b != nullptr) v += widen(b[i]);
       yr[i] = narrow<T>(static_cast<float>(v));
+    }
+  }
+}
+
+// The same for rows of at most 32 * kPerLane elements, one warp per row: each lane keeps its
+// elements (i, i + 32, ...) in registers between the passes, so a row is read once and no
+// block-wide barrier is taken. A block of 256 threads with one row each was launch- and
+// barrier-bound on short rows: convnext_tiny's layer norms over 96-768 channels at batch 32
+// ran at 0.4 TB/s on an H200 (docs/performance.md). Same numerics as above: f64 sums, the
+// centred squares in a second pass, bf16 sums rounded before they are normalised.
+template <typename T, int kPerLane>
+__global__ void layer_norm_warp_kernel(const T* x, const T* residual, T* sum_out, const T* w,
+                                       const T* b, T* y, int64_t rows, int64_t n, double eps) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x / 32} + threadIdx.x / 32; r < rows; r += warps) {
+    const T* xr = x + r * n;
+    float v[kPerLane];
+    double sum = 0.0;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int64_t i = lane + 32 * j;
+      v[j] = 0.0f;
+      if (i < n) {
+        if (residual != nullptr) {
+          const T s = narrow<T>(widen(xr[i]) + widen(residual[r * n + i]));
+          sum_out[r * n + i] = s;
+          v[j] = widen(s);
+        } else {
+          v[j] = widen(xr[i]);
+        }
+        sum += v[j];
+      }
+    }
+    const double mean = warp_reduce(sum, SumOp<double>{}) / static_cast<double>(n);
+    double sq = 0.0;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      if (lane + 32 * j < n) {
+        const double d = v[j] - mean;
+        sq += d * d;
+      }
+    }
+    const double var = warp_reduce(sq, SumOp<double>{}) / static_cast<double>(n);
+    const double inv_std = 1.0 / sqrt(var + eps);
+    T* yr = y + r * n;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int64_t i = lane + 32 * j;
+      if (i < n) {
+        double o = (v[j] - mean) * inv_std;
+        if (w != nullptr) o *= widen(w[i]);
+        if (b != nullptr) o += widen(b[i]);
+        yr[i] = narrow<T>(static_cast<float>(o));
+      }
     }
   }
 }
@@ -334,10 +427,93 @@ __global__ void fill_rows_kernel(const T* row, T* y, int64_t total, int64_t n) {
   }
 }
 
+// The map as binary_channel_kernel reads it: one operand contiguous, the other's nonzero
+// strides on one run of dims, row-major over it (size-1 dims ignored). count: the run's
+// elements; inner: the elements of the dims after it.
+struct ChannelBroadcast {
+  bool found = false;
+  bool part_is_a = false;
+  int64_t count = 1, inner = 1;
+};
+
+ChannelBroadcast channel_broadcast(const IndexMap& m) {
+  int64_t row_major[kMaxDims];
+  int64_t step = 1;
+  for (int d = m.rank - 1; d >= 0; --d) {
+    row_major[d] = step;
+    step *= m.size[d];
+  }
+  auto contiguous = [&](const int64_t* stride) {
+    for (int d = 0; d < m.rank; ++d) {
+      if (m.size[d] != 1 && stride[d] != row_major[d]) return false;
+    }
+    return true;
+  };
+  auto run_of = [&](const int64_t* stride, ChannelBroadcast* out) {
+    int first = -1, last = -1;
+    for (int d = 0; d < m.rank; ++d) {
+      if (m.size[d] == 1 || stride[d] == 0) continue;
+      if (last >= 0) {  // a repeated dim between two strided ones ends the run
+        for (int g = last + 1; g < d; ++g) {
+          if (m.size[g] != 1) return false;
+        }
+      }
+      if (first < 0) first = d;
+      last = d;
+    }
+    int64_t expect = 1;
+    for (int d = last; d >= 0 && d >= first; --d) {
+      if (m.size[d] == 1) continue;
+      if (stride[d] != expect) return false;
+      expect *= m.size[d];
+    }
+    out->count = expect;
+    out->inner = 1;
+    for (int d = last + 1; d < m.rank; ++d) out->inner *= m.size[d];
+    if (last < 0) out->inner = step;  // a single element repeated everywhere
+    return true;
+  };
+  ChannelBroadcast cb;
+  if (contiguous(m.stride_a) && run_of(m.stride_b, &cb)) {
+    cb.found = true;
+  } else if (contiguous(m.stride_b) && run_of(m.stride_a, &cb)) {
+    cb.found = true;
+    cb.part_is_a = true;
+  }
+  return cb;
+}
+
+template <int Op, bool PartIsA, typename T>
+void launch_channel(const T* full, const T* part, T* y, int64_t n, const ChannelBroadcast& cb,
+                    cudaStream_t stream) {
+  constexpr int64_t kCount = Pack<T>::kCount;
+  const bool aligned = all_aligned16(full, y, y);
+  if (aligned && cb.inner % kCount == 0) {
+    binary_channel_kernel<Op, PartIsA, 1, T>
+        <<<grid_for(n / kCount), kThreads, 0, stream>>>(full, part, y, n, cb.count, cb.inner);
+  } else if (aligned && cb.inner == 1 && cb.count % kCount == 0) {
+    binary_channel_kernel<Op, PartIsA, 2, T>
+        <<<grid_for(n / kCount), kThreads, 0, stream>>>(full, part, y, n, cb.count, cb.inner);
+  } else {
+    binary_channel_kernel<Op, PartIsA, 0, T>
+        <<<grid_for(n), kThreads, 0, stream>>>(full, part, y, n, cb.count, cb.inner);
+  }
+}
+
 template <int Op, typename T>
 cudaError_t launch_binary(const T* a, const T* b, T* y, int64_t n, const IndexMap* map,
                           cudaStream_t stream) {
   constexpr int64_t kCount = Pack<T>::kCount;
+  if (map != nullptr) {
+    if (const ChannelBroadcast cb = channel_broadcast(*map); cb.found) {
+      if (cb.part_is_a) {
+        launch_channel<Op, true>(b, a, y, n, cb, stream);
+      } else {
+        launch_channel<Op, false>(a, b, y, n, cb, stream);
+      }
+      return cudaGetLastError();
+    }
+  }
   if (map == nullptr && all_aligned16(a, b, y)) {
     binary_same_kernel<Op, true, T>
         <<<grid_for((n + kCount - 1) / kCount), kThreads, 0, stream>>>(a, b, y, n);
@@ -411,6 +587,26 @@ template <typename T>
 cudaError_t launch_layer_norm(const T* x, const T* residual, T* sum, const T* w, const T* b,
                               T* y, int64_t rows, int64_t n, double eps, cudaStream_t stream) {
   if (rows == 0 || n == 0) return cudaSuccess;
+  if (n <= 32 * 32) {
+    // Few rows (a short sequence): two warps a block, so that they spread over the SMs.
+    const int threads = rows < 8192 ? 64 : kThreads;
+    const int64_t rows_per_block = threads / 32;
+    const int blocks = grid_for_rows((rows + rows_per_block - 1) / rows_per_block);
+    auto warp_rows = [&](auto per_lane) {
+      layer_norm_warp_kernel<T, decltype(per_lane)::value>
+          <<<blocks, threads, 0, stream>>>(x, residual, sum, w, b, y, rows, n, eps);
+    };
+    if (n <= 32 * 4) {
+      warp_rows(std::integral_constant<int, 4>{});
+    } else if (n <= 32 * 8) {
+      warp_rows(std::integral_constant<int, 8>{});
+    } else if (n <= 32 * 16) {
+      warp_rows(std::integral_constant<int, 16>{});
+    } else {
+      warp_rows(std::integral_constant<int, 32>{});
+    }
+    return cudaGetLastError();
+  }
   layer_norm_kernel<T><<<grid_for_rows(rows), kThreads, 0, stream>>>(x, residual, sum, w, b, y,
                                                                      rows, n, eps);
   return cudaGetLastError();

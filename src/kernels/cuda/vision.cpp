@@ -2,8 +2,9 @@
 // of cuDNN 9, opened on first use), the pools, clip and the hard activations, pad and
 // expand. f32 and bf16.
 //
-// conv2d: NCHW in and out, or NHWC with a [K, KH, KW, C/groups] weight (layout "nhwc"),
-// through an execution plan of cuDNN's backend API made once per shape and layout on the
+// conv2d: NCHW in and out, or NHWC with a [K, KH, KW, C/groups] weight (layout "nhwc").
+// A depthwise one runs planrt's kernel (depthwise_conv_kernels.cu, workspace.h says when);
+// the others go through an execution plan of cuDNN's backend API made once per shape and layout on the
 // handle (cudnn_conv_plan.h: the first of cuDNN's heuristic ranking, no trial runs, whose
 // workspace fits the planned workspace output, kernels/workspace.h:
 // conv2d_cuda_workspace_per_image). Asymmetric pads first copy the image into the workspace,
@@ -100,6 +101,21 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
     return make_error(ErrorCode::NotSupported,
                       "{}: activation '{}' fused into a convolution runs on the host only; on CUDA give it as "
                       "its own {} node", op, p.activation_name, p.activation_name);
+  }
+  if (conv2d_cuda_is_depthwise(p)) {  // planrt's kernel (workspace.h), bias and ReLU in its pass
+    const launch::Window w = to_window(p.h, p.w, p.oh, p.ow, p.window);
+    const bool relu = p.activation == ConvActivation::Relu;
+    const TensorView* bias = p.has_bias ? &inputs[2] : nullptr;
+    return launched(op, dtype == DType::BF16
+                            ? launch::depthwise_conv2d(inputs[0].data_as<const bf16>(), inputs[1].data_as<const bf16>(),
+                                                       bias != nullptr ? bias->data_as<const bf16>() : nullptr,
+                                                       outputs[0].data_as<bf16>(), p.n, p.c, w, relu,
+                                                       p.channels_last, ctx.stream)
+                            : launch::depthwise_conv2d(inputs[0].data_as<const float>(),
+                                                       inputs[1].data_as<const float>(),
+                                                       bias != nullptr ? bias->data_as<const float>() : nullptr,
+                                                       outputs[0].data_as<float>(), p.n, p.c, w, relu,
+                                                       p.channels_last, ctx.stream));
   }
   if (ctx.cudnn == nullptr || ctx.cudnn->get() == nullptr) {
     return make_error(ErrorCode::InvalidArgument, "{}: the CUDA kernel needs a cuDNN handle", op);

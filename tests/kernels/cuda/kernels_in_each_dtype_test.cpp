@@ -43,7 +43,11 @@ TEST_P(CudaKernelsInEachDtype, BinaryOpsMatchTheCpuWithBroadcasting) {
   CudaRunner r;
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{4, 33, 65}, {4, 33, 65}}, {{2, 3, 4}, {3, 1}}, {{4}, {2, 1, 4}},
-      {{}, {3}},                  {{5, 1, 7}, {1, 6, 1}}, {{}, {}}, {{1001}, {1001}}};
+      {{}, {3}},                  {{5, 1, 7}, {1, 6, 1}}, {{}, {}}, {{1001}, {1001}},
+      // One operand repeated along the other's dims (the channel kernel): per channel over
+      // NCHW planes, per channel over channels-last rows, a squeeze-excitation gate on the
+      // left, a row of odd length (the one-element-a-thread path).
+      {{2, 16, 5, 8}, {16, 1, 1}}, {{2, 6, 6, 32}, {32}}, {{3, 24, 1, 1}, {3, 24, 4, 4}}, {{7, 9}, {9}}};
   uint32_t seed = 1;
   for (std::string_view op : {"add", "sub", "mul", "div", "pow"}) {
     for (const auto& [sa, sb] : cases) {
@@ -101,6 +105,10 @@ TEST_P(CudaKernelsInEachDtype, NormalizationsAndSoftmaxMatchTheCpu) {
   HostTensor centred = rnd({3, 7, 1000}, 11, -3.0f, 3.0f);
   Agree(r, "layer_norm", {}, {centred, rnd({1000}, 12), rnd({1000}, 13)}, centred.shape());
   Agree(r, "layer_norm", {}, {rnd({5, 3}, 44), HostTensor(), rnd({3}, 45)}, {5, 3});
+  // Rows up to 1024 take one warp each (in blocks of 2 warps, or of 8 from 8192 rows on);
+  // longer rows a block each.
+  Agree(r, "layer_norm", {}, {rnd({9000, 96}, 55, 9.0f, 11.0f), rnd({96}, 56), rnd({96}, 57)}, {9000, 96});
+  Agree(r, "layer_norm", {}, {rnd({3, 2000}, 58, 99.0f, 101.0f), rnd({2000}, 59), rnd({2000}, 60)}, {3, 2000});
   Agree(r, "rms_norm", {}, {rnd({4, 4097}, 46), rnd({4097}, 47)}, {4, 4097});
   Agree(r, "rms_norm", attrs_of({{"eps", 1e-2}}), {rnd({6, 16}, 48, -0.1f, 0.1f)}, {6, 16});
   HostTensor s = rnd({3, 7, 300}, 51, -20.0f, 20.0f);

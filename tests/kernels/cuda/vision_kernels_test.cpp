@@ -1,5 +1,5 @@
 // The convolutional networks' CUDA kernels against the CPU kernels, in f32 and bf16
-// (dtype_agreement.h): conv2d through cuDNN over strides, asymmetric pads (the padded copy
+// (dtype_agreement.h): conv2d (cuDNN, depthwise planrt's own kernel) over strides, asymmetric pads (the padded copy
 // in the workspace), dilations, groups and depthwise, bias and ReLU; the pools; both again
 // channels-last (layout "nhwc") against the CPU's NCHW result, permuted; clip and the hard
 // activations; pad and expand (bit-exact data movement); and conv2d's refusals.
@@ -47,6 +47,8 @@ const std::vector<ConvCase>& conv_cases() {
       {{1, 4, 12, 12}, {6, 4, 3, 2}, {1, 2}, {2, 1, 2, 1}, {2, 3}, 1, false, false},  // dilations
       {{2, 3, 32, 32}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, true, true},   // a stem
       {{2, 96, 28, 28}, {192, 96, 2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, true, false},  // patchify (convnext)
+      {{2, 20, 15, 13}, {20, 1, 7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 20, true, false},  // depthwise 7x7 (convnext)
+      {{1, 9, 12, 12}, {9, 1, 5, 5}, {2, 2}, {1, 2, 2, 1}, {1, 1}, 9, false, true},     // depthwise 5x5, stride 2
   };
   return cases;
 }
@@ -71,6 +73,13 @@ const std::vector<ConvCase>& channels_last_conv_cases() {
       {{2, 12, 9, 13}, {24, 4, 3, 3}, {2, 1}, {1, 0, 2, 1}, {1, 1}, 3, true, false},     // asymmetric
       {{2, 16, 11, 10}, {16, 16, 3, 3}, {1, 1}, {0, 1, 1, 0}, {1, 1}, 1, false, false},  // asymmetric
       {{2, 3, 32, 32}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, true, true},      // a stem, C = 3
+      // Depthwise, planrt's kernel: the register strip (a window sliding by one column, at
+      // most 7 wide; bf16 channel pairs when the count is even) and the one-per-output path.
+      {{2, 20, 15, 13}, {20, 1, 7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 20, true, false},   // 7x7 (convnext)
+      {{2, 9, 11, 19}, {9, 1, 3, 3}, {1, 1}, {0, 1, 2, 1}, {1, 1}, 9, false, true},      // odd channels
+      {{2, 6, 10, 4}, {6, 1, 1, 5}, {2, 1}, {0, 2, 0, 2}, {1, 1}, 6, true, false},       // 1x5, stride (2, 1)
+      {{2, 16, 12, 12}, {16, 1, 5, 5}, {2, 2}, {2, 2, 2, 2}, {1, 1}, 16, true, true},    // 5x5 stride 2
+      {{2, 8, 12, 12}, {8, 1, 3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 8, true, false},      // dilation 2
   };
   return cases;
 }
@@ -238,6 +247,48 @@ TEST_P(CudaVisionKernels, ChannelsLastConvolutionMatchesTheCpuNchwResult) {
     if (!s.ok()) continue;
     ASSERT_TRUE(r.synchronize().ok());
     HostTensor got = permuted(testing::widened(r.download(dev_out[0])), kToChannelsFirst);
+    EXPECT_LT(testing::relative_error(got, cpu_y), testing::tolerance_of(dtype()));
+  }
+}
+
+// A depthwise convolution runs planrt's own kernel: no workspace planned, no cuDNN handle
+// needed, in either layout.
+TEST_P(CudaVisionKernels, DepthwiseConvolutionNeedsNeitherWorkspaceNorCudnn) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;  // cuDNN not enabled
+  const ConvCase c{{2, 24, 14, 14}, {24, 1, 7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 24, true, false};
+  HostTensor x = testing::rounded_to(rnd(c.x, 5), dtype());
+  HostTensor w = testing::rounded_to(rnd(c.w, 6), dtype());
+  HostTensor b = testing::rounded_to(rnd({c.w[0]}, 7), dtype());
+  const OpAttrs attrs = conv_attrs(c);
+  const std::vector<TensorView> host_in = {x.view(), w.view(), b.view()};
+  HostTensor cpu_y(DType::F32, c.x);
+  Result<Conv2dPlan> plan = plan_conv2d(attrs, host_in, std::vector<TensorView>{cpu_y.view()});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_TRUE(conv2d_cuda_is_depthwise(*plan));
+  Conv2dPlan one = *plan;
+  one.n = 1;
+  const CudaConvWorkspace ws = conv2d_cuda_workspace_per_image(one, dtype());
+  EXPECT_EQ(ws.padded_copy_bytes + ws.algorithm_bytes, 0u);
+  HostTensor cpu_ws(DType::F32, {plan->n, static_cast<int64_t>((*conv2d_host_workspace_bytes_per_image(one) + 3) / 4)});
+  Result<KernelFn> cpu = find_cpu_kernel("conv2d");
+  ASSERT_TRUE(cpu.ok());
+  ASSERT_TRUE((*cpu)(attrs, host_in, std::vector<TensorView>{cpu_y.view(), cpu_ws.view()}).ok());
+  for (bool channels_last : {false, true}) {
+    SCOPED_TRACE(channels_last ? "nhwc" : "nchw");
+    const OpAttrs a = channels_last ? with_channels_last(attrs) : attrs;
+    HostTensor xd = channels_last ? permuted(x, kToChannelsLast) : x;
+    HostTensor wd = channels_last ? permuted(w, kToChannelsLast) : w;
+    const std::vector<TensorView> dev_in = {r.upload(testing::in_dtype(xd, dtype())),
+                                            r.upload(testing::in_dtype(wd, dtype())),
+                                            r.upload(testing::in_dtype(b, dtype()))};
+    const Shape out = channels_last ? Shape{c.x[0], c.x[2], c.x[3], c.x[1]} : c.x;
+    const TensorView dev_out[] = {r.device_output(dtype(), out)};
+    Status s = conv2d(r.ctx(), a, dev_in, dev_out);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    ASSERT_TRUE(r.synchronize().ok());
+    HostTensor got = testing::widened(r.download(dev_out[0]));
+    if (channels_last) got = permuted(got, kToChannelsFirst);
     EXPECT_LT(testing::relative_error(got, cpu_y), testing::tolerance_of(dtype()));
   }
 }
