@@ -47,6 +47,10 @@
 // back to back (an ONNX in_proj split into q, k, v by the importer); otherwise they are a copy
 // the program stores in place of the three (beside them if another method still reads them).
 //
+// fold_scales_into_linears (scale_fold.h): mul(linear(x, W, b), s) with s a constant
+// per-feature scale becomes linear(x, s * W, s * b), the products made at build (ConvNeXt's
+// layer scale, once the channels-last rewrite has put it right after its linear).
+//
 // fuse_host_activations: on the host, a conv2d whose output only a relu, clip, hard_sigmoid
 // or hard_swish of its run reads, and a linear whose output only a relu or gelu reads, take
 // it as their `activation` (with the op's own attributes): oneDNN applies it as a post-op
@@ -62,6 +66,7 @@
 #include <vector>
 
 #include "builder/graph.h"
+#include "builder/scale_fold.h"
 #include "planrt/core/result.h"
 
 namespace planrt::builder {
@@ -83,6 +88,7 @@ struct RewriteState {
   bool initialised = false;
   std::set<std::string, std::less<>> taken;
   std::map<std::string, std::vector<std::string>, std::less<>> packed;
+  ScaleFoldState scales;
 };
 
 // The rewrites above, in order, on `method` of `model` (stacked weights are appended to
