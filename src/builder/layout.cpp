@@ -161,24 +161,38 @@ class ChannelsLast {
   // a GPU for two or more 16-bit convolutions (cuDNN's tensor-core kernels: resnet50 bf16 at
   // batch 32 3.5x faster), depthwise ones included since they run planrt's own kernel
   // (kernels/workspace.h; cuDNN's channels-last depthwise kernels had made mobilenet_v2 and
-  // convnext_tiny 1.5x slower); never for f32 on a GPU (TF32 off, cuDNN's channels-last f32
-  // kernels took twice as long as its NCHW ones).
+  // convnext_tiny 1.5x slower). In f32 on a GPU cuDNN's channels-last kernels take twice as
+  // long as its NCHW ones (TF32 off), so an f32 run converts only where the model itself
+  // moves tensors between the layouts (permutes NCHW <-> NHWC, e.g. ConvNeXt's around each
+  // layer norm) at least as often as it has dense convolutions: those permutes go, and the
+  // dense convolutions are few.
   bool prefers_channels_last(size_t begin, size_t end) const {
     const Device device = ir::node_device(method_, method_.nodes[begin]);
-    int convs = 0;
+    int convs = 0, dense = 0, layout_permutes = 0;
     bool sixteen_bit = false;
     for (size_t i = begin; i < end; ++i) {
       const ir::Node& n = method_.nodes[i];
+      if (n.op == "permute") {
+        const std::vector<int64_t>* dims = ints_attr(n.attrs, "dims");
+        if (dims != nullptr && dims->size() == 4 &&
+            (std::equal(dims->begin(), dims->end(), kToLast.begin()) ||
+             std::equal(dims->begin(), dims->end(), kToFirst.begin()))) {
+          ++layout_permutes;
+        }
+      }
       if (!convertible_conv(n)) continue;
       ++convs;
       const ir::TensorType* x = type_of(n.inputs[0]);
       sixteen_bit = sixteen_bit || x->dtype == DType::BF16 || x->dtype == DType::F16;
+      const auto groups = int_attr(types_.nodes[i].attrs, "groups");
+      const bool depthwise = groups && *groups > 1 && x->shape[1].is_static() && x->shape[1].value == *groups;
+      if (!depthwise) ++dense;
     }
     // On the host a lone convolution costs nothing more channels-last (oneDNN's NCHW call
     // reorders anyway); on a GPU it would pay two permutes for one kernel (vit_b_16's patch
     // embedding, bf16 batch 32: 6.03 ms channels-last against 5.80).
     if (device.is_cpu()) return convs > 0;
-    return convs > 1 && sixteen_bit;
+    return convs > 1 && (sixteen_bit || (layout_permutes > 0 && layout_permutes >= dense));
   }
 
   // A conv2d the rewrite can run channels-last: NCHW as written, over a constant rank-4 weight.

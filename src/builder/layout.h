@@ -12,8 +12,9 @@
 // runs where channels-last was measured faster (docs/performance.md, "Channels-last
 // convolutions"): every run on the host (oneDNN); on a GPU a run with two or more 16-bit
 // convolutions (cuDNN's tensor-core kernels want NHWC; depthwise ones run planrt's kernel in
-// either layout; cuDNN's NHWC f32 kernels were slower than its NCHW ones on the H200). Other
-// runs are left as written.
+// either layout), or an f32 run with two or more whose model permutes NCHW <-> NHWC at least
+// as often as it has dense convolutions (cuDNN's NHWC f32 kernels were slower than its NCHW
+// ones on the H200; the permutes go). Other runs are left as written.
 //
 // Algorithm, per run chosen:
 //   1. every conv2d over a constant rank-4 weight becomes layout "nhwc" with the weight

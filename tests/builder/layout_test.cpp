@@ -422,5 +422,46 @@ TEST(ChannelsLast, OnAGpuOnlySixteenBitRunsConvert) {
   }
 }
 
+// In f32 on a GPU a run converts where the model itself permutes between the layouts at
+// least as often as it has dense convolutions (ConvNeXt's permute, layer norm, permute around
+// a depthwise convolution): those permutes compose away. Without such permutes, or with
+// fewer than the dense convolutions, it stays NCHW.
+TEST(ChannelsLast, AnF32GpuRunConvertsWhereTheModelPermutesAroundItsConvolutions) {
+  auto block = [](int extra_dense) {
+    std::vector<ir::Node> nodes = {
+        node("conv2d", {"x", "w"}, "c", conv3x3()),
+        node("conv2d", {"c", "dw"}, "d", {{"groups", int64_t{8}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+        node("permute", {"d"}, "p", {{"dims", std::vector<int64_t>{0, 2, 3, 1}}}),
+        node("layer_norm", {"p"}, "ln"),
+        node("permute", {"ln"}, "q", {{"dims", std::vector<int64_t>{0, 3, 1, 2}}})};
+    std::string last = "q";
+    for (int i = 0; i < extra_dense; ++i) {
+      const std::string out = "e" + std::to_string(i);
+      nodes.push_back(node("conv2d", {last, "w"}, out, conv3x3()));
+      last = out;
+    }
+    ir::Method m = image_method(std::move(nodes), {last});
+    m.backend = ir::Backend::Cuda;
+    return m;
+  };
+  for (int extra : {0, 2}) {  // two permutes against one dense convolution, then three
+    SCOPED_TRACE(::testing::Message() << "dense convolutions " << 1 + extra);
+    ir::Model model;
+    add_constant(model, "w", {8, 8, 3, 3});
+    add_constant(model, "dw", {8, 1, 3, 3});
+    ir::Method m = block(extra);
+    model.methods = {m};
+    const int converted = rewrite_and_check(model, m);
+    if (extra == 0) {
+      EXPECT_EQ(converted, 2);
+      // The model's two permutes compose away: only the region's edges remain.
+      const std::vector<std::string> written = ops(m);
+      EXPECT_EQ(std::count(written.begin(), written.end(), "permute"), 2);
+    } else {
+      EXPECT_EQ(converted, 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace planrt::builder
