@@ -159,9 +159,9 @@ class ChannelsLast {
   // Where channels-last was measured faster (docs/performance.md, "Channels-last"): on the
   // host always (oneDNN's convolutions are channels-last; NCHW ones reorder every call); on
   // a GPU for two or more 16-bit convolutions (cuDNN's tensor-core kernels: resnet50 bf16 at
-  // batch 32 3.5x faster), depthwise ones included since they run planrt's own kernel
-  // (kernels/workspace.h; cuDNN's channels-last depthwise kernels had made mobilenet_v2 and
-  // convnext_tiny 1.5x slower). In f32 on a GPU cuDNN's channels-last kernels take twice as
+  // batch 32 3.5x faster), depthwise ones included since channels-last they run planrt's own
+  // kernel (kernels/workspace.h; cuDNN's channels-last depthwise kernels had made mobilenet_v2
+  // and convnext_tiny 1.5x slower). In f32 on a GPU cuDNN's channels-last kernels take twice as
   // long as its NCHW ones (TF32 off), so an f32 run converts only where the model itself
   // moves tensors between the layouts (permutes NCHW <-> NHWC, e.g. ConvNeXt's around each
   // layer norm) at least as often as it has dense convolutions: those permutes go, and the

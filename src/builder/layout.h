@@ -11,8 +11,8 @@
 // partition is the author's; a run's node list may grow by the permutes at its edges), the
 // runs where channels-last was measured faster (docs/performance.md, "Channels-last
 // convolutions"): every run on the host (oneDNN); on a GPU a run with two or more 16-bit
-// convolutions (cuDNN's tensor-core kernels want NHWC; depthwise ones run planrt's kernel in
-// either layout), or an f32 run with two or more whose model permutes NCHW <-> NHWC at least
+// convolutions (cuDNN's tensor-core kernels want NHWC; depthwise ones then run planrt's
+// kernel), or an f32 run with two or more whose model permutes NCHW <-> NHWC at least
 // as often as it has dense convolutions (cuDNN's NHWC f32 kernels were slower than its NCHW
 // ones on the H200; the permutes go). Other runs are left as written.
 //

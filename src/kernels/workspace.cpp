@@ -77,7 +77,9 @@ bool conv2d_pads_symmetric(const Conv2dPlan& p) {
   return p.window.pad_top == p.window.pad_bottom && p.window.pad_left == p.window.pad_right;
 }
 
-bool conv2d_cuda_is_depthwise(const Conv2dPlan& p) { return p.groups > 1 && p.groups == p.c && p.k == p.c; }
+bool conv2d_cuda_is_depthwise(const Conv2dPlan& p) {
+  return p.channels_last && p.groups > 1 && p.groups == p.c && p.k == p.c;
+}
 
 CudaConvWorkspace conv2d_cuda_workspace_per_image(const Conv2dPlan& p, DType dtype) {
   const Window2d& w = p.window;

@@ -1,6 +1,7 @@
 // Depthwise 2-D convolution (one filter per channel: groups == in channels == out channels)
-// with its bias and ReLU, in either layout. f32 and bf16 (storage only: products summed in
-// f32 in the filter's row-major order, rounded to nearest even on store).
+// with its bias and ReLU, channels-last (NCHW ones stay on cuDNN: kernels/workspace.h). f32
+// and bf16 (storage only: products summed in f32 in the filter's row-major order, rounded to
+// nearest even on store).
 //
 // Why not cuDNN: its grouped kernels for these shapes read every input element once per tap
 // through a generic path. On an H200, convnext_tiny's 7x7 depthwise convolutions at batch 32
@@ -17,9 +18,6 @@
 // filter row once into registers and reuses each kw times, so an output costs about
 // (kStrip + kw - 1) * kh / kStrip loads instead of kh * kw. Other windows take one thread per
 // output (the L1 cache serves the overlap).
-//
-// NCHW: neighbouring threads take neighbouring output columns of one plane (coalesced rows),
-// one output each.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -161,20 +159,6 @@ __global__ void depthwise_nhwc_kernel(const T* x, const T* w, const T* bias, T* 
   }
 }
 
-// NCHW: x [planes, h, w] -> y [planes, oh, ow], plane = image * channels + channel.
-template <typename T>
-__global__ void depthwise_nchw_kernel(const T* x, const T* w, const T* bias, T* y, int64_t planes, int64_t channels,
-                                      Window win, bool relu) {
-  PLANRT_GRID_STRIDE(i, planes * win.oh * win.ow) {
-    const int64_t ox = i % win.ow, oy = i / win.ow % win.oh, plane = i / (win.ow * win.oh);
-    const int64_t c = plane % channels;
-    const T* img = x + plane * win.h * win.w;
-    const float acc = window_dot(win, oy, ox, bias != nullptr ? widen(bias[c]) : 0.0f, w + c * win.kh * win.kw,
-                                 [&](int64_t iy, int64_t ix) { return widen(img[iy * win.w + ix]); });
-    y[i] = narrow<T>(finish(acc, relu));
-  }
-}
-
 template <typename T, int kKw, int kVec>
 cudaError_t launch_strip(const T* x, const T* w, const T* bias, T* y, int64_t images, int64_t channels,
                          const Window& win, bool relu, cudaStream_t stream) {
@@ -201,14 +185,9 @@ bool strip_path(const Window& win) {
 
 template <typename T>
 cudaError_t depthwise(const T* x, const T* w, const T* bias, T* y, int64_t images, int64_t channels,
-                      const Window& win, bool relu, bool channels_last, cudaStream_t stream) {
+                      const Window& win, bool relu, cudaStream_t stream) {
   const int64_t outputs = images * channels * win.oh * win.ow;
   if (outputs == 0) return cudaSuccess;
-  if (!channels_last) {
-    depthwise_nchw_kernel<T><<<grid_for(outputs), kThreads, 0, stream>>>(x, w, bias, y, images * channels, channels,
-                                                                          win, relu);
-    return cudaGetLastError();
-  }
   if (strip_path(win)) {
     // Channel pairs where a pair's address is 4-byte aligned (bf16, an even count, an aligned base).
     const bool pairs = sizeof(T) == 2 && channels % 2 == 0 && reinterpret_cast<uintptr_t>(x) % 4 == 0 &&
@@ -225,15 +204,14 @@ cudaError_t depthwise(const T* x, const T* w, const T* bias, T* y, int64_t image
 }  // namespace
 
 cudaError_t depthwise_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t images,
-                             int64_t channels, const Window& window, bool relu, bool channels_last,
-                             cudaStream_t stream) {
-  return depthwise(x, w, bias, y, images, channels, window, relu, channels_last, stream);
+                             int64_t channels, const Window& window, bool relu, cudaStream_t stream) {
+  return depthwise(x, w, bias, y, images, channels, window, relu, stream);
 }
 
 cudaError_t depthwise_conv2d(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
                              __nv_bfloat16* y, int64_t images, int64_t channels, const Window& window, bool relu,
-                             bool channels_last, cudaStream_t stream) {
-  return depthwise(x, w, bias, y, images, channels, window, relu, channels_last, stream);
+                             cudaStream_t stream) {
+  return depthwise(x, w, bias, y, images, channels, window, relu, stream);
 }
 
 }  // namespace planrt::kernels::cuda::launch

@@ -135,18 +135,16 @@ struct Window {
 
 PLANRT_VISION_LAUNCHER_DECLS(float)
 PLANRT_VISION_LAUNCHER_DECLS(__nv_bfloat16)
-// Depthwise convolution (depthwise_conv_kernels.cu): one filter per channel, weight
-// [channels, kh, kw] (ONNX's [c, 1, kh, kw] and the nhwc layout's [c, kh, kw, 1] alike),
-// y = act(bias[c] + the window's products, summed in f32 in the filter's row-major order);
-// bias may be null; relu as above. NCHW: x [images, channels, h, w] -> y [images, channels,
-// oh, ow]; channels_last: x [images, h, w, channels] -> y [images, oh, ow, channels]. Any
-// pads (no padded copy needed), strides and dilations.
+// Channels-last depthwise convolution (depthwise_conv_kernels.cu): one filter per channel,
+// weight [channels, kh, kw] (the nhwc layout's [c, kh, kw, 1]), x [images, h, w, channels]
+// -> y [images, oh, ow, channels], y = act(bias[c] + the window's products, summed in f32 in
+// the filter's row-major order); bias may be null; relu as above. Any pads (no padded copy
+// needed), strides and dilations.
 cudaError_t depthwise_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t images,
-                             int64_t channels, const Window& window, bool relu, bool channels_last,
-                             cudaStream_t stream);
+                             int64_t channels, const Window& window, bool relu, cudaStream_t stream);
 cudaError_t depthwise_conv2d(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
                              __nv_bfloat16* y, int64_t images, int64_t channels, const Window& window, bool relu,
-                             bool channels_last, cudaStream_t stream);
+                             cudaStream_t stream);
 #undef PLANRT_VISION_LAUNCHER_DECLS
 
 enum class PadMode : int { Constant, Reflect, Edge };

@@ -263,31 +263,40 @@ __global__ void layer_norm_kernel(const T* x, const T* residual, T* sum_out, con
 // elements (i, i + 32, ...) in registers between the passes, so a row is read once and no
 // block-wide barrier is taken. A block of 256 threads with one row each was launch- and
 // barrier-bound on short rows: convnext_tiny's layer norms over 96-768 channels at batch 32
-// ran at 0.4 TB/s on an H200 (docs/performance.md). Same numerics as above: f64 sums, the
-// centred squares in a second pass, bf16 sums rounded before they are normalised.
+// ran at 0.4 TB/s on an H200 (docs/performance.md). Every load of a lane (the row, the
+// residual, the affine operands) is issued before its first store: after a store the
+// compiler must assume a later load may read it (the outputs may alias the inputs as far as
+// it knows), and a first version that loaded w and b beside each store took 14 us for a
+// [128, 512] norm on an H100, one memory round trip per element of the lane. Same numerics
+// as above: f64 sums, the centred squares in a second pass, bf16 sums rounded before they
+// are normalised.
 template <typename T, int kPerLane>
 __global__ void layer_norm_warp_kernel(const T* x, const T* residual, T* sum_out, const T* w,
                                        const T* b, T* y, int64_t rows, int64_t n, double eps) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
   for (int64_t r = blockIdx.x * int64_t{blockDim.x / 32} + threadIdx.x / 32; r < rows; r += warps) {
-    const T* xr = x + r * n;
-    float v[kPerLane];
+    float v[kPerLane], added[kPerLane], scale[kPerLane], shift[kPerLane];
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int64_t i = lane + 32 * j;
+      const bool in = i < n;
+      v[j] = in ? widen(x[r * n + i]) : 0.0f;
+      added[j] = in && residual != nullptr ? widen(residual[r * n + i]) : 0.0f;
+      scale[j] = in && w != nullptr ? widen(w[i]) : 1.0f;
+      shift[j] = in && b != nullptr ? widen(b[i]) : 0.0f;
+    }
     double sum = 0.0;
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j) {
       const int64_t i = lane + 32 * j;
-      v[j] = 0.0f;
-      if (i < n) {
-        if (residual != nullptr) {
-          const T s = narrow<T>(widen(xr[i]) + widen(residual[r * n + i]));
-          sum_out[r * n + i] = s;
-          v[j] = widen(s);
-        } else {
-          v[j] = widen(xr[i]);
-        }
-        sum += v[j];
+      if (i >= n) continue;
+      if (residual != nullptr) {
+        const T s = narrow<T>(v[j] + added[j]);
+        sum_out[r * n + i] = s;
+        v[j] = widen(s);
       }
+      sum += v[j];
     }
     const double mean = warp_reduce(sum, SumOp<double>{}) / static_cast<double>(n);
     double sq = 0.0;
@@ -306,8 +315,8 @@ __global__ void layer_norm_warp_kernel(const T* x, const T* residual, T* sum_out
       const int64_t i = lane + 32 * j;
       if (i < n) {
         double o = (v[j] - mean) * inv_std;
-        if (w != nullptr) o *= widen(w[i]);
-        if (b != nullptr) o += widen(b[i]);
+        if (w != nullptr) o *= scale[j];
+        if (b != nullptr) o += shift[j];
         yr[i] = narrow<T>(static_cast<float>(o));
       }
     }
@@ -587,7 +596,7 @@ template <typename T>
 cudaError_t launch_layer_norm(const T* x, const T* residual, T* sum, const T* w, const T* b,
                               T* y, int64_t rows, int64_t n, double eps, cudaStream_t stream) {
   if (rows == 0 || n == 0) return cudaSuccess;
-  if (n <= 32 * 32) {
+  if (n <= 32 * 16) {  // longer rows would hold too many registers per lane
     // Few rows (a short sequence): two warps a block, so that they spread over the SMs.
     const int threads = rows < 8192 ? 64 : kThreads;
     const int64_t rows_per_block = threads / 32;
@@ -600,10 +609,8 @@ cudaError_t launch_layer_norm(const T* x, const T* residual, T* sum, const T* w,
       warp_rows(std::integral_constant<int, 4>{});
     } else if (n <= 32 * 8) {
       warp_rows(std::integral_constant<int, 8>{});
-    } else if (n <= 32 * 16) {
-      warp_rows(std::integral_constant<int, 16>{});
     } else {
-      warp_rows(std::integral_constant<int, 32>{});
+      warp_rows(std::integral_constant<int, 16>{});
     }
     return cudaGetLastError();
   }

@@ -3,7 +3,7 @@
 // expand. f32 and bf16.
 //
 // conv2d: NCHW in and out, or NHWC with a [K, KH, KW, C/groups] weight (layout "nhwc").
-// A depthwise one runs planrt's kernel (depthwise_conv_kernels.cu, workspace.h says when);
+// A channels-last depthwise one runs planrt's kernel (depthwise_conv_kernels.cu, workspace.h);
 // the others go through an execution plan of cuDNN's backend API made once per shape and layout on the
 // handle (cudnn_conv_plan.h: the first of cuDNN's heuristic ranking, no trial runs, whose
 // workspace fits the planned workspace output, kernels/workspace.h:
@@ -109,13 +109,11 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
     return launched(op, dtype == DType::BF16
                             ? launch::depthwise_conv2d(inputs[0].data_as<const bf16>(), inputs[1].data_as<const bf16>(),
                                                        bias != nullptr ? bias->data_as<const bf16>() : nullptr,
-                                                       outputs[0].data_as<bf16>(), p.n, p.c, w, relu,
-                                                       p.channels_last, ctx.stream)
+                                                       outputs[0].data_as<bf16>(), p.n, p.c, w, relu, ctx.stream)
                             : launch::depthwise_conv2d(inputs[0].data_as<const float>(),
                                                        inputs[1].data_as<const float>(),
                                                        bias != nullptr ? bias->data_as<const float>() : nullptr,
-                                                       outputs[0].data_as<float>(), p.n, p.c, w, relu,
-                                                       p.channels_last, ctx.stream));
+                                                       outputs[0].data_as<float>(), p.n, p.c, w, relu, ctx.stream));
   }
   if (ctx.cudnn == nullptr || ctx.cudnn->get() == nullptr) {
     return make_error(ErrorCode::InvalidArgument, "{}: the CUDA kernel needs a cuDNN handle", op);

@@ -105,10 +105,11 @@ TEST_P(CudaKernelsInEachDtype, NormalizationsAndSoftmaxMatchTheCpu) {
   HostTensor centred = rnd({3, 7, 1000}, 11, -3.0f, 3.0f);
   Agree(r, "layer_norm", {}, {centred, rnd({1000}, 12), rnd({1000}, 13)}, centred.shape());
   Agree(r, "layer_norm", {}, {rnd({5, 3}, 44), HostTensor(), rnd({3}, 45)}, {5, 3});
-  // Rows up to 1024 take one warp each (in blocks of 2 warps, or of 8 from 8192 rows on);
-  // longer rows a block each.
+  // Rows up to 512 take one warp each (in blocks of 2 warps, or of 8 from 8192 rows on);
+  // longer rows a block each. 300: a lane's last element past the row.
   Agree(r, "layer_norm", {}, {rnd({9000, 96}, 55, 9.0f, 11.0f), rnd({96}, 56), rnd({96}, 57)}, {9000, 96});
   Agree(r, "layer_norm", {}, {rnd({3, 2000}, 58, 99.0f, 101.0f), rnd({2000}, 59), rnd({2000}, 60)}, {3, 2000});
+  Agree(r, "layer_norm", {}, {rnd({40, 300}, 61, -5.0f, 5.0f), rnd({300}, 62), rnd({300}, 63)}, {40, 300});
   Agree(r, "rms_norm", {}, {rnd({4, 4097}, 46), rnd({4097}, 47)}, {4, 4097});
   Agree(r, "rms_norm", attrs_of({{"eps", 1e-2}}), {rnd({6, 16}, 48, -0.1f, 0.1f)}, {6, 16});
   HostTensor s = rnd({3, 7, 300}, 51, -20.0f, 20.0f);

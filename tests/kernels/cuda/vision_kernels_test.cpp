@@ -251,8 +251,8 @@ TEST_P(CudaVisionKernels, ChannelsLastConvolutionMatchesTheCpuNchwResult) {
   }
 }
 
-// A depthwise convolution runs planrt's own kernel: no workspace planned, no cuDNN handle
-// needed, in either layout.
+// A channels-last depthwise convolution runs planrt's own kernel: no workspace planned, no
+// cuDNN handle needed. An NCHW one stays on cuDNN (its workspace planned as for any other).
 TEST_P(CudaVisionKernels, DepthwiseConvolutionNeedsNeitherWorkspaceNorCudnn) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;  // cuDNN not enabled
@@ -265,32 +265,27 @@ TEST_P(CudaVisionKernels, DepthwiseConvolutionNeedsNeitherWorkspaceNorCudnn) {
   HostTensor cpu_y(DType::F32, c.x);
   Result<Conv2dPlan> plan = plan_conv2d(attrs, host_in, std::vector<TensorView>{cpu_y.view()});
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  ASSERT_TRUE(conv2d_cuda_is_depthwise(*plan));
+  EXPECT_FALSE(conv2d_cuda_is_depthwise(*plan));  // NCHW
   Conv2dPlan one = *plan;
   one.n = 1;
+  EXPECT_GT(conv2d_cuda_workspace_per_image(one, dtype()).algorithm_bytes, 0u);
+  one.channels_last = true;
+  ASSERT_TRUE(conv2d_cuda_is_depthwise(one));
   const CudaConvWorkspace ws = conv2d_cuda_workspace_per_image(one, dtype());
   EXPECT_EQ(ws.padded_copy_bytes + ws.algorithm_bytes, 0u);
   HostTensor cpu_ws(DType::F32, {plan->n, static_cast<int64_t>((*conv2d_host_workspace_bytes_per_image(one) + 3) / 4)});
   Result<KernelFn> cpu = find_cpu_kernel("conv2d");
   ASSERT_TRUE(cpu.ok());
   ASSERT_TRUE((*cpu)(attrs, host_in, std::vector<TensorView>{cpu_y.view(), cpu_ws.view()}).ok());
-  for (bool channels_last : {false, true}) {
-    SCOPED_TRACE(channels_last ? "nhwc" : "nchw");
-    const OpAttrs a = channels_last ? with_channels_last(attrs) : attrs;
-    HostTensor xd = channels_last ? permuted(x, kToChannelsLast) : x;
-    HostTensor wd = channels_last ? permuted(w, kToChannelsLast) : w;
-    const std::vector<TensorView> dev_in = {r.upload(testing::in_dtype(xd, dtype())),
-                                            r.upload(testing::in_dtype(wd, dtype())),
-                                            r.upload(testing::in_dtype(b, dtype()))};
-    const Shape out = channels_last ? Shape{c.x[0], c.x[2], c.x[3], c.x[1]} : c.x;
-    const TensorView dev_out[] = {r.device_output(dtype(), out)};
-    Status s = conv2d(r.ctx(), a, dev_in, dev_out);
-    ASSERT_TRUE(s.ok()) << s.to_string();
-    ASSERT_TRUE(r.synchronize().ok());
-    HostTensor got = testing::widened(r.download(dev_out[0]));
-    if (channels_last) got = permuted(got, kToChannelsFirst);
-    EXPECT_LT(testing::relative_error(got, cpu_y), testing::tolerance_of(dtype()));
-  }
+  const std::vector<TensorView> dev_in = {r.upload(testing::in_dtype(permuted(x, kToChannelsLast), dtype())),
+                                          r.upload(testing::in_dtype(permuted(w, kToChannelsLast), dtype())),
+                                          r.upload(testing::in_dtype(b, dtype()))};
+  const TensorView dev_out[] = {r.device_output(dtype(), Shape{c.x[0], c.x[2], c.x[3], c.x[1]})};
+  Status s = conv2d(r.ctx(), with_channels_last(attrs), dev_in, dev_out);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_TRUE(r.synchronize().ok());
+  HostTensor got = permuted(testing::widened(r.download(dev_out[0])), kToChannelsFirst);
+  EXPECT_LT(testing::relative_error(got, cpu_y), testing::tolerance_of(dtype()));
 }
 
 TEST_P(CudaVisionKernels, ChannelsLastPoolsMatchTheCpuNchwResultAndTheCudaNchwBits) {
