@@ -105,11 +105,11 @@ TEST_P(CudaKernelsInEachDtype, NormalizationsAndSoftmaxMatchTheCpu) {
   HostTensor centred = rnd({3, 7, 1000}, 11, -3.0f, 3.0f);
   Agree(r, "layer_norm", {}, {centred, rnd({1000}, 12), rnd({1000}, 13)}, centred.shape());
   Agree(r, "layer_norm", {}, {rnd({5, 3}, 44), HostTensor(), rnd({3}, 45)}, {5, 3});
-  // Rows up to 512 take one warp each (in blocks of 2 warps, or of 8 from 8192 rows on);
-  // longer rows a block each. 300: a lane's last element past the row.
+  // From 8192 rows on, rows up to 512 take one warp each (300: a lane's last element past
+  // the row); others a block each.
   Agree(r, "layer_norm", {}, {rnd({9000, 96}, 55, 9.0f, 11.0f), rnd({96}, 56), rnd({96}, 57)}, {9000, 96});
+  Agree(r, "layer_norm", {}, {rnd({8200, 300}, 61, -5.0f, 5.0f), rnd({300}, 62), rnd({300}, 63)}, {8200, 300});
   Agree(r, "layer_norm", {}, {rnd({3, 2000}, 58, 99.0f, 101.0f), rnd({2000}, 59), rnd({2000}, 60)}, {3, 2000});
-  Agree(r, "layer_norm", {}, {rnd({40, 300}, 61, -5.0f, 5.0f), rnd({300}, 62), rnd({300}, 63)}, {40, 300});
   Agree(r, "rms_norm", {}, {rnd({4, 4097}, 46), rnd({4097}, 47)}, {4, 4097});
   Agree(r, "rms_norm", attrs_of({{"eps", 1e-2}}), {rnd({6, 16}, 48, -0.1f, 0.1f)}, {6, 16});
   HostTensor s = rnd({3, 7, 300}, 51, -20.0f, 20.0f);
@@ -126,43 +126,49 @@ TEST_P(CudaKernelsInEachDtype, AddLayerNormMatchesAddThenLayerNorm) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;
   using testing::rounded_to;
+  // A block per row, then (8200 rows of 96) a warp per row.
+  for (const Shape& shape : {Shape{3, 5, 512}, Shape{2, 4100, 96}}) {
+    SCOPED_TRACE(shape.to_string());
+    const int64_t n = shape[2];
+    HostTensor a = rnd(shape, 451, -3.0f, 3.0f);
+    HostTensor b = rnd(shape, 452);
+    HostTensor w = rnd({n}, 453);
+    HostTensor bias = rnd({n}, 454);
+    HostTensor sum(DType::F32, shape);  // the dtype's sum, widened
+    {
+      HostTensor ra = rounded_to(a, dtype());
+      HostTensor rb = rounded_to(b, dtype());
+      std::vector<TensorView> in{ra.view(), rb.view()};
+      std::vector<TensorView> out{sum.view()};
+      ASSERT_TRUE((*find_cpu_kernel("add"))({}, in, out).ok());
+      sum = rounded_to(sum, dtype());
+    }
+    for (bool affine : {true, false}) {
+      SCOPED_TRACE(affine ? "weight and bias" : "no affine");
+      std::vector<HostTensor> norm_in{sum};
+      if (affine) norm_in.insert(norm_in.end(), {rounded_to(w, dtype()), rounded_to(bias, dtype())});
+      HostTensor normed(DType::F32, shape);
+      std::vector<TensorView> host_in;
+      for (const HostTensor& t : norm_in) host_in.push_back(t.view());
+      std::vector<TensorView> host_out{normed.view()};
+      ASSERT_TRUE((*find_cpu_kernel("layer_norm"))({}, host_in, host_out).ok());
+
+      std::vector<TensorView> in{r.upload(testing::in_dtype(a, dtype())),
+                                 r.upload(testing::in_dtype(b, dtype()))};
+      if (affine) {
+        in.insert(in.end(), {r.upload(testing::in_dtype(w, dtype())),
+                             r.upload(testing::in_dtype(bias, dtype()))});
+      }
+      std::vector<TensorView> out{r.device_output(dtype(), shape), r.device_output(dtype(), shape)};
+      ASSERT_TRUE(add_layer_norm(r.ctx(), {}, in, out).ok());
+      ASSERT_TRUE(r.synchronize().ok());
+      EXPECT_EQ(testing::relative_error(testing::widened(r.download(out[0])), sum), 0.0);
+      EXPECT_LT(testing::relative_error(testing::widened(r.download(out[1])), normed),
+                testing::tolerance_of(dtype()));
+    }
+  }
   const Shape shape{3, 5, 512};
   HostTensor a = rnd(shape, 451, -3.0f, 3.0f);
-  HostTensor b = rnd(shape, 452);
-  HostTensor w = rnd({512}, 453);
-  HostTensor bias = rnd({512}, 454);
-  HostTensor sum(DType::F32, shape);  // the dtype's sum, widened
-  {
-    HostTensor ra = rounded_to(a, dtype());
-    HostTensor rb = rounded_to(b, dtype());
-    std::vector<TensorView> in{ra.view(), rb.view()};
-    std::vector<TensorView> out{sum.view()};
-    ASSERT_TRUE((*find_cpu_kernel("add"))({}, in, out).ok());
-    sum = rounded_to(sum, dtype());
-  }
-  for (bool affine : {true, false}) {
-    SCOPED_TRACE(affine ? "weight and bias" : "no affine");
-    std::vector<HostTensor> norm_in{sum};
-    if (affine) norm_in.insert(norm_in.end(), {rounded_to(w, dtype()), rounded_to(bias, dtype())});
-    HostTensor normed(DType::F32, shape);
-    std::vector<TensorView> host_in;
-    for (const HostTensor& t : norm_in) host_in.push_back(t.view());
-    std::vector<TensorView> host_out{normed.view()};
-    ASSERT_TRUE((*find_cpu_kernel("layer_norm"))({}, host_in, host_out).ok());
-
-    std::vector<TensorView> in{r.upload(testing::in_dtype(a, dtype())),
-                               r.upload(testing::in_dtype(b, dtype()))};
-    if (affine) {
-      in.insert(in.end(), {r.upload(testing::in_dtype(w, dtype())),
-                           r.upload(testing::in_dtype(bias, dtype()))});
-    }
-    std::vector<TensorView> out{r.device_output(dtype(), shape), r.device_output(dtype(), shape)};
-    ASSERT_TRUE(add_layer_norm(r.ctx(), {}, in, out).ok());
-    ASSERT_TRUE(r.synchronize().ok());
-    EXPECT_EQ(testing::relative_error(testing::widened(r.download(out[0])), sum), 0.0);
-    EXPECT_LT(testing::relative_error(testing::widened(r.download(out[1])), normed),
-              testing::tolerance_of(dtype()));
-  }
   std::vector<TensorView> mismatched{r.upload(testing::in_dtype(a, dtype())),
                                      r.upload(testing::in_dtype(rnd({3, 5, 1}, 455), dtype()))};
   std::vector<TensorView> out{r.device_output(dtype(), shape), r.device_output(dtype(), shape)};
