@@ -173,7 +173,7 @@ class ChannelsLast {
     for (size_t i = begin; i < end; ++i) {
       const ir::Node& n = method_.nodes[i];
       if (n.op == "permute") {
-        const std::vector<int64_t>* dims = ints_attr(n.attrs, "dims");
+        const std::vector<int64_t>* dims = ints_attr(types_.nodes[i].attrs, "dims");  // normalised
         if (dims != nullptr && dims->size() == 4 &&
             (std::equal(dims->begin(), dims->end(), kToLast.begin()) ||
              std::equal(dims->begin(), dims->end(), kToFirst.begin()))) {
@@ -185,8 +185,11 @@ class ChannelsLast {
       const ir::TensorType* x = type_of(n.inputs[0]);
       sixteen_bit = sixteen_bit || x->dtype == DType::BF16 || x->dtype == DType::F16;
       const auto groups = int_attr(types_.nodes[i].attrs, "groups");
-      const bool depthwise = groups && *groups > 1 && x->shape[1].is_static() && x->shape[1].value == *groups;
-      if (!depthwise) ++dense;
+      const bool per_channel = groups && *groups > 1 && x->shape[1].is_static() && x->shape[1].value == *groups;
+      // A depthwise convolution with a channel multiplier (K = m * C) has no planrt kernel:
+      // channels-last it would take cuDNN's NHWC grouped path, the slow one above.
+      if (per_channel && constant(n.inputs[1])->shape[0] != *groups && !device.is_cpu()) return false;
+      if (!per_channel) ++dense;
     }
     // On the host a lone convolution costs nothing more channels-last (oneDNN's NCHW call
     // reorders anyway); on a GPU it would pay two permutes for one kernel (vit_b_16's patch

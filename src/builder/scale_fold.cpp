@@ -76,10 +76,16 @@ std::optional<ir::Constant> scaled(const ir::Constant& source, const ir::Constan
 
 int fold_scales_into_linears(ir::Model& model, ir::Method& method, const ir::CheckedMethod& types,
                              ScaleFoldState& state) {
-  if (!state.initialised) {
+  if (!state.initialised) {  // every name of the model, values too, so that a made name meets none
     for (const ir::Constant& c : model.constants) state.taken.insert(c.name);
+    for (const ir::Method& m : model.methods) {
+      for (const ir::ValueDecl& v : m.inputs) state.taken.insert(v.name);
+      for (const ir::Node& n : m.nodes) state.taken.insert(n.outputs.begin(), n.outputs.end());
+    }
     state.initialised = true;
   }
+  for (const ir::ValueDecl& v : method.inputs) state.taken.insert(v.name);
+  for (const ir::Node& n : method.nodes) state.taken.insert(n.outputs.begin(), n.outputs.end());
   auto fresh = [&](const std::string& base) {
     std::string name = base + "#scaled";
     for (int k = 2; state.taken.contains(name); ++k) name = fmt::format("{}#scaled{}", base, k);
@@ -134,8 +140,10 @@ int fold_scales_into_linears(ir::Model& model, ir::Method& method, const ir::Che
         !has_bytes(*w) || !has_bytes(*scale) || (b != nullptr && !has_bytes(*b))) {
       continue;
     }
-    // Copies of the names: the constants may move as the model's vector grows.
+    // Copies of the names: the constants move when the model's vector grows below, so no
+    // pointer to one is used past this point.
     const std::string w_name = w->name, b_name = b != nullptr ? b->name : std::string();
+    w = b = scale = nullptr;
     const std::string new_w = scaled_name(w_name, scale_name, n, k);
     const std::string new_b = has_bias ? scaled_name(b_name, scale_name, n, 1) : std::string();
     if (new_w.empty() || (has_bias && new_b.empty())) continue;

@@ -12,9 +12,10 @@
 // dim and ones elsewhere (or is a single value), and the mul's output type is the linear's.
 // The linear takes the mul's output name, so readers and method outputs are unchanged.
 //
-// Numerics: W' and b' are the products computed in f32 and rounded once to the dtype (f32:
-// the same rounding the mul did, moved onto the weights; bf16: one rounding of the weight
-// instead of one of the output). The scaled constants are new (the originals stay for
+// Numerics: W' and b' are the products computed in f32 and rounded once to the dtype, so
+// the output is x W' + b' where it was round(x W + b) * s: the rounding moves from the
+// product's output onto the weights (a few ulp in f32; in bf16 one rounding of a weight
+// instead of one of an output). The scaled constants are new (the originals stay for
 // their other readers), made once per model for a (W, s) pair.
 #pragma once
 

@@ -403,6 +403,21 @@ TEST(ChannelsLast, OnAGpuOnlySixteenBitRunsConvert) {
       {ir::Backend::Engine, Device::cpu(), DType::F32, true, 3},
       {ir::Backend::Cpu, std::nullopt, DType::F32, true, 3},
   };
+  // A depthwise convolution with a channel multiplier (K = 2C) has no planrt kernel: its run
+  // stays NCHW on a GPU (cuDNN's channels-last grouped kernels were the slow ones).
+  {
+    ir::Model model = model_of(DType::BF16);
+    add_constant(model, "dw2", {16, 1, 3, 3});
+    for (ir::Constant& c : model.constants) {
+      c.dtype = DType::BF16;
+      c.bytes = c.bytes.first(static_cast<size_t>(c.nbytes()));
+    }
+    ir::Method m = method_on(ir::Backend::Cuda, std::nullopt, DType::BF16, false);
+    m.nodes.push_back(node("conv2d", {"y", "dw2"}, "z", {{"groups", int64_t{8}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+    m.outputs = {"z"};
+    model.methods = {m};
+    EXPECT_EQ(rewrite_and_check(model, m), 0);
+  }
   // One 16-bit convolution alone on a GPU stays NCHW (two permutes for one kernel).
   {
     ir::Model model = model_of(DType::BF16);
@@ -444,6 +459,15 @@ TEST(ChannelsLast, AnF32GpuRunConvertsWhereTheModelPermutesAroundItsConvolutions
     m.backend = ir::Backend::Cuda;
     return m;
   };
+  {  // the model's permutes written with negative dims count too
+    ir::Model model;
+    add_constant(model, "w", {8, 8, 3, 3});
+    add_constant(model, "dw", {8, 1, 3, 3});
+    ir::Method m = block(0);
+    m.nodes[2].attrs["dims"] = std::vector<int64_t>{0, -2, -1, 1};
+    model.methods = {m};
+    EXPECT_EQ(rewrite_and_check(model, m), 2);
+  }
   for (int extra : {0, 2}) {  // two permutes against one dense convolution, then three
     SCOPED_TRACE(::testing::Message() << "dense convolutions " << 1 + extra);
     ir::Model model;

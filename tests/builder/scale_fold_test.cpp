@@ -117,6 +117,16 @@ TEST(ScaleFold, APerFeatureScaleGoesIntoTheWeightAndBias) {
   }
 }
 
+// A linear without a bias folds its weight alone.
+TEST(ScaleFold, ALinearWithoutBiasFoldsItsWeight) {
+  ScaleModel a({5});
+  a.method().nodes[0].inputs = {"x", "w"};
+  const std::vector<float> w = a.values("w"), s = a.values("s");
+  EXPECT_EQ(a.fold(), 1);
+  EXPECT_EQ(a.method().nodes[0].inputs, (std::vector<std::string>{"x", "w#scaled"}));
+  EXPECT_EQ(a.values("w#scaled")[7], s[1] * w[7]);
+}
+
 // One value for every feature folds too; bf16 products are rounded once, to nearest even.
 TEST(ScaleFold, ASingleScaleAndBf16ProductsRoundedOnce) {
   ScaleModel a({1}, DType::BF16);
