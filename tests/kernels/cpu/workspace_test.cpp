@@ -86,5 +86,34 @@ TEST(LinearWorkspace, GrowsWithTheOutputUpToTheCapAndIsWhatThePlannersRead) {
   EXPECT_EQ(*ws, linear_cuda_workspace_bytes(128, 1536, 512));
 }
 
+// A CUDA convolution's workspace: none for a channels-last depthwise one (planrt's kernel
+// reads the padding as zeros, needs no algorithm workspace), cuDNN's budget for everything
+// else, an NCHW depthwise one and a channel-multiplier one included.
+TEST(ConvWorkspace, OnlyAChannelsLastDepthwiseConvolutionNeedsNoneOnCuda) {
+  Conv2dPlan p;
+  p.n = 1;
+  p.c = p.k = p.groups = 32;
+  p.h = p.w = p.oh = p.ow = 14;
+  p.window.kh = p.window.kw = 7;
+  p.window.pad_top = p.window.pad_left = 3;
+  p.window.pad_bottom = p.window.pad_right = 2;  // asymmetric: cuDNN would need a padded copy
+  p.channels_last = true;
+  EXPECT_TRUE(conv2d_cuda_is_depthwise(p));
+  CudaConvWorkspace ws = conv2d_cuda_workspace_per_image(p, DType::BF16);
+  EXPECT_EQ(ws.padded_copy_bytes, 0u);
+  EXPECT_EQ(ws.algorithm_bytes, 0u);
+  Conv2dPlan nchw = p;
+  nchw.channels_last = false;
+  EXPECT_FALSE(conv2d_cuda_is_depthwise(nchw));
+  EXPECT_GT(conv2d_cuda_workspace_per_image(nchw, DType::BF16).padded_copy_bytes, 0u);
+  Conv2dPlan multiplier = p;
+  multiplier.k = 64;
+  EXPECT_FALSE(conv2d_cuda_is_depthwise(multiplier));
+  EXPECT_GE(conv2d_cuda_workspace_per_image(multiplier, DType::BF16).algorithm_bytes, kCudaConvMinWorkspaceBytes);
+  Conv2dPlan dense = p;
+  dense.groups = 1;
+  EXPECT_FALSE(conv2d_cuda_is_depthwise(dense));
+}
+
 }  // namespace
 }  // namespace planrt::kernels
