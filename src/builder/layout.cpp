@@ -104,18 +104,8 @@ std::optional<ir::ShapeSpec> spec_of(const ir::SymShape& shape, const std::vecto
 class ChannelsLast {
  public:
   ChannelsLast(ir::Model& model, ir::Method& method, const ir::CheckedMethod& types, ChannelsLastNames& names)
-      : model_(model), method_(method), types_(types), taken_(names.taken), derived_(names.derived) {
-    if (!names.initialised) {
-      // Every name of the model as written, so that no made name meets one in any method.
-      for (const ir::Method& m : model.methods) {
-        for (const ir::ValueDecl& in : m.inputs) taken_.insert(in.name);
-        for (const ir::Node& n : m.nodes) taken_.insert(n.outputs.begin(), n.outputs.end());
-      }
-      for (const ir::Constant& c : model.constants) taken_.insert(c.name);
-      names.initialised = true;
-    }
-    for (const ir::ValueDecl& in : method.inputs) taken_.insert(in.name);
-    for (const ir::Node& n : method.nodes) taken_.insert(n.outputs.begin(), n.outputs.end());
+      : model_(model), method_(method), types_(types), names_(names.names), derived_(names.derived) {
+    names.names.note(model, method);
     for (const std::string& o : method.outputs) method_outputs_.insert(o);
   }
 
@@ -226,12 +216,7 @@ class ChannelsLast {
     return c != nullptr && c->bytes.size() == c->nbytes() ? c : nullptr;
   }
 
-  std::string fresh(const std::string& base) {
-    std::string name = base + "#nhwc";
-    for (int k = 2; taken_.contains(name); ++k) name = fmt::format("{}#nhwc{}", base, k);
-    taken_.insert(name);
-    return name;
-  }
+  std::string fresh(const std::string& base) { return names_.fresh(base, "#nhwc"); }
 
   ir::Node node_like(const ir::Node& place, std::string op, std::string in, std::string out) {
     ir::Node n;
@@ -596,7 +581,7 @@ class ChannelsLast {
   ir::Model& model_;
   ir::Method& method_;
   const ir::CheckedMethod& types_;
-  std::set<std::string, std::less<>>& taken_;
+  MadeNames& names_;
   std::map<std::string, std::string, std::less<>>& derived_;  // source constant -> its NHWC copy
   std::set<std::string, std::less<>> method_outputs_;
   std::map<std::string, std::set<size_t>, std::less<>> read_in_runs_;

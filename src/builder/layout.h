@@ -42,6 +42,7 @@
 #include <string>
 
 #include "builder/graph.h"
+#include "builder/made_names.h"
 #include "planrt/core/result.h"
 
 namespace planrt::builder {
@@ -50,8 +51,7 @@ namespace planrt::builder {
 // made name meets none), and the constants derived so far (source -> "<source>#nhwc...", made
 // once for every method that needs it). One per model; filled by the first call.
 struct ChannelsLastNames {
-  bool initialised = false;
-  std::set<std::string, std::less<>> taken;
+  MadeNames names;
   std::map<std::string, std::string, std::less<>> derived;
 };
 

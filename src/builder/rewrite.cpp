@@ -486,22 +486,8 @@ std::optional<std::pair<std::span<const uint8_t>, std::shared_ptr<const void>>> 
 // once at build, shared between methods, and share the source bytes when those already lie
 // back to back, as an ONNX in_proj split by the importer does).
 int pack_attention_projections(ir::Model& model, ir::Method& method, RewriteState& state) {
-  if (!state.initialised) {
-    for (const ir::Constant& c : model.constants) state.taken.insert(c.name);
-    for (const ir::Method& m : model.methods) {
-      for (const ir::ValueDecl& v : m.inputs) state.taken.insert(v.name);
-      for (const ir::Node& n : m.nodes) state.taken.insert(n.outputs.begin(), n.outputs.end());
-    }
-    state.initialised = true;
-  }
-  for (const ir::ValueDecl& v : method.inputs) state.taken.insert(v.name);
-  for (const ir::Node& n : method.nodes) state.taken.insert(n.outputs.begin(), n.outputs.end());
-  auto fresh = [&](const std::string& base) {
-    std::string name = base + "#qkv";
-    for (int k = 2; state.taken.contains(name); ++k) name = fmt::format("{}#qkv{}", base, k);
-    state.taken.insert(name);
-    return name;
-  };
+  state.names.note(model, method);
+  auto fresh = [&](const std::string& base) { return state.names.fresh(base, "#qkv"); };
   Uses uses(method);
   std::vector<bool> removed(method.nodes.size(), false);
   auto index_of = [&](const ir::Node* n) { return static_cast<size_t>(n - method.nodes.data()); };

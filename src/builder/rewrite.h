@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "builder/graph.h"
+#include "builder/made_names.h"
 #include "builder/scale_fold.h"
 #include "planrt/core/result.h"
 
@@ -85,8 +86,7 @@ struct RewriteOptions {
 // What the rewrites of one model's methods share: the names taken in the model (made names
 // meet none) and the stacked projections made so far (sources -> weight, bias names).
 struct RewriteState {
-  bool initialised = false;
-  std::set<std::string, std::less<>> taken;
+  MadeNames names;
   std::map<std::string, std::vector<std::string>, std::less<>> packed;
   ScaleFoldState scales;
 };

@@ -76,22 +76,8 @@ std::optional<ir::Constant> scaled(const ir::Constant& source, const ir::Constan
 
 int fold_scales_into_linears(ir::Model& model, ir::Method& method, const ir::CheckedMethod& types,
                              ScaleFoldState& state) {
-  if (!state.initialised) {  // every name of the model, values too, so that a made name meets none
-    for (const ir::Constant& c : model.constants) state.taken.insert(c.name);
-    for (const ir::Method& m : model.methods) {
-      for (const ir::ValueDecl& v : m.inputs) state.taken.insert(v.name);
-      for (const ir::Node& n : m.nodes) state.taken.insert(n.outputs.begin(), n.outputs.end());
-    }
-    state.initialised = true;
-  }
-  for (const ir::ValueDecl& v : method.inputs) state.taken.insert(v.name);
-  for (const ir::Node& n : method.nodes) state.taken.insert(n.outputs.begin(), n.outputs.end());
-  auto fresh = [&](const std::string& base) {
-    std::string name = base + "#scaled";
-    for (int k = 2; state.taken.contains(name); ++k) name = fmt::format("{}#scaled{}", base, k);
-    state.taken.insert(name);
-    return name;
-  };
+  state.names.note(model, method);
+  auto fresh = [&](const std::string& base) { return state.names.fresh(base, "#scaled"); };
   // A constant made for (source, scale), or made now; empty when it cannot be.
   auto scaled_name = [&](const std::string& source, const std::string& scale, int64_t rows, int64_t row) {
     const auto key = std::make_pair(source, scale);

@@ -26,13 +26,13 @@
 
 #include "builder/check.h"
 #include "builder/graph.h"
+#include "builder/made_names.h"
 
 namespace planrt::builder {
 
 // Names taken in the model and the scaled constants made so far ((source, scale) -> name).
 struct ScaleFoldState {
-  bool initialised = false;
-  std::set<std::string, std::less<>> taken;
+  MadeNames names;
   std::map<std::pair<std::string, std::string>, std::string> made;
 };
 
