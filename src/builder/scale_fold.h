@@ -30,15 +30,15 @@
 
 namespace planrt::builder {
 
-// The scaled constants made so far ((source, scale) -> name).
+// Names taken in the model and the scaled constants made so far ((source, scale) -> name).
 struct ScaleFoldState {
+  MadeNames names;
   std::map<std::pair<std::string, std::string>, std::string> made;
 };
 
 // Rewrites every foldable mul of `method` as above (new constants appended to
-// model.constants, named through `names`, the model's set shared with the other rewrites);
-// returns how many it folded.
+// model.constants); returns how many it folded.
 int fold_scales_into_linears(ir::Model& model, ir::Method& method, const ir::CheckedMethod& types,
-                             MadeNames& names, ScaleFoldState& state);
+                             ScaleFoldState& state);
 
 }  // namespace planrt::builder
