@@ -606,7 +606,7 @@ int rewrite_method(ir::Model& model, ir::Method& method, RewriteState& state) {
   apply([&] { return move_row_reshapes_past_linears(method, *types); });
   apply([&] { return drop_identity_reshapes(method, *types); });
   apply([&] { return pack_attention_projections(model, method, state); });
-  apply([&] { return fold_scales_into_linears(model, method, *types, state.scales); });
+  apply([&] { return fold_scales_into_linears(model, method, *types, state.names, state.scales); });
   apply([&] { return fuse_host_activations(method); });
   return rewritten;
 }

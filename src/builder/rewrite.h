@@ -84,7 +84,8 @@ struct RewriteOptions {
 };
 
 // What the rewrites of one model's methods share: the names taken in the model (made names
-// meet none) and the stacked projections made so far (sources -> weight, bias names).
+// meet none; one set for the packing and the scale fold), the stacked projections made so
+// far (sources -> weight, bias names) and the scaled constants.
 struct RewriteState {
   MadeNames names;
   std::map<std::string, std::vector<std::string>, std::less<>> packed;

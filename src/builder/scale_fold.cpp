@@ -75,9 +75,9 @@ std::optional<ir::Constant> scaled(const ir::Constant& source, const ir::Constan
 }  // namespace
 
 int fold_scales_into_linears(ir::Model& model, ir::Method& method, const ir::CheckedMethod& types,
-                             ScaleFoldState& state) {
-  state.names.note(model, method);
-  auto fresh = [&](const std::string& base) { return state.names.fresh(base, "#scaled"); };
+                             MadeNames& names, ScaleFoldState& state) {
+  names.note(model, method);
+  auto fresh = [&](const std::string& base) { return names.fresh(base, "#scaled"); };
   // A constant made for (source, scale), or made now; empty when it cannot be.
   auto scaled_name = [&](const std::string& source, const std::string& scale, int64_t rows, int64_t row) {
     const auto key = std::make_pair(source, scale);

@@ -30,15 +30,15 @@
 
 namespace planrt::builder {
 
-// Names taken in the model and the scaled constants made so far ((source, scale) -> name).
+// The scaled constants made so far ((source, scale) -> name).
 struct ScaleFoldState {
-  MadeNames names;
   std::map<std::pair<std::string, std::string>, std::string> made;
 };
 
 // Rewrites every foldable mul of `method` as above (new constants appended to
-// model.constants); returns how many it folded.
+// model.constants, named through `names`, the model's set shared with the other rewrites);
+// returns how many it folded.
 int fold_scales_into_linears(ir::Model& model, ir::Method& method, const ir::CheckedMethod& types,
-                             ScaleFoldState& state);
+                             MadeNames& names, ScaleFoldState& state);
 
 }  // namespace planrt::builder

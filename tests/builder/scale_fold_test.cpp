@@ -62,11 +62,12 @@ struct ScaleModel {
     model.constants.push_back(std::move(c));
   }
   ir::Method& method() { return model.methods[0]; }
+  MadeNames names;  // the model's, shared by every fold of it
   int fold(ScaleFoldState& state) {
     Result<ir::CheckedMethod> types = ir::check_method(model, method());
     EXPECT_TRUE(types.ok()) << types.status().to_string();
     if (!types.ok()) return -1;
-    return fold_scales_into_linears(model, method(), *types, state);
+    return fold_scales_into_linears(model, method(), *types, names, state);
   }
   int fold() {
     ScaleFoldState state;
@@ -191,7 +192,7 @@ TEST(ScaleFold, ScaledConstantsAreMadeOncePerModel) {
   const size_t constants = a.model.constants.size();
   ir::Method again = a.model.methods[1];
   ASSERT_OK_AND_ASSIGN(ir::CheckedMethod types, ir::check_method(a.model, again));
-  EXPECT_EQ(fold_scales_into_linears(a.model, again, types, state), 1);
+  EXPECT_EQ(fold_scales_into_linears(a.model, again, types, a.names, state), 1);
   EXPECT_EQ(a.model.constants.size(), constants);
   EXPECT_EQ(again.nodes[0].inputs[1], "w#scaled");
 }
