@@ -4,13 +4,19 @@
 // (bf16 x bf16 -> f32) instead of FFMA: the bf16 models are GEMM-rate bound, and an FFMA
 // kernel would spend more time in attention than every projection of the block together.
 //
-// Work split: one block of 4 warps per 64 query rows of one head; warp w owns rows
-// 16w..16w+15. Keys and values come through shared memory 64 rows at a time,
-// double-buffered with cp.async. Per key tile a warp computes its 16 x 64 scores into
-// registers (8 n-tiles of m16n8 accumulators), folds them into the running max and sum of
+// Work split: a block owns 64 or 128 query rows of one head (see fused_attention for the
+// choice); a row warp owns 16 of them, and with a key split of two, two warps share those 16
+// rows, each scoring half of every key tile, their results merged at the end as the online
+// softmax merges tiles. Keys and values come through shared memory 64 rows at a time,
+// double-buffered with cp.async, one barrier per tile. Per key tile a warp computes its
+// scores into registers (m16n8 accumulators), folds them into the running max and sum of
 // its rows, and multiplies the probabilities by the value tile. The score accumulators'
 // layout is the A-operand layout of the second product, so the probabilities go from
 // registers to the tensor cores without touching shared memory (FlashAttention-2's trick).
+// The key and value operands come from shared memory by ldmatrix (values transposed on the
+// way), four fragments per instruction, and only a warp whose keys of a tile reach a masked
+// key tests keys: the first version, with scalar shared loads and a mask test per score,
+// spent more of its time on the instructions around the products than on them.
 // The output stays in f32 registers until the end; exponentials are base 2 with log2(e)
 // folded into the scale.
 //
@@ -34,18 +40,17 @@ namespace {
 using bf16 = __nv_bfloat16;
 
 constexpr int kHeadDim = 64;
-constexpr int kWarps = 4;
-constexpr int kRows = 16 * kWarps;  // query rows per block
-constexpr int kKeys = 64;           // keys per tile
-constexpr int kThreads = 32 * kWarps;
+constexpr int kKeys = 64;  // keys per tile
 // Row pitch in shared memory, in bf16s: 144 bytes keeps rows 16-byte aligned for cp.async
 // and puts the 32 lanes' fragment words on 32 different banks (word 36g + t).
 constexpr int kPitch = kHeadDim + 8;
 constexpr int kMaxGridY = 65535;
 
-constexpr int kTileElems = kKeys * kPitch;  // one K or V stage; Q is the same size
-constexpr size_t kSharedBytes = size_t{5} * kTileElems * sizeof(bf16);  // Q, 2 K, 2 V: 45 KiB
-static_assert(kSharedBytes <= 48 * 1024, "fits the default shared memory of a block");
+constexpr int kTileElems = kKeys * kPitch;  // one K or V stage
+// Two stages of K and V: 36 KiB. The block's query rows (64 or 128) are staged through the
+// second stage before the first tile and held in registers from then on.
+constexpr int kSharedElems = 4 * kTileElems;
+static_assert(kSharedElems * sizeof(bf16) <= 48 * 1024, "fits the default shared memory of a block");
 
 __device__ __forceinline__ void copy_async16(bf16* dst, const bf16* src, bool valid) {
   const unsigned dst_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
@@ -63,14 +68,14 @@ __device__ __forceinline__ void wait_copies() {
 // apart into shared memory; rows at or past `rows` read as zeros. Vec: 16-byte asynchronous
 // copies (every row start is 16-byte aligned); else plain 2-byte loads, visible after the
 // caller's barrier like the copies.
-template <bool Vec>
+template <bool Vec, int Threads>
 __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, int64_t src_pitch,
                                           int64_t first, int64_t rows) {
   if (Vec) {
     constexpr int kUnitsPerRow = kHeadDim / 8;
 #pragma unroll
-    for (int u = 0; u < kKeys * kUnitsPerRow / kThreads; ++u) {
-      const int unit = threadIdx.x + u * kThreads;
+    for (int u = 0; u < kKeys * kUnitsPerRow / Threads; ++u) {
+      const int unit = threadIdx.x + u * Threads;
       const int row = unit / kUnitsPerRow;
       const int col = (unit % kUnitsPerRow) * 8;
       const bool valid = first + row < rows;
@@ -78,7 +83,7 @@ __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, int64_t sr
                    valid);
     }
   } else {
-    for (int i = threadIdx.x; i < kKeys * kHeadDim; i += kThreads) {
+    for (int i = threadIdx.x; i < kKeys * kHeadDim; i += Threads) {
       const int row = i / kHeadDim;
       const int col = i % kHeadDim;
       const bool valid = first + row < rows;
@@ -90,12 +95,34 @@ __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, int64_t sr
 __device__ __forceinline__ uint32_t word_at(const bf16* p) {
   return *reinterpret_cast<const uint32_t*>(p);
 }
-__device__ __forceinline__ uint32_t pack(bf16 lo, bf16 hi) {
-  return static_cast<uint32_t>(__bfloat16_as_ushort(lo)) |
-         (static_cast<uint32_t>(__bfloat16_as_ushort(hi)) << 16);
-}
 __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-  return pack(__float2bfloat16_rn(lo), __float2bfloat16_rn(hi));
+  const __nv_bfloat162 two = __floats2bfloat162_rn(lo, hi);  // .x, the low half: lo
+  return *reinterpret_cast<const uint32_t*>(&two);
+}
+
+// Four 8 x 8 bf16 matrices from shared memory, one per register: lanes 8i..8i+7 give the
+// row addresses of matrix i (16-byte aligned rows). Plain: lane l gets row l / 4, columns
+// 2 (l % 4) and 2 (l % 4) + 1 (a B fragment when rows are n); .trans: rows 2 (l % 4) and
+// 2 (l % 4) + 1 of column l / 4 (a B fragment when rows are k).
+__device__ __forceinline__ void load_matrices(uint32_t r[4], const bf16* row) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void load_matrices_transposed(uint32_t r[4], const bf16* row) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// 2^x on the special-function unit; results below 2^-126 flush to zero, which the softmax's
+// probabilities (rounded to bf16 for the second product) cannot tell from their value.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 
 // c += a (16 x 16) b (16 x 8).
@@ -107,19 +134,33 @@ __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <bool Causal, bool Vec>
-__global__ void __launch_bounds__(kThreads)
+// RowWarps warps own 16 query rows each (64 or 128 rows per block: 128 halves the key and
+// value traffic, which every block reads whole, where there are enough blocks to fill the
+// device); KeySplit warps share each row group, each taking 64 / KeySplit keys of every tile
+// (for short sequences, where there are too few blocks), merged at the end.
+template <bool Causal, bool Vec, int RowWarps, int KeySplit>
+__global__ void __launch_bounds__(32 * RowWarps * KeySplit)
     fused_attention_bf16_d64_kernel(const bf16* q, const bf16* k, const bf16* v, bf16* out,
                                     int64_t heads, int64_t sq, int64_t sk, float scale_log2,
                                     AttentionLayout layout) {
-  __shared__ __align__(16) bf16 shared[5 * kTileElems];
-  bf16* q_s = shared;
-  bf16* k_s = q_s + kTileElems;      // [2][64][kPitch]
-  bf16* v_s = k_s + 2 * kTileElems;  // [2][64][kPitch]
-  const int warp = threadIdx.x >> 5;
+  constexpr int kRows = 16 * RowWarps;
+  constexpr int kRowThreads = 32 * RowWarps;
+  constexpr int kBlockThreads = kRowThreads * KeySplit;
+  constexpr int kWarpKeys = kKeys / KeySplit;     // keys of a tile one warp scores
+  constexpr int kKeyBlocks = kWarpKeys / 8;       // its n-tiles of the first product
+  constexpr int kKeySteps = kWarpKeys / 16;       // its k-steps of the second
+  static_assert(kRows * kPitch <= 2 * kTileElems, "the query rows fit in the second stage");
+  __shared__ __align__(16) bf16 shared[kSharedElems];
+  bf16* k_s = shared;                // stage i: k_s + 2i tiles
+  bf16* v_s = shared + kTileElems;   // stage i: v_s + 2i tiles
+  bf16* q_s = shared + 2 * kTileElems;
+  const int warp = (threadIdx.x >> 5) % RowWarps;  // the query rows: 16 warp..
+  const int part = (threadIdx.x >> 5) / RowWarps;  // the keys of each tile: kWarpKeys part..
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;
+  const int ldm_row = lane & 7;  // the row this lane addresses in its ldmatrix
+  const int ldm_matrix = lane >> 3;
   const int64_t q0 = int64_t{blockIdx.x} * kRows;
   const int64_t row_lo = q0 + warp * 16 + g;  // the lane's two rows: row_lo and row_lo + 8
 
@@ -133,86 +174,109 @@ __global__ void __launch_bounds__(kThreads)
     const bf16* vh = v + layout.head_offset(layout.v, head);
     bf16* oh = out + layout.head_offset(layout.out, head);
 
-    load_tile<Vec>(q_s, qh, layout.q.row, q0, sq);
-    load_tile<Vec>(k_s, kh, layout.k.row, 0, sk);
-    load_tile<Vec>(v_s, vh, layout.v.row, 0, sk);
+#pragma unroll
+    for (int rows = 0; rows < kRows; rows += kKeys) {
+      load_tile<Vec, kBlockThreads>(q_s + rows * kPitch, qh, layout.q.row, q0 + rows, sq);
+    }
+    if (tiles > 0) {
+      load_tile<Vec, kBlockThreads>(k_s, kh, layout.k.row, 0, sk);
+      load_tile<Vec, kBlockThreads>(v_s, vh, layout.v.row, 0, sk);
+    }
     commit_copies();
-
+    wait_copies<0>();
+    __syncthreads();
     uint32_t qa[4][4];  // the warp's 16 query rows as A fragments, one per 16 dims
-    float o[8][4];      // 16 x 64 output: n-tile j holds dims 8j..8j+7
+    {
+      const bf16* qw = q_s + (warp * 16 + g) * kPitch + 2 * t;
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        qa[kk][0] = word_at(qw + kk * 16);
+        qa[kk][1] = word_at(qw + 8 * kPitch + kk * 16);
+        qa[kk][2] = word_at(qw + kk * 16 + 8);
+        qa[kk][3] = word_at(qw + 8 * kPitch + kk * 16 + 8);
+      }
+    }
+    __syncthreads();  // the second stage is free for the keys and values
+
+    float o[8][4];  // 16 x 64 output: n-tile j holds dims 8j..8j+7
     float m[2] = {-INFINITY, -INFINITY};  // running max of rows g and g + 8
     float l[2] = {0.0f, 0.0f};            // the lane's part of their running sums
 #pragma unroll
     for (int j = 0; j < 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
+    // One barrier per tile: the next tile's copies are issued before this tile's products
+    // and waited for after them; the barrier then makes them visible and frees this stage.
     for (int tile = 0; tile < tiles; ++tile) {
       const int stage = tile & 1;
-      if (tile + 1 < tiles) {  // the other stage was last read before the previous barrier
-        load_tile<Vec>(k_s + (stage ^ 1) * kTileElems, kh, layout.k.row, int64_t{tile + 1} * kKeys, sk);
-        load_tile<Vec>(v_s + (stage ^ 1) * kTileElems, vh, layout.v.row, int64_t{tile + 1} * kKeys, sk);
+      const bool more = tile + 1 < tiles;
+      if (more) {
+        const int next = (stage ^ 1) * 2 * kTileElems;
+        load_tile<Vec, kBlockThreads>(k_s + next, kh, layout.k.row, int64_t{tile + 1} * kKeys, sk);
+        load_tile<Vec, kBlockThreads>(v_s + next, vh, layout.v.row, int64_t{tile + 1} * kKeys, sk);
         commit_copies();
-        wait_copies<1>();
-      } else {
-        wait_copies<0>();
-      }
-      __syncthreads();
-      if (tile == 0) {
-        const bf16* qw = q_s + (warp * 16 + g) * kPitch + 2 * t;
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          qa[kk][0] = word_at(qw + kk * 16);
-          qa[kk][1] = word_at(qw + 8 * kPitch + kk * 16);
-          qa[kk][2] = word_at(qw + kk * 16 + 8);
-          qa[kk][3] = word_at(qw + 8 * kPitch + kk * 16 + 8);
-        }
       }
 
-      // Scores: s[j] is the 16 x 8 block of keys 8j..8j+7 (B = k^T: column n is key row n).
-      const bf16* kt = k_s + stage * kTileElems;
-      float s[8][4];
+      // Scores: s[j] is the 16 x 8 block of the warp's keys 8j..8j+7 (B = k^T: column n is
+      // key row n). Two ldmatrix per key block: matrix i of the first holds dims 8i..8i+7 of
+      // its 8 keys, so registers (0, 1) are the B fragment of dims 0..15, (2, 3) of 16..31.
+      const bf16* kt = k_s + stage * 2 * kTileElems + part * kWarpKeys * kPitch;
+      float s[kKeyBlocks][4];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < kKeyBlocks; ++j) {
         s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-        const bf16* key_row = kt + (8 * j + g) * kPitch + 2 * t;
+        const bf16* key_row = kt + (8 * j + ldm_row) * kPitch + 8 * ldm_matrix;
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          mma(s[j], qa[kk], word_at(key_row + kk * 16), word_at(key_row + kk * 16 + 8));
+        for (int half_dims = 0; half_dims < 2; ++half_dims) {
+          uint32_t b[4];
+          load_matrices(b, key_row + 32 * half_dims);
+          mma(s[j], qa[2 * half_dims], b[0], b[1]);
+          mma(s[j], qa[2 * half_dims + 1], b[2], b[3]);
         }
       }
 
-      // Online softmax over the tile: mask, new running max, rescale what came before.
-      const int64_t key0 = int64_t{tile} * kKeys + 2 * t;
+      // Only keys past the end or (causal) past the warp's first query row are masked, and
+      // only a warp whose keys of this tile reach that far tests them (uniform over the warp).
+      const int64_t first_key = int64_t{tile} * kKeys + part * kWarpKeys;
+      const int64_t last_key = first_key + kWarpKeys - 1;
+      const bool masked_keys = last_key >= sk || (Causal && last_key > q0 + warp * 16);
+      const int64_t key0 = first_key + 2 * t;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {  // row g (c0, c1), row g + 8 (c2, c3)
         const int64_t row = row_lo + 8 * half;
         float tile_max = -INFINITY;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
+        for (int j = 0; j < kKeyBlocks; ++j) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const int64_t key = key0 + 8 * j + e;
-            const bool masked = key >= sk || (Causal && key > row);
             float& x = s[j][2 * half + e];
-            x = masked ? -INFINITY : x * scale_log2;
+            x *= scale_log2;
+            if (masked_keys) {
+              const int64_t key = key0 + 8 * j + e;
+              if (key >= sk || (Causal && key > row)) x = -INFINITY;
+            }
             tile_max = fmaxf(tile_max, x);
           }
         }
-        // The four lanes of a quad share the row.
+        // Online softmax: the four lanes of a quad share the row.
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
         const float m_new = fmaxf(m[half], tile_max);
         // A row with every key so far masked keeps weight 0 instead of exp2(-inf + inf).
         const bool empty = m_new == -INFINITY;
-        const float alpha = empty ? 1.0f : exp2f(m[half] - m_new);
+        const float alpha = empty ? 1.0f : fast_exp2(m[half] - m_new);
+        const float shift = empty ? 0.0f : m_new;  // exp2(-inf - 0) = 0 for an empty row
         float sum = 0.0f;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
+        for (int j = 0; j < kKeyBlocks; ++j) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& x = s[j][2 * half + e];
-            x = empty ? 0.0f : exp2f(x - m_new);
+            x = fast_exp2(x - shift);
             sum += x;
           }
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
           o[j][2 * half] *= alpha;
           o[j][2 * half + 1] *= alpha;
         }
@@ -221,51 +285,108 @@ __global__ void __launch_bounds__(kThreads)
       }
 
       // o += p v. The probabilities of keys 16kk..16kk+15 are the A fragment
-      // {s[2kk] c0c1, s[2kk] c2c3, s[2kk+1] c0c1, s[2kk+1] c2c3}; B (k = key, n = dim) is
-      // the value tile, two keys per register.
-      const bf16* vt = v_s + stage * kTileElems;
+      // {s[2kk] c0c1, s[2kk] c2c3, s[2kk+1] c0c1, s[2kk+1] c2c3}; B (k = key, n = dim) comes
+      // from the value tile by transposing loads: matrix i of one ldmatrix holds keys
+      // 16kk + 8 (i & 1).. and dims 8j + 8 (i >> 1).., so registers (0, 1) are the B fragment
+      // of dims 8j..8j+7 and (2, 3) of the next 8.
+      const bf16* vt = v_s + stage * 2 * kTileElems + part * kWarpKeys * kPitch;
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
+      for (int kk = 0; kk < kKeySteps; ++kk) {
         const uint32_t pa[4] = {pack(s[2 * kk][0], s[2 * kk][1]), pack(s[2 * kk][2], s[2 * kk][3]),
                                 pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                                 pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-        const bf16* key_row = vt + (16 * kk + 2 * t) * kPitch + g;
+        const bf16* value_row =
+            vt + (16 * kk + 8 * (ldm_matrix & 1) + ldm_row) * kPitch + 8 * (ldm_matrix >> 1);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const bf16* col = key_row + 8 * j;
-          mma(o[j], pa, pack(col[0], col[kPitch]), pack(col[8 * kPitch], col[9 * kPitch]));
+        for (int j = 0; j < 8; j += 2) {
+          uint32_t b[4];
+          load_matrices_transposed(b, value_row + 8 * j);
+          mma(o[j], pa, b[0], b[1]);
+          mma(o[j + 1], pa, b[2], b[3]);
         }
       }
-      __syncthreads();  // this stage is free for the tile after next
+      if (more) wait_copies<0>();
+      __syncthreads();
     }
 
+    if (KeySplit > 1) {
+      // The warps of parts 1.. hand their rows' max, partial sums and outputs to part 0's
+      // warp of the same rows through the (now idle) key and value stages, which merges them
+      // as the online softmax merges tiles: each side rescaled to the larger max.
+      constexpr int kMerged = 32 + 4;  // o, m, l of one lane
+      float* merge = reinterpret_cast<float*>(shared);
+      static_assert((KeySplit - 1) * kRowThreads * kMerged * sizeof(float) <= kSharedElems * sizeof(bf16),
+                    "the merge fits in the key and value stages");
+      if (part > 0) {
+        float* mine = merge + (part - 1) * kRowThreads * kMerged + (threadIdx.x % kRowThreads);
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float total = l[half];
-      total += __shfl_xor_sync(0xffffffffu, total, 1);
-      total += __shfl_xor_sync(0xffffffffu, total, 2);
-      const int64_t row = row_lo + 8 * half;
-      if (row >= sq) continue;
-      const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-      bf16* orow = oh + row * layout.out.row + 2 * t;
+        for (int j = 0; j < 8; ++j) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        orow[8 * j] = __float2bfloat16_rn(o[j][2 * half] * inv);
-        orow[8 * j + 1] = __float2bfloat16_rn(o[j][2 * half + 1] * inv);
+          for (int e = 0; e < 4; ++e) mine[(4 * j + e) * kRowThreads] = o[j][e];
+        }
+        mine[32 * kRowThreads] = m[0];
+        mine[33 * kRowThreads] = m[1];
+        mine[34 * kRowThreads] = l[0];
+        mine[35 * kRowThreads] = l[1];
+      }
+      __syncthreads();
+      if (part == 0) {
+#pragma unroll
+        for (int other = 1; other < KeySplit; ++other) {
+          const float* theirs = merge + (other - 1) * kRowThreads * kMerged + threadIdx.x;
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const float m_other = theirs[(32 + half) * kRowThreads];
+            const float l_other = theirs[(34 + half) * kRowThreads];
+            const float m_new = fmaxf(m[half], m_other);
+            // A side that saw only masked keys (max -inf) adds nothing.
+            const float mine_w = m[half] == -INFINITY ? 0.0f : fast_exp2(m[half] - m_new);
+            const float other_w = m_other == -INFINITY ? 0.0f : fast_exp2(m_other - m_new);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                float& x = o[j][2 * half + e];
+                x = x * mine_w + theirs[(4 * j + 2 * half + e) * kRowThreads] * other_w;
+              }
+            }
+            l[half] = l[half] * mine_w + l_other * other_w;
+            m[half] = m_new;
+          }
+        }
       }
     }
-    __syncthreads();  // q_s and the stages are reloaded for the next head
+
+    if (part == 0) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float total = l[half];
+        total += __shfl_xor_sync(0xffffffffu, total, 1);
+        total += __shfl_xor_sync(0xffffffffu, total, 2);
+        const int64_t row = row_lo + 8 * half;
+        if (row >= sq) continue;
+        const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+        bf16* orow = oh + row * layout.out.row + 2 * t;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          orow[8 * j] = __float2bfloat16_rn(o[j][2 * half] * inv);
+          orow[8 * j + 1] = __float2bfloat16_rn(o[j][2 * half + 1] * inv);
+        }
+      }
+    }
+    __syncthreads();  // the stages are reloaded for the next head
   }
 }
 
-template <bool Causal, bool Vec>
+template <bool Causal, bool Vec, int RowWarps, int KeySplit>
 cudaError_t launch_fused(const bf16* q, const bf16* k, const bf16* v, bf16* out, int64_t heads,
                          int64_t sq, int64_t sk, float scale_log2, const AttentionLayout& layout,
                          cudaStream_t stream) {
+  constexpr int kRows = 16 * RowWarps;
   const dim3 grid(static_cast<unsigned>((sq + kRows - 1) / kRows),
                   static_cast<unsigned>(heads < kMaxGridY ? heads : kMaxGridY));
-  fused_attention_bf16_d64_kernel<Causal, Vec>
-      <<<grid, kThreads, 0, stream>>>(q, k, v, out, heads, sq, sk, scale_log2, layout);
+  fused_attention_bf16_d64_kernel<Causal, Vec, RowWarps, KeySplit>
+      <<<grid, 32 * RowWarps * KeySplit, 0, stream>>>(q, k, v, out, heads, sq, sk, scale_log2, layout);
   return cudaGetLastError();
 }
 
@@ -278,9 +399,25 @@ cudaError_t fused_attention(const bf16* q, const bf16* k, const bf16* v, bf16* o
   // 16-byte copies need 16-byte aligned input rows (8 elements; a 64-element row is 128
   // bytes); the output is written 2 bytes at a time either way.
   const bool vec = all_aligned16(q, k, v, q) && layout.strides_multiple_of(8);
+  // Blocks of 128 query rows where they alone fill the device (every block reads all of its
+  // head's keys and values, and 128 rows halve that traffic); otherwise 64 rows with two
+  // warps per row group, each taking half of every key tile, so that short sequences still
+  // have warps in flight. Measured on both sides of the rule in docs/performance.md.
+  int device = 0;
+  int sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    return cudaGetLastError();
+  }
+  const bool wide_rows = (sq + 127) / 128 * heads >= sms;
   return with_attention_flags(causal, vec, [&](auto causal_c, auto vec_c) {
-    return launch_fused<decltype(causal_c)::value, decltype(vec_c)::value>(
-        q, k, v, out, heads, sq, sk, attention_scale_log2(scale), layout, stream);
+    constexpr bool kCausal = decltype(causal_c)::value;
+    constexpr bool kVec = decltype(vec_c)::value;
+    const float scale_log2 = attention_scale_log2(scale);
+    if (wide_rows) {
+      return launch_fused<kCausal, kVec, 8, 1>(q, k, v, out, heads, sq, sk, scale_log2, layout, stream);
+    }
+    return launch_fused<kCausal, kVec, 4, 2>(q, k, v, out, heads, sq, sk, scale_log2, layout, stream);
   });
 }
 
