@@ -5,7 +5,8 @@ torch.onnx.export (the TorchScript exporter at opset 14 and, where torch has it,
 dynamo exporter torch 2.9+ uses by default: rows "import" and "dynamo") and built with
 `planrt build model.onnx`, against the same module in
 PyTorch eager and under torch.compile, and against the template-built program of the same
-model (`planrt build --template transformer`, same sizes and partition). One run per
+model (`planrt build --template transformer --weights`, same sizes, partition and weights:
+the module's, so its output is checked like the import's). One run per
 (sequence length, dtype); every figure comes from this one process on one GPU.
 
 Figures (medians over --iterations after --warmup; planrt's programs run --rounds times
@@ -51,6 +52,40 @@ def encoder(layers):
     one layer, and an export of equal layers stores one layer's weights for all (a model
     1/layers the size, cache-resident), which the template's distinct layers are not."""
     return models.build("encoder", seed=0, layers=layers)
+
+
+def write_template_weights(module, path):
+    """The module's weights as a safetensors file under the transformer template's names
+    (`planrt build --template transformer --weights PATH`), in the module's dtype: the
+    template-built program then computes what the export does, so the latency ratio compares
+    two programs of one model and their outputs must agree."""
+    tensors = {}
+    for i, layer in enumerate(module.layers):
+        b = f"blocks.{i}."
+        attn = layer.self_attn
+        for name, w in zip("qkv", attn.in_proj_weight.chunk(3)):
+            tensors[b + f"attn.{name}.weight"] = w
+        for name, w in zip("qkv", attn.in_proj_bias.chunk(3)):
+            tensors[b + f"attn.{name}.bias"] = w
+        tensors[b + "attn.o.weight"], tensors[b + "attn.o.bias"] = attn.out_proj.weight, attn.out_proj.bias
+        for theirs, mine in (("linear1", "mlp.fc1"), ("linear2", "mlp.fc2"), ("norm1", "ln1"), ("norm2", "ln2")):
+            tensors[b + mine + ".weight"] = getattr(layer, theirs).weight
+            tensors[b + mine + ".bias"] = getattr(layer, theirs).bias
+    names = {torch.float32: "F32", torch.bfloat16: "BF16"}
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        raw = t.detach().contiguous().cpu().view(torch.int16 if t.dtype == torch.bfloat16 else t.dtype)
+        data = raw.numpy().tobytes()
+        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for data in blobs:
+            f.write(data)
 
 
 def has_dynamo_exporter():
@@ -124,9 +159,12 @@ def main():
                         planrt_json([args.planrt, "build", dynamo_path, *dim_flags(dynamo_path, seq),
                                      "--partition", "cuda", "--device", "cuda:0", "-o", progs["dynamo"]])
                     progs["template"] = os.path.join(work, "template.prog")
+                    template_weights = os.path.join(work, "template.safetensors")
+                    write_template_weights(module.to(dtype), template_weights)
                     planrt_json([args.planrt, "build", "--template", "transformer", "--layers", str(args.layers),
                                  "--d-model", str(D), "--heads", str(HEADS), "--ffn", str(FFN), "--max-seq",
-                                 str(seq), "--partition", "cuda", "--dtype", dtype_name, "-o", progs["template"]])
+                                 str(seq), "--weights", template_weights, "--partition", "cuda", "--dtype",
+                                 dtype_name, "-o", progs["template"]])
                 except Exception as e:  # a failed build, or a failed export
                     print(f"S={seq} {dtype_name}: {e}", file=sys.stderr)
                     failed = True
@@ -176,12 +214,12 @@ def main():
                     line[f"planrt_{kind}_round_medians_ms"] = round_ms[kind]
                     line[f"planrt_{kind}_device_used_above_weights_bytes"] = above
                     line[f"planrt_{kind}_weights_bytes"] = w
-                    if kind != "template":
-                        rel = float(np.max(np.abs(y - ref)) / np.max(np.abs(ref)))
-                        line[f"{kind}_relative_error_vs_torch"] = rel
-                        if rel > (1e-4 if dtype_name == "f32" else 2e-2):
-                            print(f"S={seq} {dtype_name} {kind}: relative error {rel:.3g}", file=sys.stderr)
-                            failed = True
+                    # Every program holds the module's weights, the template's too.
+                    rel = float(np.max(np.abs(y - ref)) / np.max(np.abs(ref)))
+                    line[f"{kind}_relative_error_vs_torch"] = rel
+                    if rel > (1e-4 if dtype_name == "f32" else 2e-2):
+                        print(f"S={seq} {dtype_name} {kind}: relative error {rel:.3g}", file=sys.stderr)
+                        failed = True
                 line.update({"torch_eager_host_to_host_ms": eager_ms, "torch_compile_host_to_host_ms": compile_ms,
                              "torch_eager_max_allocated_above_weights_bytes": eager_above,
                              "torch_compile_max_allocated_above_weights_bytes": compile_above,
