@@ -405,10 +405,11 @@ cudaError_t fused_attention(const bf16* q, const bf16* k, const bf16* v, bf16* o
   // have warps in flight. Measured on both sides of the rule in docs/performance.md.
   int device = 0;
   int sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    return cudaGetLastError();
+  cudaError_t queried = cudaGetDevice(&device);
+  if (queried == cudaSuccess) {
+    queried = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   }
+  if (queried != cudaSuccess) return queried;
   const bool wide_rows = (sq + 127) / 128 * heads >= sms;
   return with_attention_flags(causal, vec, [&](auto causal_c, auto vec_c) {
     constexpr bool kCausal = decltype(causal_c)::value;
