@@ -117,8 +117,9 @@ __device__ __forceinline__ void load_matrices_transposed(uint32_t r[4], const bf
                : "r"(addr));
 }
 
-// 2^x on the special-function unit; results below 2^-126 flush to zero, which the softmax's
-// probabilities (rounded to bf16 for the second product) cannot tell from their value.
+// 2^x on the special-function unit; results below 2^-126 flush to zero. A probability that
+// small cannot move a bf16 output: every row's sum of probabilities is at least 1 (its
+// largest score contributes 2^0).
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -234,8 +235,8 @@ __global__ void __launch_bounds__(32 * RowWarps * KeySplit)
         }
       }
 
-      // Only keys past the end or (causal) past the warp's first query row are masked, and
-      // only a warp whose keys of this tile reach that far tests them (uniform over the warp).
+      // A key is masked past the end or (causal) past its query row; only a warp whose keys
+      // of this tile reach past the end or past its first row tests them (uniform per warp).
       const int64_t first_key = int64_t{tile} * kKeys + part * kWarpKeys;
       const int64_t last_key = first_key + kWarpKeys - 1;
       const bool masked_keys = last_key >= sk || (Causal && last_key > q0 + warp * 16);
@@ -399,10 +400,10 @@ cudaError_t fused_attention(const bf16* q, const bf16* k, const bf16* v, bf16* o
   // 16-byte copies need 16-byte aligned input rows (8 elements; a 64-element row is 128
   // bytes); the output is written 2 bytes at a time either way.
   const bool vec = all_aligned16(q, k, v, q) && layout.strides_multiple_of(8);
-  // Blocks of 128 query rows where they alone fill the device (every block reads all of its
-  // head's keys and values, and 128 rows halve that traffic); otherwise 64 rows with two
-  // warps per row group, each taking half of every key tile, so that short sequences still
-  // have warps in flight. Measured on both sides of the rule in docs/performance.md.
+  // Blocks of 128 query rows where they alone occupy at least three quarters of the SMs
+  // (every block reads all of its head's keys and values, and 128 rows halve that traffic);
+  // otherwise 64 rows with two warps per row group, each taking half of every key tile, so
+  // that short sequences still have warps in flight. Measurements: docs/performance.md.
   int device = 0;
   int sms = 0;
   cudaError_t queried = cudaGetDevice(&device);
@@ -410,7 +411,7 @@ cudaError_t fused_attention(const bf16* q, const bf16* k, const bf16* v, bf16* o
     queried = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   }
   if (queried != cudaSuccess) return queried;
-  const bool wide_rows = (sq + 127) / 128 * heads >= sms;
+  const bool wide_rows = (sq + 127) / 128 * heads * 4 >= int64_t{3} * sms;
   return with_attention_flags(causal, vec, [&](auto causal_c, auto vec_c) {
     constexpr bool kCausal = decltype(causal_c)::value;
     constexpr bool kVec = decltype(vec_c)::value;

@@ -241,6 +241,27 @@ TEST_P(CudaKernelsInEachDtype, FusedAttentionMatchesTheCpu) {
   }
 }
 
+// Enough blocks to fill the device: 32 heads of 600 queries are 160 blocks of 128 rows, at
+// least three quarters of any current GPU's SMs, where the bf16 kernel takes its 128-row
+// shape (fused_attention's choice; the cases above are below it and take the key split).
+// Keys off the 64-key tiles, causal and not, aligned and not.
+TEST_P(CudaKernelsInEachDtype, FusedAttentionOnEnoughBlocksToFillTheDeviceMatchesTheCpu) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  const Shape q_shape{1, 32, 600, 64};
+  const Shape kv_shape{1, 32, 450, 64};
+  uint32_t seed = 431;
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(fmt::format("causal {}", causal));
+    HostTensor q = rnd(q_shape, seed++, -2.0f, 2.0f);
+    HostTensor k = rnd(kv_shape, seed++, -2.0f, 2.0f);
+    HostTensor v = rnd(kv_shape, seed++);
+    Agree(r, "scaled_dot_product_attention", attrs_of({{"causal", causal}}), {q, k, v}, q_shape);
+    Agree(r, "scaled_dot_product_attention", attrs_of({{"causal", causal}}), {q, k, v}, q_shape,
+          off_alignment());
+  }
+}
+
 // layout "bshd" (the heads of a position side by side, as the builder's rewrite gives the
 // attention of every transformer block): the fused kernel indexes rows H * 64 apart and the
 // batches S * H * 64 apart; the CPU kernel (tested against the permuted default layout in
