@@ -75,7 +75,7 @@ def write_template_weights(module, path):
     header, blobs, offset = {}, [], 0
     for name, t in tensors.items():
         raw = t.detach().contiguous().cpu().view(torch.int16 if t.dtype == torch.bfloat16 else t.dtype)
-        data = raw.numpy().tobytes()
+        data = raw.numpy().astype("<i2" if t.dtype == torch.bfloat16 else "<f4").tobytes()  # safetensors: little-endian
         header[name] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
