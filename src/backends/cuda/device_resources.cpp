@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include "planrt/core/log.h"
 #include "platform/cuda/cuda_allocator.h"
 
 namespace planrt::backends {
@@ -58,6 +59,15 @@ Status ensure_cudnn(SharedCublas& shared) {
   const uint64_t before = used_now();
   PLANRT_ASSIGN_OR_RETURN(shared.cudnn, kernels::cuda::CudnnHandle::create(shared.allow_tf32));
   shared.cudnn_bytes = added_since(before);
+  return {};
+}
+
+Status open_cudnn_for(SharedCublas& shared, CudnnUse use) {
+  if (use.convolution) return ensure_cudnn(shared);
+  if (!use.bf16_attention) return {};
+  if (Status s = ensure_cudnn(shared); !s.ok()) {
+    PLANRT_LOG_INFO("bf16 attention runs planrt's kernel on cuda:{}: {}", shared.device, s.to_string());
+  }
   return {};
 }
 

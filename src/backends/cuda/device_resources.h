@@ -54,4 +54,13 @@ Result<std::shared_ptr<SharedCublas>> shared_cublas(int device, bool allow_tf32)
 // absent: only methods with a CUDA convolution need it.
 Status ensure_cudnn(SharedCublas& shared);
 
+// What a graph's ops want of cuDNN: a convolution needs it (ensure_cudnn's error otherwise);
+// bf16 attention without a causal mask runs on it where it can be had (the kernel falls back
+// to planrt's own attention, so a missing cuDNN is only logged).
+struct CudnnUse {
+  bool convolution = false;
+  bool bf16_attention = false;
+};
+Status open_cudnn_for(SharedCublas& shared, CudnnUse use);
+
 }  // namespace planrt::backends

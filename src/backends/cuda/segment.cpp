@@ -205,9 +205,14 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
   Result<std::shared_ptr<backends::SharedCublas>> cublas = backends::shared_cublas(seg.device, allow_tf32);
   if (!cublas.ok()) return cublas.status().with_context(where);
   seg.cublas = std::move(cublas).value();
-  if (std::any_of(seg.steps.begin(), seg.steps.end(), [](const GraphStep& st) { return st.op == "conv2d"; })) {
-    Status opened = backends::ensure_cudnn(*seg.cublas);
-    if (!opened.ok()) return opened.with_context(where);
+  backends::CudnnUse cudnn_use;
+  for (const GraphStep& st : seg.steps) {
+    cudnn_use.convolution |= st.op == "conv2d";
+    cudnn_use.bf16_attention |= st.op == "scaled_dot_product_attention" && !st.inputs.empty() &&
+                                seg.values[st.inputs[0]].dtype == DType::BF16;
+  }
+  if (Status opened = backends::open_cudnn_for(*seg.cublas, cudnn_use); !opened.ok()) {
+    return opened.with_context(where);
   }
   PLANRT_ASSIGN_OR_RETURN(seg.legacy_done, cuda::Event::create(seg.device));
   PLANRT_ASSIGN_OR_RETURN(seg.errors, backends::DeviceErrorRecord::create(seg.device, where));

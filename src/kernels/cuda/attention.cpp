@@ -1,7 +1,11 @@
 // scaled_dot_product_attention, f32 and bf16, in either layout (kernels/attention_layout.h).
 // Fused (attention_runs_fused: the default for
 // head dim 64): one kernel, online softmax, no scores in memory (attention_kernels.cu; bf16
-// on the tensor cores, attention_bf16_kernels.cu). Otherwise, f32 only:
+// on the tensor cores, attention_bf16_kernels.cu). bf16 without a causal mask runs cuDNN's
+// fused attention instead where the context has a cuDNN handle and cuDNN has a plan for the
+// shape (cudnn_attention_plan.h: cuDNN 9.13 or later, no workspace, 16-byte aligned
+// operands); where it has none, planrt's kernel runs, with the same result up to bf16
+// rounding. Otherwise, f32 only:
 // scores = scale * q @ k^T (strided-batched GEMM over the heads), softmax of each score row
 // with the optional causal mask (one kernel, in place), then scores @ v (strided-batched
 // GEMM). Those scores live in temporary memory, at most kScoreBudget bytes at a time: heads
@@ -10,14 +14,67 @@
 #include <limits>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cuda/attention_dispatch.cuh"
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cudnn_library.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
 #include "kernels/workspace.h"
 
 namespace planrt::kernels::cuda {
+namespace {
+
+// A dim of 1 addresses nothing with its stride, which the layout may leave 0 (bhsd: one batch
+// of every head); cuDNN is given the stride that would step past the whole operand instead.
+AttentionOperandStrides cudnn_strides(const AttentionLayout& layout, const AttentionStrides& s, int64_t batches,
+                                      int64_t rows) {
+  AttentionOperandStrides out{s.batch, s.head, s.row};
+  if (layout.heads_per_batch == 1) out.head = rows * s.row;
+  if (batches == 1) out.batch = layout.heads_per_batch * out.head;
+  return out;
+}
+
+// Runs bf16 attention as a cuDNN plan; false (nothing enqueued) when cuDNN cannot take it
+// here: no handle, operands off 16-byte alignment, or no plan for the shape.
+Result<bool> ran_on_cudnn(const CudaKernelContext& ctx, const AttentionPlan& plan, const void* q, const void* k,
+                          const void* v, void* out) {
+  constexpr std::string_view op = "scaled_dot_product_attention";
+  const AttentionLayout& layout = plan.layout;
+  if (ctx.cudnn == nullptr || ctx.cudnn->get() == nullptr || plan.causal) return false;
+  const auto* bq = static_cast<const __nv_bfloat16*>(q) + layout.q.start;
+  const auto* bk = static_cast<const __nv_bfloat16*>(k) + layout.k.start;
+  const auto* bv = static_cast<const __nv_bfloat16*>(v) + layout.v.start;
+  auto* bo = static_cast<__nv_bfloat16*>(out) + layout.out.start;
+  if (!launch::all_aligned16(bq, bk, bv, bo) || !layout.strides_multiple_of(8)) return false;
+  PLANRT_ASSIGN_OR_RETURN(const CudnnLibrary* lib, cudnn_library());
+  AttentionPlanKey key;
+  key.batch = plan.heads / layout.heads_per_batch;
+  key.heads = layout.heads_per_batch;
+  key.sq = plan.sq;
+  key.sk = plan.sk;
+  key.d = plan.d;
+  key.dv = plan.dv;
+  key.q = cudnn_strides(layout, layout.q, key.batch, plan.sq);
+  key.k = cudnn_strides(layout, layout.k, key.batch, plan.sk);
+  key.v = cudnn_strides(layout, layout.v, key.batch, plan.sk);
+  key.out = cudnn_strides(layout, layout.out, key.batch, plan.sq);
+  key.dtype = DType::BF16;
+  key.workspace_budget = 0;  // attention plans no workspace (kernels/workspace.h)
+  Result<const CudnnAttentionPlan*> found = ctx.cudnn->attention_plans().get(*lib, ctx.cudnn->get(), key);
+  if (!found.ok()) {
+    if (found.status().code() == ErrorCode::NotSupported) return false;
+    return found.status();
+  }
+  if (cudnnStatus_t s = lib->cudnnSetStream(ctx.cudnn->get(), ctx.stream); s != CUDNN_STATUS_SUCCESS) {
+    return make_error(ErrorCode::Internal, "{}: cudnnSetStream failed: {}", op, lib->cudnnGetErrorString(s));
+  }
+  PLANRT_RETURN_IF_ERROR((*found)->execute(ctx.cudnn->get(), bq, bk, bv, bo, static_cast<float>(plan.scale), nullptr));
+  return true;
+}
+
+}  // namespace
 
 Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs& attrs,
                                     std::span<const TensorView> inputs,
@@ -46,6 +103,10 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   }
   if (dtype == DType::BF16) {
     using bf16 = __nv_bfloat16;
+    PLANRT_ASSIGN_OR_RETURN(bool on_cudnn,
+                            ran_on_cudnn(ctx, plan, inputs[0].data, attention_source(inputs, 1).data,
+                                         attention_source(inputs, 2).data, outputs[0].data));
+    if (on_cudnn) return {};
     return cuda_status(op, "kernel launch",
                        launch::fused_attention(inputs[0].data_as<const bf16>(),
                                                attention_source(inputs, 1).data_as<const bf16>(),

@@ -26,12 +26,10 @@
 
 #include <cudnn.h>
 
-#include <array>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <tuple>
 
+#include "kernels/cuda/cudnn_backend.h"
 #include "planrt/core/dtype.h"
 #include "planrt/core/result.h"
 
@@ -78,17 +76,7 @@ class CudnnConvPlan {
   uint64_t workspace_bytes_ = 0;
 };
 
-// A handle's plans, by key. Plans are never evicted: a method's shapes are bounded by its
-// dims, and each plan is a few KiB of host memory.
-class ConvPlanCache {
- public:
-  // The plan for `key`, made on first use.
-  Result<const CudnnConvPlan*> get(const CudnnLibrary& lib, cudnnHandle_t handle, const ConvPlanKey& key);
-  size_t size() const;
-
- private:
-  mutable std::mutex mu_;
-  std::map<ConvPlanKey, std::unique_ptr<CudnnConvPlan>> plans_;
-};
+// A handle's convolution plans (cudnn_backend.h: PlanCache).
+using ConvPlanCache = PlanCache<ConvPlanKey, CudnnConvPlan>;
 
 }  // namespace planrt::kernels::cuda

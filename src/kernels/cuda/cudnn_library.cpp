@@ -58,11 +58,14 @@ Result<CudnnHandle> CudnnHandle::create(bool allow_tf32) {
   }
   h.allow_tf32_ = allow_tf32;
   h.plans_ = std::make_unique<ConvPlanCache>();
+  h.attention_plans_ = std::make_unique<AttentionPlanCache>();
   return h;
 }
 
 CudnnHandle::CudnnHandle(CudnnHandle&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)), allow_tf32_(other.allow_tf32_), plans_(std::move(other.plans_)) {}
+    : handle_(std::exchange(other.handle_, nullptr)), allow_tf32_(other.allow_tf32_),
+      plans_(std::move(other.plans_)),
+      attention_plans_(std::move(other.attention_plans_)) {}
 
 CudnnHandle& CudnnHandle::operator=(CudnnHandle&& other) noexcept {
   if (this != &other) {
@@ -70,12 +73,14 @@ CudnnHandle& CudnnHandle::operator=(CudnnHandle&& other) noexcept {
     handle_ = std::exchange(other.handle_, nullptr);
     allow_tf32_ = other.allow_tf32_;
     plans_ = std::move(other.plans_);
+    attention_plans_ = std::move(other.attention_plans_);
   }
   return *this;
 }
 
 CudnnHandle::~CudnnHandle() {
   plans_.reset();  // the plans are bound to the handle: gone first
+  attention_plans_.reset();
   if (handle_ == nullptr) return;
   // The handle exists only when the table was opened; a failed destroy is not actionable.
   if (const CudnnLibrary* lib = g_library.load(std::memory_order_acquire)) (void)lib->cudnnDestroy(handle_);

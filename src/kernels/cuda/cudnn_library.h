@@ -10,14 +10,17 @@
 
 #include <memory>
 
+#include "kernels/cuda/cudnn_attention_plan.h"
 #include "kernels/cuda/cudnn_conv_plan.h"
 #include "planrt/core/result.h"
 
 namespace planrt::kernels::cuda {
 
 // Every cuDNN function planrt calls: the handle and the backend (graph) API, through which
-// convolutions become cached execution plans (cudnn_conv_plan.h says why not the legacy API).
+// convolutions and attention become cached execution plans (cudnn_conv_plan.h says why not the
+// legacy API; cudnn_attention_plan.h).
 #define PLANRT_CUDNN_FUNCTIONS(X)       \
+  X(cudnnGetVersion)                    \
   X(cudnnCreate)                        \
   X(cudnnDestroy)                       \
   X(cudnnSetStream)                     \
@@ -40,8 +43,8 @@ Result<const CudnnLibrary*> cudnn_library();
 // The file name this build opens (libcudnn.so.<major>).
 const char* cudnn_soname();
 
-// One cuDNN handle, bound to the device current when it was made, with the convolution plans
-// made on it (destroyed before it). Move-only; destroyed with its owner. Not for two threads
+// One cuDNN handle, bound to the device current when it was made, with the convolution and
+// attention plans made on it (destroyed before it). Move-only; destroyed with its owner. Not for two threads
 // at once (the backends hold their math-handle mutex).
 class CudnnHandle {
  public:
@@ -59,11 +62,14 @@ class CudnnHandle {
   bool allow_tf32() const { return allow_tf32_; }
   // The execution plans of the convolutions run on this handle (non-null while get() is).
   ConvPlanCache& conv_plans() const { return *plans_; }
+  // The attention plans, and the shapes cuDNN refused (which then run planrt's kernel).
+  AttentionPlanCache& attention_plans() const { return *attention_plans_; }
 
  private:
   cudnnHandle_t handle_ = nullptr;
   bool allow_tf32_ = false;
   std::unique_ptr<ConvPlanCache> plans_;
+  std::unique_ptr<AttentionPlanCache> attention_plans_;
 };
 
 }  // namespace planrt::kernels::cuda

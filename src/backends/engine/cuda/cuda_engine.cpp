@@ -74,9 +74,14 @@ class CudaRunner final : public EngineRunner {
         backends::shared_cublas(device, options.allow_tf32);
     if (!cublas.ok()) return cublas.status().with_context(where);
     r->cublas_ = std::move(cublas).value();
-    if (std::any_of(g.steps.begin(), g.steps.end(), [](const SegmentStep& st) { return st.op == "conv2d"; })) {
-      Status opened = backends::ensure_cudnn(*r->cublas_);
-      if (!opened.ok()) return opened.with_context(where);
+    backends::CudnnUse cudnn_use;
+    for (const SegmentStep& st : g.steps) {
+      cudnn_use.convolution |= st.op == "conv2d";
+      cudnn_use.bf16_attention |= st.op == "scaled_dot_product_attention" && !st.inputs.empty() &&
+                                  g.values[st.inputs[0]].dtype == DType::BF16;
+    }
+    if (Status opened = backends::open_cudnn_for(*r->cublas_, cudnn_use); !opened.ok()) {
+      return opened.with_context(where);
     }
     PLANRT_ASSIGN_OR_RETURN(r->legacy_done_, cuda::Event::create(device));
     PLANRT_ASSIGN_OR_RETURN(r->errors_, backends::DeviceErrorRecord::create(device, where));
