@@ -19,6 +19,13 @@ Result<bool> parse_gemm_algorithm_option(std::string_view key, std::string_view 
                     "option '{}' must be \"timed\" or \"heuristic\", not \"{}\"", key, value);
 }
 
+Result<bool> parse_attention_option(std::string_view key, std::string_view value) {
+  if (value == "cudnn") return true;
+  if (value == "planrt") return false;
+  return make_error(ErrorCode::InvalidArgument,
+                    "option '{}' must be \"cudnn\" or \"planrt\", not \"{}\"", key, value);
+}
+
 Result<uint64_t> parse_bytes_option(std::string_view key, std::string_view value) {
   if (value == "max") return std::numeric_limits<uint64_t>::max();
   uint64_t n = 0;

@@ -17,6 +17,11 @@ Result<bool> parse_bool_option(std::string_view key, std::string_view value);
 // call), false for "heuristic" (its first answer); InvalidArgument naming the key otherwise.
 Result<bool> parse_gemm_algorithm_option(std::string_view key, std::string_view value);
 
+// Where CUDA bf16 attention runs ("attention", kernels/cuda/attention.cpp): true for "cudnn"
+// (cuDNN's fused attention where it takes the call, planrt's kernel elsewhere), false for
+// "planrt" (planrt's kernel always); InvalidArgument naming the key otherwise.
+Result<bool> parse_attention_option(std::string_view key, std::string_view value);
+
 // A byte count or "max"; InvalidArgument naming the key and the value otherwise.
 Result<uint64_t> parse_bytes_option(std::string_view key, std::string_view value);
 

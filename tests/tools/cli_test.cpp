@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -455,23 +456,33 @@ TEST_F(CliTest, BadCudaOptionValueIsARuntimeErrorNamingTheKey) {
   EXPECT_NE(r.err.find("use_private_pool"), std::string::npos) << r.err;
 }
 
-// gemm_algorithm (CUDA linears' cuBLASLt choice) is read by every engine, so a bad value
-// fails the load naming the key on the CPU lane too; the good ones change nothing on a host.
-TEST_F(CliTest, EngineGemmAlgorithmOptionIsCheckedOnEveryEngine) {
+// gemm_algorithm (CUDA linears' cuBLASLt choice) and attention (cuDNN's or planrt's bf16
+// attention) are read by every engine, so a bad value fails the load naming the key on the CPU
+// lane too; the good ones change nothing on a host.
+TEST_F(CliTest, EngineCudaKernelOptionsAreCheckedOnEveryEngine) {
   std::string prog = path("engines_gemm.prog");
   CommandResult built = planrt("build --template transformer --layers 1 --d-model 32 --heads 4 "
                                "--ffn 64 --max-seq 8 --partition engine --device cpu -o " + prog);
   ASSERT_EQ(built.exit_code, 0) << built.err;
-  for (const char* good : {"timed", "heuristic"}) {
-    CommandResult r = planrt("run " + prog + " --random-inputs 1 --dim S=8 --backend-option "
-                             "engine.gemm_algorithm=" + good);
-    EXPECT_EQ(r.exit_code, 0) << good << ": " << r.err;
+  struct Option {
+    std::string key;
+    std::vector<std::string> good;
+    std::string bad, expected;
+  };
+  const Option options[] = {{"gemm_algorithm", {"timed", "heuristic"}, "fastest", "\"timed\" or \"heuristic\""},
+                            {"attention", {"cudnn", "planrt"}, "flash", "\"cudnn\" or \"planrt\""}};
+  for (const Option& o : options) {
+    for (const std::string& good : o.good) {
+      CommandResult r = planrt("run " + prog + " --random-inputs 1 --dim S=8 --backend-option engine." + o.key +
+                               "=" + good);
+      EXPECT_EQ(r.exit_code, 0) << o.key << "=" << good << ": " << r.err;
+    }
+    CommandResult bad = planrt("run " + prog + " --random-inputs 1 --dim S=8 --backend-option engine." + o.key +
+                               "=" + o.bad);
+    EXPECT_EQ(bad.exit_code, 1) << bad.err;
+    EXPECT_NE(bad.err.find(o.key), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find(o.expected), std::string::npos) << bad.err;
   }
-  CommandResult bad = planrt("run " + prog + " --random-inputs 1 --dim S=8 --backend-option "
-                             "engine.gemm_algorithm=fastest");
-  EXPECT_EQ(bad.exit_code, 1) << bad.err;
-  EXPECT_NE(bad.err.find("gemm_algorithm"), std::string::npos) << bad.err;
-  EXPECT_NE(bad.err.find("\"timed\" or \"heuristic\""), std::string::npos) << bad.err;
 }
 
 // Engines on the host: run reports every context's scratch and, pooled, the pool's figures;

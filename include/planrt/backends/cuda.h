@@ -39,6 +39,10 @@
 //                            algorithm is the fastest of the heuristic's top answers, timed
 //                            on the first call of its shape (that call waits for its stream),
 //                            or the heuristic's first answer (the same in every process)
+//   "attention"              "cudnn" | "planrt" (default cudnn): bf16 attention without a
+//                            causal mask runs cuDNN's fused attention (cuDNN 9.13 or later;
+//                            planrt's kernel where cuDNN is absent or refuses the shape), or
+//                            always planrt's kernel
 //   "fuse_kernels"           "true" | "false" (default true): an add whose result a
 //                            layer_norm reads next runs as one kernel; false runs every op
 //                            as its own kernel (for A/B measurements)

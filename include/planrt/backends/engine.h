@@ -32,8 +32,8 @@
 // (`planrt build --shared-scratch`), then the load-time option (LoadMethodOptions::
 // backend_options["engine"], `planrt run --backend-option engine.use_shared_activation_scratch=...`).
 // A value other than true/false/1/0 is InvalidArgument naming the key (at set_option, or
-// at load for a spec or load option). CUDA engines also read "allow_tf32" and "gemm_algorithm"
-// as the cuda backend does.
+// at load for a spec or load option). CUDA engines also read "allow_tf32", "gemm_algorithm"
+// and "attention" as the cuda backend does.
 //
 // Capture: a pooled run on a stream that is capturing a CUDA graph is refused with
 // NotSupported before anything the capture cannot take. A capture live on ANOTHER stream

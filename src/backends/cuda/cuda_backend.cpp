@@ -53,6 +53,7 @@ Result<BackendHandle> CudaBackend::init(std::span<const uint8_t> blob,
   if (!options.ok()) return options.status().with_context(fmt::format("segment '{}'", seg->name));
   seg->fuse = options->fuse_kernels;
   seg->gemm_algorithm = options->gemm_algorithm;
+  seg->cudnn_attention = options->cudnn_attention;
   seg->planned_scratch = options->use_planned_scratch;
   seg->graphs.enabled = options->use_cuda_graphs;
   // Everything that needs no device first: a bad graph or an unknown op is reported the

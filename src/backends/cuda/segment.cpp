@@ -132,6 +132,8 @@ Result<SegmentOptions> parse_options(std::span<const BackendOption> compile_spec
       } else if (o.key == "gemm_algorithm") {
         PLANRT_ASSIGN_OR_RETURN(bool timed, backends::parse_gemm_algorithm_option(o.key, o.value));
         out.gemm_algorithm = timed ? kernels::cuda::GemmAlgorithm::Timed : kernels::cuda::GemmAlgorithm::Heuristic;
+      } else if (o.key == "attention") {
+        PLANRT_ASSIGN_OR_RETURN(out.cudnn_attention, backends::parse_attention_option(o.key, o.value));
       } else if (o.key == "use_private_pool") {
         PLANRT_ASSIGN_OR_RETURN(out.pool.use_private_pool, parse_bool_option(o.key, o.value));
       } else if (o.key == "pool_release_threshold") {
@@ -208,8 +210,8 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
   backends::CudnnUse cudnn_use;
   for (const GraphStep& st : seg.steps) {
     cudnn_use.convolution |= st.op == "conv2d";
-    cudnn_use.bf16_attention |= st.op == "scaled_dot_product_attention" && !st.inputs.empty() &&
-                                seg.values[st.inputs[0]].dtype == DType::BF16;
+    cudnn_use.bf16_attention |= seg.cudnn_attention && st.op == "scaled_dot_product_attention" &&
+                                !st.inputs.empty() && seg.values[st.inputs[0]].dtype == DType::BF16;
   }
   if (Status opened = backends::open_cudnn_for(*seg.cublas, cudnn_use); !opened.ok()) {
     return opened.with_context(where);

@@ -81,6 +81,7 @@ struct SegmentOptions {
   bool use_cuda_graphs = false;  // capture each execute once per operand addresses and sizes
   bool use_planned_scratch = true;  // the Delegate's planned scratch, where the program has one
   kernels::cuda::GemmAlgorithm gemm_algorithm = kernels::cuda::GemmAlgorithm::Timed;
+  bool cudnn_attention = true;  // option attention: "cudnn" or "planrt"
   cuda::PoolOptions pool;
 };
 
@@ -107,6 +108,7 @@ struct Segment {
   backends::PlannedWorkspace planned_workspace;
   bool fuse = true;  // option fuse_kernels
   kernels::cuda::GemmAlgorithm gemm_algorithm = kernels::cuda::GemmAlgorithm::Timed;  // option
+  bool cudnn_attention = true;  // option attention
   SegmentGraphs graphs;  // option use_cuda_graphs: the captures, replayed by graph_replay.h
 
   cuda::PoolHandle pool;

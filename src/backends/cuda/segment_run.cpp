@@ -157,6 +157,7 @@ Status run(Segment& seg, std::span<const TensorView> inputs, std::span<const Ten
                                      : seg.temp.get();
   ctx.device_errors = seg.errors.device();
   ctx.gemm_algorithm = seg.gemm_algorithm;
+  ctx.cudnn_attention = seg.cudnn_attention;
   for (size_t k = 0; k < seg.steps.size(); ++k) {
     PLANRT_RETURN_IF_ERROR(run_step(seg, k, ctx, planned_base, stream, live));
   }

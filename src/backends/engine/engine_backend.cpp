@@ -85,9 +85,11 @@ Result<BackendHandle> EngineBackend::init(std::span<const uint8_t> blob,
       bool* target = o.key == kSharedScratchOption ? &pooled
                      : o.key == "allow_tf32"       ? &runner_options.allow_tf32
                      : o.key == "gemm_algorithm"   ? &runner_options.time_gemm_algorithms
+                     : o.key == "attention"        ? &runner_options.cudnn_attention
                                                    : nullptr;
       if (target == nullptr) continue;  // other backends' keys may share the program's specs
       Result<bool> on = o.key == "gemm_algorithm" ? parse_gemm_algorithm_option(o.key, o.value)
+                        : o.key == "attention"    ? backends::parse_attention_option(o.key, o.value)
                                                   : parse_bool_option(o.key, o.value);
       if (!on.ok()) return on.status().with_context(where);
       *target = *on;

@@ -37,6 +37,7 @@ class EngineRunner {
 struct RunnerOptions {
   bool allow_tf32 = false;  // CUDA: cuBLAS TF32 math, as the cuda backend's option
   bool time_gemm_algorithms = true;  // CUDA: option gemm_algorithm, as the cuda backend's
+  bool cudnn_attention = true;       // CUDA: option attention, as the cuda backend's
 };
 
 Result<std::unique_ptr<EngineRunner>> make_runner(const Engine& engine, Device device,

@@ -5,7 +5,7 @@
 // fused attention instead where the context has a cuDNN handle and cuDNN has a plan for the
 // shape (cudnn_attention_plan.h: cuDNN 9.13 or later, no workspace, 16-byte aligned
 // operands); where it has none, planrt's kernel runs, with the same result up to bf16
-// rounding. Otherwise, f32 only:
+// rounding (backend option attention=planrt keeps planrt's kernel). Otherwise, f32 only:
 // scores = scale * q @ k^T (strided-batched GEMM over the heads), softmax of each score row
 // with the optional causal mask (one kernel, in place), then scores @ v (strided-batched
 // GEMM). Those scores live in temporary memory, at most kScoreBudget bytes at a time: heads
@@ -42,7 +42,7 @@ Result<bool> ran_on_cudnn(const CudaKernelContext& ctx, const AttentionPlan& pla
                           const void* v, void* out) {
   constexpr std::string_view op = "scaled_dot_product_attention";
   const AttentionLayout& layout = plan.layout;
-  if (ctx.cudnn == nullptr || ctx.cudnn->get() == nullptr || plan.causal) return false;
+  if (!ctx.cudnn_attention || ctx.cudnn == nullptr || ctx.cudnn->get() == nullptr || plan.causal) return false;
   const auto* bq = static_cast<const __nv_bfloat16*>(q) + layout.q.start;
   const auto* bk = static_cast<const __nv_bfloat16*>(k) + layout.k.start;
   const auto* bv = static_cast<const __nv_bfloat16*>(v) + layout.v.start;

@@ -134,6 +134,8 @@ struct CudaKernelContext {
   CudaTempMemory* temp = nullptr;         // needed by attention and broadcast matmul
   CudaDeviceError* device_errors = nullptr;  // optional, device memory (see above)
   GemmAlgorithm gemm_algorithm = GemmAlgorithm::Timed;
+  // bf16 attention on cuDNN where it takes the call (attention.cpp); false: planrt's kernel.
+  bool cudnn_attention = true;
 };
 
 using CudaKernelFn = Status (*)(const CudaKernelContext& ctx, const OpAttrs& attrs,

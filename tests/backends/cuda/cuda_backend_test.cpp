@@ -286,6 +286,27 @@ TEST_F(CudaBackendTest, AllowTf32OptionIsParsed) {
   EXPECT_LT(relative_error(*got, *want), 1e-2);
 }
 
+// attention picks cuDNN's or planrt's bf16 attention; any other value names the key and what
+// it may be, at load, before anything runs.
+TEST_F(CudaBackendTest, AttentionOptionIsCheckedAtLoad) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  Result<Program> p = two_methods();
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  for (const char* good : {"cudnn", "planrt"}) {
+    LoadMethodOptions o;
+    o.backend_options["cuda"] = {BackendOption{"attention", good}};
+    Result<Method> m = p->load_method("forward_cuda", o);
+    EXPECT_TRUE(m.ok()) << good << ": " << m.status().to_string();
+  }
+  LoadMethodOptions bad;
+  bad.backend_options["cuda"] = {BackendOption{"attention", "flash"}};
+  Result<Method> refused = p->load_method("forward_cuda", bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(refused.status().message().find("attention"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("planrt"), std::string::npos) << refused.status().message();
+}
+
 // gemm_algorithm reaches the linears: "heuristic" times nothing, "timed" (the default)
 // times each new product shape once and agrees with the CPU; a bad value names the key and
 // what it may be.

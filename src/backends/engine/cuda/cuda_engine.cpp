@@ -44,6 +44,7 @@ class CudaRunner final : public EngineRunner {
     r->name_ = g.name;
     r->gemm_algorithm_ = options.time_gemm_algorithms ? kernels::cuda::GemmAlgorithm::Timed
                                                       : kernels::cuda::GemmAlgorithm::Heuristic;
+    r->cudnn_attention_ = options.cudnn_attention;
     std::string where = fmt::format("engine '{}' on cuda:{}", g.name, device);
     for (size_t k = 0; k < g.steps.size(); ++k) {
       Result<kernels::cuda::CudaKernelFn> fn = kernels::cuda::find_cuda_kernel(g.steps[k].op);
@@ -77,8 +78,8 @@ class CudaRunner final : public EngineRunner {
     backends::CudnnUse cudnn_use;
     for (const SegmentStep& st : g.steps) {
       cudnn_use.convolution |= st.op == "conv2d";
-      cudnn_use.bf16_attention |= st.op == "scaled_dot_product_attention" && !st.inputs.empty() &&
-                                  g.values[st.inputs[0]].dtype == DType::BF16;
+      cudnn_use.bf16_attention |= options.cudnn_attention && st.op == "scaled_dot_product_attention" &&
+                                  !st.inputs.empty() && g.values[st.inputs[0]].dtype == DType::BF16;
     }
     if (Status opened = backends::open_cudnn_for(*r->cublas_, cudnn_use); !opened.ok()) {
       return opened.with_context(where);
@@ -121,6 +122,7 @@ class CudaRunner final : public EngineRunner {
     ctx.temp = &workspace_;
     ctx.device_errors = errors_.device();
     ctx.gemm_algorithm = gemm_algorithm_;
+    ctx.cudnn_attention = cudnn_attention_;
     {
       std::lock_guard cublas_lock(cublas_->mu);  // the device's one cuBLAS handle
       for (size_t k = 0; k < g.steps.size(); ++k) {
@@ -157,6 +159,7 @@ class CudaRunner final : public EngineRunner {
   int device_ = 0;
   std::string name_;
   kernels::cuda::GemmAlgorithm gemm_algorithm_ = kernels::cuda::GemmAlgorithm::Timed;
+  bool cudnn_attention_ = true;
   std::vector<kernels::cuda::CudaKernelFn> fns_;
   std::vector<void*> constants_;
   std::vector<std::pair<const uint8_t*, size_t>> weights_held_;
