@@ -40,12 +40,24 @@ using device_pages::kPackedAtOrBelow;
 using device_pages::page_rounding;
 using device_pages::round_up;
 
-// Whether a delegate graph runs a convolution (cuDNN on CUDA), and whether it takes
-// intermediates from the warm pool (a cuda graph with Temporary values beyond its operands).
+// Whether a delegate graph runs an op, and whether it takes intermediates from the warm pool (a cuda graph with Temporary values beyond its operands).
 bool graph_has_op(const fb::Graph& g, std::string_view op) {
   if (g.instructions() == nullptr) return false;
   return std::any_of(g.instructions()->begin(), g.instructions()->end(),
                      [&](const fb::Instruction* i) { return str(i->op()) == op; });
+}
+
+// Whether a CUDA delegate graph opens cuDNN: a convolution, or bf16 attention (cuDNN's fused
+// attention by default, kernels/cuda/attention.cpp; the option attention=planrt leaves it
+// closed, which this over-counts by the handle).
+bool graph_opens_cudnn(const fb::Graph& g) {
+  if (graph_has_op(g, "conv2d")) return true;
+  if (g.instructions() == nullptr || g.values() == nullptr) return false;
+  return std::any_of(g.instructions()->begin(), g.instructions()->end(), [&](const fb::Instruction* i) {
+    return str(i->op()) == "scaled_dot_product_attention" && i->inputs() != nullptr && i->inputs()->size() > 0 &&
+           i->inputs()->Get(0) < g.values()->size() &&
+           to_dtype(g.values()->Get(i->inputs()->Get(0))->dtype()) == DType::BF16;
+  });
 }
 
 bool graph_uses_pool(const fb::Graph& g) {
@@ -152,7 +164,7 @@ MethodMeta build_method_meta(const format::ProgramFile& file, const fb::Method& 
       m.device = info.device;
       if (info.device.type == DeviceType::CUDA && graph != nullptr) {
         m.library_bytes = std::max(m.library_bytes, kCublasHandleBytes);
-        if (graph_has_op(*graph, "conv2d")) m.library_bytes = kCublasHandleBytes + kCudnnHandleBytes;
+        if (graph_opens_cudnn(*graph)) m.library_bytes = kCublasHandleBytes + kCudnnHandleBytes;
         if (info.backend == "cuda" && graph_uses_pool(*graph)) m.uses_warm_pool = true;
       }
       info.shared_scratch = info.backend == "engine" && !info.planned_scratch &&

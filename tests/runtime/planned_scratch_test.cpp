@@ -317,6 +317,14 @@ TEST(PredictedDeviceBytes, AddTheLibraryHandlesTheDevicesSegmentsNeed) {
   ASSERT_OK_AND_ASSIGN(Program conv, fixtures::load_built_program(model));
   ASSERT_OK_AND_ASSIGN(MethodMeta cm, conv.method_meta("forward"));
   EXPECT_EQ(on_device(cm, Device::cuda(0))->library_bytes, 12 * kMiB) << "cuBLAS and cuDNN";
+
+  // So does bf16 attention (cuDNN's fused attention, kernels/cuda/attention.cpp).
+  TransformerOptions bf16 = small(1, "cuda");
+  bf16.dtype = DType::BF16;
+  bf16.heads = bf16.d_model / 64;  // bf16 attention has head dim 64
+  ASSERT_OK_AND_ASSIGN(Program attention, fixtures::load_transformer(bf16));
+  ASSERT_OK_AND_ASSIGN(MethodMeta am, attention.method_meta("forward"));
+  EXPECT_EQ(on_device(am, Device::cuda(0))->library_bytes, 12 * kMiB) << "cuBLAS and cuDNN";
 }
 
 // The device's page rounding in the prediction: a segment's constants above 1 MiB are one
