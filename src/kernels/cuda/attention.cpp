@@ -22,6 +22,7 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
 #include "kernels/workspace.h"
+#include "planrt/core/log.h"
 
 namespace planrt::kernels::cuda {
 namespace {
@@ -62,15 +63,32 @@ Result<bool> ran_on_cudnn(const CudaKernelContext& ctx, const AttentionPlan& pla
   key.out = cudnn_strides(layout, layout.out, key.batch, plan.sq);
   key.dtype = DType::BF16;
   key.workspace_budget = 0;  // attention plans no workspace (kernels/workspace.h)
-  Result<const CudnnAttentionPlan*> found = ctx.cudnn->attention_plans().get(*lib, ctx.cudnn->get(), key);
-  if (!found.ok()) {
-    if (found.status().code() == ErrorCode::NotSupported) return false;
-    return found.status();
+  AttentionPlanCache& cache = ctx.cudnn->attention_plans();
+  const CudnnAttentionPlan* plan_for_key = cache.find(key);
+  if (plan_for_key == nullptr) {
+    // Making a plan compiles and loads kernels, which a stream being captured into a CUDA
+    // graph (the caller's own capture) must not see: planrt's kernel runs this call instead.
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(ctx.stream, &capturing) != cudaSuccess || capturing != cudaStreamCaptureStatusNone) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    const size_t refused_before = cache.refused();
+    Result<const CudnnAttentionPlan*> made = cache.get(*lib, ctx.cudnn->get(), key);
+    if (!made.ok()) {
+      // No plan: planrt's kernel computes the same. A refusal is remembered (logged once); any
+      // other failure (out of memory, a failed compilation) is tried again on a later call.
+      if (cache.refused() > refused_before || made.status().code() != ErrorCode::NotSupported) {
+        PLANRT_LOG_INFO("{}: planrt's kernel runs it: {}", op, made.status().to_string());
+      }
+      return false;
+    }
+    plan_for_key = *made;
   }
   if (cudnnStatus_t s = lib->cudnnSetStream(ctx.cudnn->get(), ctx.stream); s != CUDNN_STATUS_SUCCESS) {
     return make_error(ErrorCode::Internal, "{}: cudnnSetStream failed: {}", op, lib->cudnnGetErrorString(s));
   }
-  PLANRT_RETURN_IF_ERROR((*found)->execute(ctx.cudnn->get(), bq, bk, bv, bo, static_cast<float>(plan.scale), nullptr));
+  PLANRT_RETURN_IF_ERROR(plan_for_key->execute(ctx.cudnn->get(), bq, bk, bv, bo, static_cast<float>(plan.scale), nullptr));
   return true;
 }
 

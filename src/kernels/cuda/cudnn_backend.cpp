@@ -199,6 +199,9 @@ Result<FinalizedPlan> search_plan(const CudnnLibrary& lib, cudnnHandle_t handle,
         Result<FinalizedPlan> plan = finalize_plan(lib, handle, config.get(), op);
         if (!plan.ok()) {  // this engine cannot take the graph; the next may
           if (seen.first_failure.empty()) seen.first_failure = plan.status().message();
+          if (plan.status().code() != ErrorCode::NotSupported && seen.other_failure.ok()) {
+            seen.other_failure = plan.status();
+          }
           continue;
         }
         if (static_cast<uint64_t>(plan->workspace_bytes) > workspace_budget) {
@@ -211,6 +214,7 @@ Result<FinalizedPlan> search_plan(const CudnnLibrary& lib, cudnnHandle_t handle,
       }
     }
   }
+  if (!seen.other_failure.ok()) return seen.other_failure;
   return make_error(ErrorCode::NotSupported, "{}: no cuDNN engine config suits", op);
 }
 

@@ -116,12 +116,14 @@ Result<FinalizedPlan> finalize_plan(const CudnnLibrary& lib, cudnnHandle_t handl
 // `workspace_budget` bytes, in cuDNN's ranking (mode A) and then its fallback list (which holds
 // the engines that need little or no workspace). Each list is walked `passes` times, pass p
 // asking suits(config, p): a later pass can admit what an earlier one left for last (engines
-// compiled at run time). NotSupported when none is found; `seen` then says why, for the
-// caller's message.
+// compiled at run time). When none is found: the first failure that was not a refusal (out of
+// memory, a failed compilation: worth trying again later), else NotSupported; `seen` says
+// why, for the caller's message.
 struct PlanSearch {
   int64_t ranked = 0;          // configs cuDNN ranked
   int64_t smallest_need = -1;  // the least workspace of a plan over budget, or -1
   std::string first_failure;   // why the first config that suited did not finalize
+  Status other_failure;        // the first failure that was not a refusal (out of memory, ...)
 };
 Result<FinalizedPlan> search_plan(const CudnnLibrary& lib, cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
                                   std::string_view op, uint64_t workspace_budget, int passes,
@@ -140,6 +142,12 @@ Status execute_plan(const CudnnLibrary& lib, cudnnHandle_t handle, cudnnBackendD
 template <typename Key, typename Plan>
 class PlanCache {
  public:
+  // The plan for `key` if one was made, else null (nothing is made).
+  const Plan* find(const Key& key) const {
+    std::lock_guard lock(mu_);
+    auto it = plans_.find(key);
+    return it == plans_.end() ? nullptr : it->second.get();
+  }
   // The plan for `key`, made on first use.
   Result<const Plan*> get(const CudnnLibrary& lib, cudnnHandle_t handle, const Key& key) {
     std::lock_guard lock(mu_);

@@ -120,7 +120,7 @@ Result<std::unique_ptr<CudnnConvPlan>> CudnnConvPlan::create(const CudnnLibrary&
                     key.c / key.groups, key.kh, key.kw, key.groups, key.workspace_budget, seen.ranked,
                     seen.smallest_need >= 0
                         ? fmt::format("; the smallest that suits needs {} bytes", seen.smallest_need)
-                        : "");
+                        : (seen.first_failure.empty() ? "" : "; the first refused with: " + seen.first_failure));
 }
 
 Status CudnnConvPlan::execute(cudnnHandle_t handle, const void* x, const void* w, void* y, void* workspace) const {
