@@ -210,8 +210,8 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
   backends::CudnnUse cudnn_use;
   for (const GraphStep& st : seg.steps) {
     cudnn_use.convolution |= st.op == "conv2d";
-    cudnn_use.bf16_attention |= seg.cudnn_attention && st.op == "scaled_dot_product_attention" &&
-                                !st.inputs.empty() && seg.values[st.inputs[0]].dtype == DType::BF16;
+    cudnn_use.bf16_attention |= seg.cudnn_attention && !st.inputs.empty() &&
+                                backends::cudnn_may_run_attention(st.op, st.attrs, seg.values[st.inputs[0]].dtype);
   }
   if (Status opened = backends::open_cudnn_for(*seg.cublas, cudnn_use); !opened.ok()) {
     return opened.with_context(where);

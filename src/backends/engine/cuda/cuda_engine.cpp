@@ -78,8 +78,8 @@ class CudaRunner final : public EngineRunner {
     backends::CudnnUse cudnn_use;
     for (const SegmentStep& st : g.steps) {
       cudnn_use.convolution |= st.op == "conv2d";
-      cudnn_use.bf16_attention |= options.cudnn_attention && st.op == "scaled_dot_product_attention" &&
-                                  !st.inputs.empty() && g.values[st.inputs[0]].dtype == DType::BF16;
+      cudnn_use.bf16_attention |= options.cudnn_attention && !st.inputs.empty() &&
+                                  backends::cudnn_may_run_attention(st.op, st.attrs, g.values[st.inputs[0]].dtype);
     }
     if (Status opened = backends::open_cudnn_for(*r->cublas_, cudnn_use); !opened.ok()) {
       return opened.with_context(where);
