@@ -12,6 +12,12 @@ bool attention_runs_fused(const AttentionPlan& plan) {
   return plan.fused && plan.d == 64 && plan.dv == 64;
 }
 
+bool attention_may_run_on_cudnn(std::string_view op, const OpAttrs& attrs, DType q_dtype) {
+  if (op != "scaled_dot_product_attention" || q_dtype != DType::BF16) return false;
+  Result<bool> causal = attrs.get_bool("causal", false);
+  return !causal.ok() || !*causal;
+}
+
 int64_t attention_head_group(int64_t heads, int64_t head_bytes) {
   if (head_bytes <= 0) return std::max<int64_t>(1, heads);
   return std::max<int64_t>(1, std::min(heads, kScoreBudget / head_bytes));

@@ -30,6 +30,13 @@ inline constexpr int64_t kScoreBudget = int64_t{256} << 20;
 // GEMM, softmax, GEMM, the seed's scratch figures.
 bool attention_runs_fused(const AttentionPlan& plan);
 
+// Whether the CUDA scaled_dot_product_attention may run on cuDNN's fused attention (bf16
+// without a causal mask; kernels/cuda/cudnn_attention_plan.h, which may still refuse a
+// shape at run time): the one decision the backends read to open cuDNN at load and the
+// memory estimate reads to count its handle. A bad `causal` attribute counts as maybe (the
+// kernel's own check reports it).
+bool attention_may_run_on_cudnn(std::string_view op, const OpAttrs& attrs, DType q_dtype);
+
 // The heads scaled_dot_product_attention processes at once, given one head's score bytes.
 int64_t attention_head_group(int64_t heads, int64_t head_bytes);
 

@@ -3,6 +3,8 @@
 #include <set>
 
 #include "fb_convert.h"
+#include "kernels/workspace.h"
+#include "planning/op_attrs.h"
 #include "method_meta_builder.h"
 #include "platform/device_pages.h"
 
@@ -47,16 +49,19 @@ bool graph_has_op(const fb::Graph& g, std::string_view op) {
                      [&](const fb::Instruction* i) { return str(i->op()) == op; });
 }
 
-// Whether a CUDA delegate graph opens cuDNN: a convolution, or bf16 attention (cuDNN's fused
-// attention by default, kernels/cuda/attention.cpp; the option attention=planrt leaves it
-// closed, which this over-counts by the handle).
+// Whether a CUDA delegate graph opens cuDNN: a convolution, or attention cuDNN may run
+// (kernels/workspace.h, the backends' own test; the option attention=planrt leaves it
+// closed, which this over-counts by the handle). An instruction whose attributes do not
+// parse counts as opening it (loading reports the error).
 bool graph_opens_cudnn(const fb::Graph& g) {
   if (graph_has_op(g, "conv2d")) return true;
   if (g.instructions() == nullptr || g.values() == nullptr) return false;
   return std::any_of(g.instructions()->begin(), g.instructions()->end(), [&](const fb::Instruction* i) {
-    return str(i->op()) == "scaled_dot_product_attention" && i->inputs() != nullptr && i->inputs()->size() > 0 &&
-           i->inputs()->Get(0) < g.values()->size() &&
-           to_dtype(g.values()->Get(i->inputs()->Get(0))->dtype()) == DType::BF16;
+    if (i->inputs() == nullptr || i->inputs()->size() == 0 || i->inputs()->Get(0) >= g.values()->size()) return false;
+    const DType q_dtype = to_dtype(g.values()->Get(i->inputs()->Get(0))->dtype());
+    if (!kernels::attention_may_run_on_cudnn(str(i->op()), kernels::OpAttrs{}, q_dtype)) return false;
+    Result<kernels::OpAttrs> attrs = planning::parse_op_attrs(*i);
+    return !attrs.ok() || kernels::attention_may_run_on_cudnn(str(i->op()), *attrs, q_dtype);
   });
 }
 

@@ -325,6 +325,22 @@ TEST(PredictedDeviceBytes, AddTheLibraryHandlesTheDevicesSegmentsNeed) {
   ASSERT_OK_AND_ASSIGN(Program attention, fixtures::load_transformer(bf16));
   ASSERT_OK_AND_ASSIGN(MethodMeta am, attention.method_meta("forward"));
   EXPECT_EQ(on_device(am, Device::cuda(0))->library_bytes, 12 * kMiB) << "cuBLAS and cuDNN";
+
+  // Causal bf16 attention runs planrt's own kernel (cuDNN's operation takes no causal mask
+  // before 9.21): no cuDNN handle is opened, none is counted; the same graph without the
+  // mask counts it.
+  for (const bool causal : {true, false}) {
+    const std::string causal_text = fmt::format(R"({{"format": "planrt-model/1",
+      "methods": [{{"name": "forward", "backend": "cuda", "dims": {{"S": {{"min": 1, "max": 64}}}},
+        "inputs": [{{"name": "x", "dtype": "bf16", "shape": [1, 8, "S", 64]}}], "outputs": ["y"],
+        "nodes": [{{"op": "scaled_dot_product_attention", "inputs": ["x", "x", "x"], "outputs": ["y"],
+                    "attrs": {{"causal": {}}}}}]}}]}})", causal);
+    ASSERT_OK_AND_ASSIGN(builder::Model causal_model, builder::parse_model_json(causal_text));
+    ASSERT_OK_AND_ASSIGN(Program causal_program, fixtures::load_built_program(causal_model));
+    ASSERT_OK_AND_ASSIGN(MethodMeta causal_meta, causal_program.method_meta("forward"));
+    EXPECT_EQ(on_device(causal_meta, Device::cuda(0))->library_bytes, (causal ? 4 : 12) * kMiB)
+        << (causal ? "causal: cuBLAS only" : "not causal: cuBLAS and cuDNN");
+  }
 }
 
 // The device's page rounding in the prediction: a segment's constants above 1 MiB are one

@@ -61,13 +61,6 @@ struct CudnnUse {
   bool convolution = false;
   bool bf16_attention = false;
 };
-// Whether a step is bf16 attention that cuDNN may run: no causal mask (a bad attribute counts
-// as maybe; the kernel's own check reports it).
-inline bool cudnn_may_run_attention(std::string_view op, const kernels::OpAttrs& attrs, DType q_dtype) {
-  if (op != "scaled_dot_product_attention" || q_dtype != DType::BF16) return false;
-  Result<bool> causal = attrs.get_bool("causal", false);
-  return !causal.ok() || !*causal;
-}
 Status open_cudnn_for(SharedCublas& shared, CudnnUse use);
 
 }  // namespace planrt::backends

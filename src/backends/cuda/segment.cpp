@@ -6,6 +6,7 @@
 
 #include "backends/option_values.h"
 #include "format/program_file.h"
+#include "kernels/workspace.h"
 #include "planning/engine_scratch.h"
 #include "planrt/core/log.h"
 #include "platform/cuda/device_guard.h"
@@ -211,7 +212,7 @@ Status init_device(Segment& seg, const BackendInitContext& ctx, bool allow_tf32,
   for (const GraphStep& st : seg.steps) {
     cudnn_use.convolution |= st.op == "conv2d";
     cudnn_use.bf16_attention |= seg.cudnn_attention && !st.inputs.empty() &&
-                                backends::cudnn_may_run_attention(st.op, st.attrs, seg.values[st.inputs[0]].dtype);
+                                kernels::attention_may_run_on_cudnn(st.op, st.attrs, seg.values[st.inputs[0]].dtype);
   }
   if (Status opened = backends::open_cudnn_for(*seg.cublas, cudnn_use); !opened.ok()) {
     return opened.with_context(where);

@@ -12,6 +12,7 @@
 #include "backends/engine/runner.h"
 #include "backends/engine/scratch_device.h"
 #include "kernels/cuda/cuda_kernel.h"
+#include "kernels/workspace.h"
 #include "kernels/cuda/device_error.h"
 #include "planrt/core/log.h"
 #include "platform/cuda/cuda_status.h"
@@ -79,7 +80,7 @@ class CudaRunner final : public EngineRunner {
     for (const SegmentStep& st : g.steps) {
       cudnn_use.convolution |= st.op == "conv2d";
       cudnn_use.bf16_attention |= options.cudnn_attention && !st.inputs.empty() &&
-                                  backends::cudnn_may_run_attention(st.op, st.attrs, g.values[st.inputs[0]].dtype);
+                                  kernels::attention_may_run_on_cudnn(st.op, st.attrs, g.values[st.inputs[0]].dtype);
     }
     if (Status opened = backends::open_cudnn_for(*r->cublas_, cudnn_use); !opened.ok()) {
       return opened.with_context(where);
