@@ -14,7 +14,7 @@ namespace {
 constexpr int64_t kUidQ = 1, kUidK = 2, kUidV = 3, kUidOut = 4, kUidScale = 5;
 constexpr std::string_view kOp = "scaled_dot_product_attention";
 
-Result<BackendDescriptor> operand(const CudnnLibrary& lib, int64_t uid, cudnnDataType_t type, int64_t batch,
+[[maybe_unused]] Result<BackendDescriptor> operand(const CudnnLibrary& lib, int64_t uid, cudnnDataType_t type, int64_t batch,
                                   int64_t heads, int64_t rows, int64_t width, const AttentionOperandStrides& s) {
   return backend_tensor(lib, kOp, {uid, type, {batch, heads, rows, width}, {s.batch, s.head, s.row, 1}});
 }
@@ -24,6 +24,15 @@ Result<BackendDescriptor> attention_graph(const CudnnLibrary& lib, cudnnHandle_t
     return make_error(ErrorCode::NotSupported, "{}: cuDNN's fused attention takes bf16 here, not {}", kOp,
                       dtype_name(k.dtype));
   }
+#if CUDNN_VERSION < 91300
+  // Built against headers older than the fused attention operation: every call takes planrt's
+  // own kernel (the caller falls back on NotSupported).
+  (void)lib, (void)handle;
+  return make_error(ErrorCode::NotSupported,
+                    "{}: planrt was built against cuDNN {}.{}; cuDNN's fused attention needs its 9.13 "
+                    "headers or later",
+                    kOp, CUDNN_MAJOR, CUDNN_MINOR);
+#else
   const cudnnDataType_t type = CUDNN_DATA_BFLOAT16;
   PLANRT_ASSIGN_OR_RETURN(BackendDescriptor q, operand(lib, kUidQ, type, k.batch, k.heads, k.sq, k.d, k.q));
   PLANRT_ASSIGN_OR_RETURN(BackendDescriptor kd, operand(lib, kUidK, type, k.batch, k.heads, k.sk, k.d, k.k));
@@ -42,6 +51,7 @@ Result<BackendDescriptor> attention_graph(const CudnnLibrary& lib, cudnnHandle_t
   PLANRT_RETURN_IF_ERROR(op.finalize("fused attention operation"));
   const BackendDescriptor* ops[] = {&op};
   return backend_graph(lib, handle, kOp, ops);
+#endif
 }
 
 }  // namespace
