@@ -59,6 +59,7 @@ Status ensure_cudnn(SharedCublas& shared) {
   const uint64_t before = used_now();
   PLANRT_ASSIGN_OR_RETURN(shared.cudnn, kernels::cuda::CudnnHandle::create(shared.allow_tf32));
   shared.cudnn_bytes = added_since(before);
+  shared.cudnn_open = true;
   return {};
 }
 
@@ -71,17 +72,19 @@ Status open_cudnn_for(SharedCublas& shared, CudnnUse use) {
   return {};
 }
 
-uint64_t library_handle_bytes(int device) {
+LibraryHandles library_handles(int device) {
   HandleRegistry& r = handle_registry();
   std::lock_guard lock(r.mu);
-  uint64_t bytes = 0;
+  LibraryHandles handles;
   for (const auto& [key, weak] : r.handles) {
     if (key.first != device) continue;
     if (std::shared_ptr<SharedCublas> live = weak.lock()) {
-      bytes += live->cublas_bytes.load() + live->cudnn_bytes.load();
+      handles.bytes += live->cublas_bytes.load() + live->cudnn_bytes.load();
+      ++handles.cublas;
+      if (live->cudnn_open.load()) ++handles.cudnn;
     }
   }
-  return bytes;
+  return handles;
 }
 
 }  // namespace planrt::backends

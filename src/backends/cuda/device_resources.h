@@ -28,8 +28,8 @@
 namespace planrt::backends {
 
 
-// The device's math-library handles: cuBLAS, and cuDNN once a segment with a convolution
-// asks (ensure_cudnn), both used under `mu`.
+// The device's math-library handles: cuBLAS, and cuDNN once a segment with a convolution or
+// attention cuDNN may run asks (open_cudnn_for), both used under `mu`.
 struct SharedCublas {
   std::mutex mu;
   kernels::cuda::CublasHandle handle;
@@ -41,10 +41,17 @@ struct SharedCublas {
   // Atomics, so the ledger reads them without the handle's lock (a long run holds it).
   std::atomic<uint64_t> cublas_bytes{0};
   std::atomic<uint64_t> cudnn_bytes{0};
+  std::atomic<bool> cudnn_open{false};  // `cudnn` made, for readers without the lock
 };
 
-// What the live handles of `device` took when they were made (the ledger's line).
-uint64_t library_handle_bytes(int device);
+// The live handles of `device`: how many of each, and what they took when they were made
+// (the ledger's line).
+struct LibraryHandles {
+  uint64_t bytes = 0;
+  int cublas = 0;
+  int cudnn = 0;
+};
+LibraryHandles library_handles(int device);
 
 // The current device must be `device` (the handle binds to it).
 Result<std::shared_ptr<SharedCublas>> shared_cublas(int device, bool allow_tf32);

@@ -50,8 +50,10 @@ Result<DeviceMemoryLedger> device_memory_ledger(Device device, uint64_t baseline
   l.lines.push_back({"warm pool", pool.reserved_bytes,
                      fmt::format("reserved by the cuda backend's warm pool; in use {}, high-water {}, "
                                  "{} allocation(s)", pool.used_bytes, pool.used_high_bytes, pool.allocations)});
-  l.lines.push_back({"library handles", backends::library_handle_bytes(device.index),
-                     "what creating the live cuBLAS and cuDNN handles added"});
+  const backends::LibraryHandles handles = backends::library_handles(device.index);
+  l.lines.push_back({"library handles", handles.bytes,
+                     fmt::format("what creating the live handles added: {} cuBLAS, {} cuDNN", handles.cublas,
+                                 handles.cudnn)});
   l.lines.push_back({"CUDA graphs", static_cast<uint64_t>(graph_bytes), "graph allocations' reserved memory"});
 
   PLANRT_ASSIGN_OR_RETURN(CudaDeviceMemory now, cuda_device_memory(device));

@@ -307,6 +307,45 @@ TEST_F(CudaBackendTest, AttentionOptionIsCheckedAtLoad) {
   EXPECT_NE(refused.status().message().find("planrt"), std::string::npos) << refused.status().message();
 }
 
+// The option reaches the loaded method end to end: with attention=planrt a bf16 model opens
+// no cuDNN handle (the ledger's line counts the live handles), by default it opens one, and
+// both agree on the output. planrt's first, so that no earlier load in this process opened it.
+TEST_F(CudaBackendTest, AttentionPlanrtOpensNoCudnnAndAgreesWithCudnn) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  builder::TransformerOptions o = small_transformer("cuda");
+  o.dtype = DType::BF16;
+  o.heads = o.d_model / 64;  // bf16 attention has head dim 64
+  const int64_t s = 48;
+  std::vector<uint16_t> x(static_cast<size_t>(s * o.d_model));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = f32_to_bf16_bits(std::sin(0.37f * static_cast<float>(i)));
+  std::vector<std::vector<float>> outputs;
+  for (const char* attention : {"planrt", "cudnn"}) {
+    SCOPED_TRACE(attention);
+    Result<Program> p = fixtures::load_transformer(o);
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    LoadMethodOptions options;
+    options.backend_options["cuda"] = {BackendOption{"attention", attention}};
+    Result<Method> m = p->load_method("forward", options);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    TensorView in = TensorView::contiguous(x.data(), DType::BF16, {1, s, o.d_model});
+    Result<std::vector<Tensor>> out = m->execute({&in, 1});
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    ASSERT_EQ(out->size(), 1u);
+    std::vector<float> y;
+    for (uint16_t bits : (*out)[0].values<uint16_t>()) y.push_back(bf16_bits_to_f32(bits));
+    outputs.push_back(std::move(y));
+    Result<DeviceMemoryLedger> l = device_memory_ledger(Device::cuda(0), 0);
+    ASSERT_TRUE(l.ok()) << l.status().to_string();
+    std::string handles;
+    for (const DeviceMemoryLine& d : l->lines) {
+      if (d.name == "library handles") handles = d.detail;
+    }
+    const bool planrt = std::string_view(attention) == "planrt";
+    EXPECT_NE(handles.find(planrt ? "0 cuDNN" : "1 cuDNN"), std::string::npos) << handles;
+  }
+  EXPECT_LT(relative_error(outputs[1], outputs[0]), 2e-2) << "cuDNN's and planrt's bf16 attention";
+}
+
 // gemm_algorithm reaches the linears: "heuristic" times nothing, "timed" (the default)
 // times each new product shape once and agrees with the CPU; a bad value names the key and
 // what it may be.
