@@ -56,10 +56,6 @@ Result<BackendDescriptor> attention_graph(const CudnnLibrary& lib, cudnnHandle_t
 
 }  // namespace
 
-CudnnAttentionPlan::~CudnnAttentionPlan() {
-  if (plan_ != nullptr) (void)lib_->cudnnBackendDestroyDescriptor(plan_);
-}
-
 Result<std::unique_ptr<CudnnAttentionPlan>> CudnnAttentionPlan::create(const CudnnLibrary& lib, cudnnHandle_t handle,
                                                                        const AttentionPlanKey& key) {
   PLANRT_ASSIGN_OR_RETURN(BackendDescriptor graph, attention_graph(lib, handle, key));
@@ -72,8 +68,7 @@ Result<std::unique_ptr<CudnnAttentionPlan>> CudnnAttentionPlan::create(const Cud
   if (plan.ok()) {
     auto out = std::unique_ptr<CudnnAttentionPlan>(new CudnnAttentionPlan());
     out->lib_ = &lib;
-    out->plan_ = plan->plan.release();
-    out->workspace_bytes_ = static_cast<uint64_t>(plan->workspace_bytes);
+    out->plan_ = std::move(plan).value();
     return out;
   }
   if (plan.status().code() != ErrorCode::NotSupported) return plan.status();
@@ -89,7 +84,7 @@ Status CudnnAttentionPlan::execute(cudnnHandle_t handle, const void* q, const vo
                                    float scale, void* workspace) const {
   const int64_t uids[] = {kUidQ, kUidK, kUidV, kUidOut, kUidScale};
   void* const pointers[] = {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), out, &scale};
-  return execute_plan(*lib_, handle, plan_, kOp, uids, pointers, workspace);
+  return execute_plan(*lib_, handle, plan_.plan.get(), kOp, uids, pointers, workspace);
 }
 
 }  // namespace planrt::kernels::cuda

@@ -61,9 +61,8 @@ class CudnnAttentionPlan {
                                                             const AttentionPlanKey& key);
   CudnnAttentionPlan(const CudnnAttentionPlan&) = delete;
   CudnnAttentionPlan& operator=(const CudnnAttentionPlan&) = delete;
-  ~CudnnAttentionPlan();
 
-  uint64_t workspace_bytes() const { return workspace_bytes_; }
+  uint64_t workspace_bytes() const { return static_cast<uint64_t>(plan_.workspace_bytes); }
   // out = softmax(scale * q k^T) v on the handle's stream; each pointer is the operand's
   // element (0, 0, 0, 0). `workspace` holds workspace_bytes() (null when that is 0).
   Status execute(cudnnHandle_t handle, const void* q, const void* k, const void* v, void* out, float scale,
@@ -72,8 +71,7 @@ class CudnnAttentionPlan {
  private:
   CudnnAttentionPlan() = default;
   const CudnnLibrary* lib_ = nullptr;
-  cudnnBackendDescriptor_t plan_ = nullptr;
-  uint64_t workspace_bytes_ = 0;
+  FinalizedPlan plan_;  // owns the plan descriptor
 };
 
 // A handle's attention plans (cudnn_backend.h: PlanCache).

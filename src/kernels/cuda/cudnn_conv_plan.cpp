@@ -90,10 +90,6 @@ bool engine_suits(const CudnnLibrary& lib, cudnnBackendDescriptor_t config, cons
 
 }  // namespace
 
-CudnnConvPlan::~CudnnConvPlan() {
-  if (plan_ != nullptr) (void)lib_->cudnnBackendDestroyDescriptor(plan_);
-}
-
 Result<std::unique_ptr<CudnnConvPlan>> CudnnConvPlan::create(const CudnnLibrary& lib, cudnnHandle_t handle,
                                                              const ConvPlanKey& key) {
   PLANRT_ASSIGN_OR_RETURN(Descriptor graph, convolution_graph(lib, handle, key));
@@ -107,8 +103,7 @@ Result<std::unique_ptr<CudnnConvPlan>> CudnnConvPlan::create(const CudnnLibrary&
   if (plan.ok()) {
     auto out = std::unique_ptr<CudnnConvPlan>(new CudnnConvPlan());
     out->lib_ = &lib;
-    out->plan_ = plan->plan.release();
-    out->workspace_bytes_ = static_cast<uint64_t>(plan->workspace_bytes);
+    out->plan_ = std::move(plan).value();
     return out;
   }
   if (plan.status().code() != ErrorCode::NotSupported) return plan.status();
@@ -126,7 +121,7 @@ Result<std::unique_ptr<CudnnConvPlan>> CudnnConvPlan::create(const CudnnLibrary&
 Status CudnnConvPlan::execute(cudnnHandle_t handle, const void* x, const void* w, void* y, void* workspace) const {
   const int64_t uids[] = {kUidX, kUidW, kUidY};
   void* const pointers[] = {const_cast<void*>(x), const_cast<void*>(w), y};
-  return execute_plan(*lib_, handle, plan_, kOp, uids, pointers, workspace);
+  return execute_plan(*lib_, handle, plan_.plan.get(), kOp, uids, pointers, workspace);
 }
 
 }  // namespace planrt::kernels::cuda

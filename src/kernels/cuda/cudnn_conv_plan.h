@@ -62,9 +62,8 @@ class CudnnConvPlan {
                                                        const ConvPlanKey& key);
   CudnnConvPlan(const CudnnConvPlan&) = delete;
   CudnnConvPlan& operator=(const CudnnConvPlan&) = delete;
-  ~CudnnConvPlan();
 
-  uint64_t workspace_bytes() const { return workspace_bytes_; }
+  uint64_t workspace_bytes() const { return static_cast<uint64_t>(plan_.workspace_bytes); }
   // y = conv(x, w) on the handle's stream; `workspace` holds workspace_bytes() (may be null
   // when that is 0).
   Status execute(cudnnHandle_t handle, const void* x, const void* w, void* y, void* workspace) const;
@@ -72,8 +71,7 @@ class CudnnConvPlan {
  private:
   CudnnConvPlan() = default;
   const CudnnLibrary* lib_ = nullptr;
-  cudnnBackendDescriptor_t plan_ = nullptr;
-  uint64_t workspace_bytes_ = 0;
+  FinalizedPlan plan_;  // owns the plan descriptor
 };
 
 // A handle's convolution plans (cudnn_backend.h: PlanCache).
