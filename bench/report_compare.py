@@ -277,8 +277,9 @@ def main():
     p.add_argument("--results", default="bench/results/compare.jsonl")
     p.add_argument("--table")
     p.add_argument("--svg")
-    p.add_argument("--doc", default="docs/performance.md",
-                   help="also written between its table:begin and table:end markers")
+    p.add_argument("--doc",
+                   help="also written between its markers (table:begin/end, or sweep:begin/end with "
+                        "--sweep); default docs/performance.md unless --table names another file")
     p.add_argument("--sweep", action="store_true", help="issue 18's sweep table and chart")
     p.add_argument("--commit", help="--sweep: only the rows of this commit")
     a = p.parse_args()
@@ -294,13 +295,16 @@ def main():
         text, chart, marker = table(rows, floors), svg(rows), "table"
         table_path, svg_path, what = "docs/performance_table.md", "docs/performance.svg", "models"
         count = len(rows)
+    # A table written elsewhere (an older commit's, for reading) leaves the doc alone.
+    doc = a.doc or (None if a.table else "docs/performance.md")
     a.table = a.table or table_path
     a.svg = a.svg or svg_path
     with open(a.table, "w") as f:
         f.write(text)
     with open(a.svg, "w") as f:
         f.write(chart)
-    splice(a.doc, text, marker)
+    if doc:
+        splice(doc, text, marker)
     print(f"{count} {what} -> {a.table}, {a.svg}")
 
 if __name__ == "__main__":
