@@ -11,6 +11,8 @@ the two latencies per model. Standard library only.
       torch.compile, torch.compile reduce-overhead and planrt's three ways, the ratios the
       targets name and the floor; defaults docs/performance_sweep.md, docs/performance_sweep.svg,
       spliced between the sweep:begin and sweep:end markers of docs/performance.md.
+  With --table FILE only that file is written (and --svg / --doc where named): a table of an
+  older commit leaves the tracked chart and docs/performance.md as they are.
 """
 import argparse
 import json
@@ -279,7 +281,7 @@ def main():
     p.add_argument("--svg")
     p.add_argument("--doc",
                    help="also written between its markers (table:begin/end, or sweep:begin/end with "
-                        "--sweep); default docs/performance.md unless --table names another file")
+                        "--sweep); default docs/performance.md unless --table is given")
     p.add_argument("--sweep", action="store_true", help="issue 18's sweep table and chart")
     p.add_argument("--commit", help="--sweep: only the rows of this commit")
     a = p.parse_args()
@@ -295,17 +297,19 @@ def main():
         text, chart, marker = table(rows, floors), svg(rows), "table"
         table_path, svg_path, what = "docs/performance_table.md", "docs/performance.svg", "models"
         count = len(rows)
-    # A table written elsewhere (an older commit's, for reading) leaves the doc alone.
+    # A table asked for by name (an older commit's, for reading) leaves the doc and the
+    # tracked chart alone: they are written only by default or when named.
     doc = a.doc or (None if a.table else "docs/performance.md")
+    svg_out = a.svg or (None if a.table else svg_path)
     a.table = a.table or table_path
-    a.svg = a.svg or svg_path
     with open(a.table, "w") as f:
         f.write(text)
-    with open(a.svg, "w") as f:
-        f.write(chart)
+    if svg_out:
+        with open(svg_out, "w") as f:
+            f.write(chart)
     if doc:
         splice(doc, text, marker)
-    print(f"{count} {what} -> {a.table}, {a.svg}")
+    print(f"{count} {what} -> " + ", ".join(x for x in (a.table, svg_out, doc) if x))
 
 if __name__ == "__main__":
     main()

@@ -19,7 +19,8 @@
 //   warm pool        what the cuda backend's warm pool holds from the driver (its use and
 //                    high-water in the detail); 0 when every segment's scratch is planned
 //   library handles  what creating the live cuBLAS and cuDNN handles added (cudaMemGetInfo
-//                    around each creation: the libraries do not report it)
+//                    around each creation: the libraries do not report it); the detail ends
+//                    with the live handles of each: "..., N cuBLAS, M cuDNN"
 //   CUDA graphs      memory the device's graph allocations hold
 // remainder = (used now - `baseline_used_bytes`) - the lines: kernel images loaded on first
 // launch, streams and events, the driver's own bookkeeping, and anything else in the process

@@ -70,7 +70,8 @@ struct MemoryEstimate {
   // CUDA devices: what the math libraries' handles add when this method is the first in the
   // process to use them on the device (the handles are shared after that): cuBLAS for any
   // cuda or engine segment there, cuDNN as well where one runs a convolution or attention
-  // cuDNN may run (bf16 without a causal mask). The figures
+  // cuDNN may run (bf16 without a causal mask; loaded with attention=planrt, cuDNN stays
+  // closed and this counts its handle too many). The figures
   // planrt measured (docs/performance.md, "Device memory beyond the plan"): a handle's
   // cost depends on the library's version, and the ledger measures the real one.
   uint64_t library_bytes = 0;

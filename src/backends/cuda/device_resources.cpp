@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/cudnn_attention_plan.h"
 #include "planrt/core/log.h"
 #include "platform/cuda/cuda_allocator.h"
 
@@ -65,7 +66,7 @@ Status ensure_cudnn(SharedCublas& shared) {
 
 Status open_cudnn_for(SharedCublas& shared, CudnnUse use) {
   if (use.convolution) return ensure_cudnn(shared);
-  if (!use.bf16_attention) return {};
+  if (!use.bf16_attention || !kernels::cuda::kCudnnFusedAttentionBuilt) return {};
   if (Status s = ensure_cudnn(shared); !s.ok()) {
     PLANRT_LOG_INFO("bf16 attention runs planrt's kernel on cuda:{}: {}", shared.device, s.to_string());
   }
@@ -79,9 +80,11 @@ LibraryHandles library_handles(int device) {
   for (const auto& [key, weak] : r.handles) {
     if (key.first != device) continue;
     if (std::shared_ptr<SharedCublas> live = weak.lock()) {
-      handles.bytes += live->cublas_bytes.load() + live->cudnn_bytes.load();
-      ++handles.cublas;
+      // cudnn_open before the bytes: ensure_cudnn stores the bytes first, so a handle counted
+      // here has its bytes counted too.
       if (live->cudnn_open.load()) ++handles.cudnn;
+      ++handles.cublas;
+      handles.bytes += live->cublas_bytes.load() + live->cudnn_bytes.load();
     }
   }
   return handles;

@@ -14,10 +14,12 @@ namespace {
 constexpr int64_t kUidQ = 1, kUidK = 2, kUidV = 3, kUidOut = 4, kUidScale = 5;
 constexpr std::string_view kOp = "scaled_dot_product_attention";
 
-[[maybe_unused]] Result<BackendDescriptor> operand(const CudnnLibrary& lib, int64_t uid, cudnnDataType_t type, int64_t batch,
+#if CUDNN_VERSION >= 91300
+Result<BackendDescriptor> operand(const CudnnLibrary& lib, int64_t uid, cudnnDataType_t type, int64_t batch,
                                   int64_t heads, int64_t rows, int64_t width, const AttentionOperandStrides& s) {
   return backend_tensor(lib, kOp, {uid, type, {batch, heads, rows, width}, {s.batch, s.head, s.row, 1}});
 }
+#endif
 
 Result<BackendDescriptor> attention_graph(const CudnnLibrary& lib, cudnnHandle_t handle, const AttentionPlanKey& k) {
   if (k.dtype != DType::BF16) {

@@ -34,6 +34,10 @@
 
 namespace planrt::kernels::cuda {
 
+// Whether this build can make the fused attention operation at all (its descriptor came
+// with cuDNN 9.13's headers): without it nothing opens cuDNN for attention.
+inline constexpr bool kCudnnFusedAttentionBuilt = CUDNN_VERSION >= 91300;
+
 struct CudnnLibrary;
 
 // One operand's strides in elements (its rows are contiguous).
