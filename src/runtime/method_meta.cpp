@@ -59,6 +59,7 @@ bool graph_opens_cudnn(const fb::Graph& g) {
   return std::any_of(g.instructions()->begin(), g.instructions()->end(), [&](const fb::Instruction* i) {
     if (i->inputs() == nullptr || i->inputs()->size() == 0 || i->inputs()->Get(0) >= g.values()->size()) return false;
     const DType q_dtype = to_dtype(g.values()->Get(i->inputs()->Get(0))->dtype());
+    // Without attributes first (op and dtype alone), so only bf16 attention has its parsed.
     if (!kernels::attention_may_run_on_cudnn(str(i->op()), kernels::OpAttrs{}, q_dtype)) return false;
     Result<kernels::OpAttrs> attrs = planning::parse_op_attrs(*i);
     return !attrs.ok() || kernels::attention_may_run_on_cudnn(str(i->op()), *attrs, q_dtype);

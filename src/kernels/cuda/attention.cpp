@@ -64,7 +64,9 @@ Result<bool> ran_on_cudnn(const CudaKernelContext& ctx, const AttentionPlan& pla
   key.dtype = DType::BF16;
   key.workspace_budget = 0;  // attention plans no workspace (kernels/workspace.h)
   AttentionPlanCache& cache = ctx.cudnn->attention_plans();
-  const CudnnAttentionPlan* plan_for_key = cache.find(key);
+  const AttentionPlanCache::Known known = cache.find(key);
+  if (known.refused) return false;  // asked once, logged then
+  const CudnnAttentionPlan* plan_for_key = known.plan;
   if (plan_for_key == nullptr) {
     // Making a plan compiles and loads kernels, which a stream being captured into a CUDA
     // graph (the caller's own capture) must not see: planrt's kernel runs this call instead.
@@ -73,14 +75,11 @@ Result<bool> ran_on_cudnn(const CudaKernelContext& ctx, const AttentionPlan& pla
       (void)cudaGetLastError();
       return false;
     }
-    const size_t refused_before = cache.refused();
     Result<const CudnnAttentionPlan*> made = cache.get(*lib, ctx.cudnn->get(), key);
     if (!made.ok()) {
-      // No plan: planrt's kernel computes the same. A refusal is remembered (logged once); any
-      // other failure (out of memory, a failed compilation) is tried again on a later call.
-      if (cache.refused() > refused_before || made.status().code() != ErrorCode::NotSupported) {
-        PLANRT_LOG_INFO("{}: planrt's kernel runs it: {}", op, made.status().to_string());
-      }
+      // No plan: planrt's kernel computes the same. A refusal is remembered (so logged once);
+      // any other failure (out of memory, a failed compilation) is tried again on a later call.
+      PLANRT_LOG_INFO("{}: planrt's kernel runs it: {}", op, made.status().to_string());
       return false;
     }
     plan_for_key = *made;

@@ -142,11 +142,16 @@ Status execute_plan(const CudnnLibrary& lib, cudnnHandle_t handle, cudnnBackendD
 template <typename Key, typename Plan>
 class PlanCache {
  public:
-  // The plan for `key` if one was made, else null (nothing is made).
-  const Plan* find(const Key& key) const {
+  // What is known of `key` without making anything: its plan, or that cuDNN refused it, or
+  // neither (not asked yet, or an earlier failure that was not a refusal).
+  struct Known {
+    const Plan* plan = nullptr;
+    bool refused = false;
+  };
+  Known find(const Key& key) const {
     std::lock_guard lock(mu_);
-    auto it = plans_.find(key);
-    return it == plans_.end() ? nullptr : it->second.get();
+    if (auto it = plans_.find(key); it != plans_.end()) return {it->second.get(), false};
+    return {nullptr, refused_.contains(key)};
   }
   // The plan for `key`, made on first use.
   Result<const Plan*> get(const CudnnLibrary& lib, cudnnHandle_t handle, const Key& key) {
