@@ -6,11 +6,13 @@ the two latencies per model. Standard library only.
   python3 bench/report_compare.py [--results bench/results/compare.jsonl]
                                   [--table docs/performance_table.md] [--svg docs/performance.svg]
                                   [--doc docs/performance.md]
-  python3 bench/report_compare.py --sweep [--commit SHA] [--results ...] [--table ...] [--svg ...] [--doc ...]
+  python3 bench/report_compare.py --sweep [--commit SHA[,SHA...]] [--results ...] [--table ...] [--svg ...] [--doc ...]
       issue 18's sweep (compare.sh --sweep): per S and dtype of the 12-block model, eager,
       torch.compile, torch.compile reduce-overhead and planrt's three ways, the ratios the
       targets name and the floor; defaults docs/performance_sweep.md, docs/performance_sweep.svg,
-      spliced between the sweep:begin and sweep:end markers of docs/performance.md.
+      spliced between the sweep:begin and sweep:end markers of docs/performance.md. With
+      several commits, each point is its latest line among theirs (the file's order), and
+      the table's footer names every commit it holds.
   With --table FILE only that file is written (and --svg / --doc where named): a table of an
   older commit leaves the tracked chart and docs/performance.md as they are.
 """
@@ -25,9 +27,9 @@ D_MODEL, FFN = 512, 2048
 BYTES_PER_VALUE = {"f32": 4, "bf16": 2}
 
 
-def load(path, commit=None):
-    """The compare rows (of `commit` if given; of each model and dtype the latest line wins)
-    and the latest floors line of each device."""
+def load(path, commits=None):
+    """The compare rows (of the commits in `commits` if given; of each model and dtype the
+    latest line wins) and the latest floors line of each device."""
     rows, floors = {}, {}
     with open(path) as f:
         for line in f:
@@ -35,7 +37,7 @@ def load(path, commit=None):
             if not line:
                 continue
             r = json.loads(line)
-            if r.get("bench") == "compare" and (commit is None or r["commit"] == commit):
+            if r.get("bench") == "compare" and (commits is None or r["commit"] in commits):
                 rows[(r["model"], r.get("dtype", "f32"))] = r
             elif r.get("bench") == "floors":
                 floors[r.get("device")] = r
@@ -213,7 +215,14 @@ def sweep_table(points, floors):
             + (f"{floor:.3f}, {best / floor:.1f}x" if floor and best else "-") + f" | {errors} |")
     rows = [r for parts in points.values() for r in parts.values()]
     out.append("")
-    out.append(f"Commit(s) {', '.join(sorted({r['commit'] for r in rows}))}; device "
+    commits = sorted({r["commit"] for r in rows})
+    if len(commits) > 1:  # say which points each commit measured
+        out.append("Points by commit: " + "; ".join(
+            f"{c}: " + ", ".join(f"{seq} {dtype}" for (dtype, seq), parts in points.items()
+                                 if any(r["commit"] == c for r in parts.values()))
+            for c in commits) + ".")
+        out.append("")
+    out.append(f"Commit(s) {', '.join(commits)}; device "
                f"{', '.join(sorted({str(r.get('device')) for r in rows}))}; torch "
                f"{', '.join(sorted({str(r.get('torch')) for r in rows}))}; host-to-host medians of "
                f"{rows[0]['iterations'] if rows else 0} runs; every column of a row from one process "
@@ -283,9 +292,9 @@ def main():
                    help="also written between its markers (table:begin/end, or sweep:begin/end with "
                         "--sweep); default docs/performance.md unless --table is given")
     p.add_argument("--sweep", action="store_true", help="issue 18's sweep table and chart")
-    p.add_argument("--commit", help="--sweep: only the rows of this commit")
+    p.add_argument("--commit", help="--sweep: only the rows of this commit (or of these, comma-separated)")
     a = p.parse_args()
-    rows, floors = load(a.results, a.commit if a.sweep else None)
+    rows, floors = load(a.results, set(a.commit.split(",")) if a.sweep and a.commit else None)
     if a.sweep:
         points = sweep_points(rows)
         if not points:
