@@ -17,10 +17,15 @@ the template's is bounded. The variants:
   import       the TorchScript export (opset 14), `planrt build model.onnx --dim S=SEQ`
 Each round runs every program once with the load-time GEMM timing (the default) and, with
 --heuristic-rounds, once more with `cuda.gemm_algorithm=heuristic` (no per-process choice).
+With --in-process the programs are instead loaded side by side in this one process through
+the Python module (`PYTHONPATH=build/gpu/python`; on a carried build
+`scripts/build-python-module.sh build/gpu python3` first) and timed in rotated rounds there,
+host to host (`Module.run` on a NumPy input): a difference between processes, which the
+default mode measured (docs/performance.md), is then the same for every program.
 
   python3 bench/cuda/probes/import_template_probe.py --planrt build/gpu/tools/planrt
       [--seq 128] [--dtype bf16] [--layers 12] [--rounds 6] [--heuristic-rounds 4]
-      [--iterations 300] [--warmup 20] [--out FILE.jsonl]
+      [--iterations 300] [--warmup 20] [--in-process] [--out FILE.jsonl]
 
 Prints per program the median of its rounds' medians, their range, and the ratio to the
 template; with --out appends one JSON line with every round's median.
@@ -56,6 +61,27 @@ def run_ms(planrt, prog, x_path, iterations, warmup, options):
     if r.returncode != 0:
         raise SystemExit(f"planrt run {prog}: {r.stderr.strip()}")
     return json.loads(r.stdout)["latency_ms"]["median"]
+
+
+def in_process_ms(progs, x, rounds, iterations, warmup, options):
+    """{program: [median ms of each round]}, every program loaded in this process."""
+    import time
+    import planrt
+    modules = {kind: planrt.Module(path, backend_options=options) for kind, path in progs.items()}
+    for m in modules.values():
+        for _ in range(warmup):
+            m.run("forward", [x])
+    kinds = list(progs)
+    ms = {kind: [] for kind in kinds}
+    for r in range(rounds):
+        for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
+            times = []
+            for _ in range(iterations):
+                t0 = time.perf_counter()
+                modules[kind].run("forward", [x])
+                times.append((time.perf_counter() - t0) * 1e3)
+            ms[kind].append(statistics.median(times))
+    return ms
 
 
 def fixed_dims(value, dims):
@@ -94,6 +120,8 @@ def main():
     ap.add_argument("--heuristic-rounds", type=int, default=4)
     ap.add_argument("--iterations", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--partition", default="cuda", help="cpu: the script's own check, on a machine without a GPU")
+    ap.add_argument("--in-process", action="store_true")
     ap.add_argument("--out")
     a = ap.parse_args()
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[a.dtype]
@@ -112,7 +140,7 @@ def main():
         build(a.planrt, ["--template", "transformer", "--layers", str(a.layers), "--d-model",
                          str(onnx_encoder.D), "--heads", str(onnx_encoder.HEADS), "--ffn",
                          str(onnx_encoder.FFN), "--max-seq", str(a.seq), "--weights", weights,
-                         "--partition", "cuda", "--dtype", a.dtype, "--save-model", model_json,
+                         "--partition", a.partition, "--dtype", a.dtype, "--save-model", model_json,
                          "-o", progs["template"]])
         with open(model_json) as f:
             model = json.load(f)
@@ -123,7 +151,7 @@ def main():
             progs[kind] = os.path.join(work, f"{kind}.prog")
             build(a.planrt, [path, "-o", progs[kind]])
         progs["import"] = os.path.join(work, "import.prog")
-        build(a.planrt, [onnx_path, "--dim", f"S={a.seq}", "--partition", "cuda", "--device", "cuda:0",
+        build(a.planrt, [onnx_path, "--dim", f"S={a.seq}", "--partition", a.partition,
                          "-o", progs["import"]])
         x_path = os.path.join(work, "x.npy")
         np.save(x_path, np.random.default_rng(7).standard_normal((1, a.seq, onnx_encoder.D)).astype(np.float32))
@@ -131,18 +159,24 @@ def main():
         modes = {"timed": ([], a.rounds), "heuristic": (["cuda.gemm_algorithm=heuristic"], a.heuristic_rounds)}
         ms = {mode: {k: [] for k in kinds} for mode in modes}
         for mode, (options, rounds) in modes.items():
+            if a.in_process:
+                if rounds:
+                    x = np.load(x_path)
+                    opts = dict(o.split("=", 1) for o in options)
+                    ms[mode] = in_process_ms(progs, x, rounds, a.iterations, a.warmup, opts or None)
+                continue
             for r in range(rounds):
                 for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
                     ms[mode][kind].append(run_ms(a.planrt, progs[kind], x_path, a.iterations, a.warmup, options))
     line = {"bench": "import_template_probe", "commit": os.environ.get("PLANRT_COMMIT", "unknown"),
             "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
             "layers": a.layers, "seq": a.seq, "dtype": a.dtype, "iterations": a.iterations,
-            "warmup": a.warmup, "round_medians_ms": ms}
+            "warmup": a.warmup, "in_process": a.in_process, "round_medians_ms": ms}
     for mode in modes:
         if not ms[mode]["template"]:
             continue
         base = statistics.median(ms[mode]["template"])
-        print(f"{mode} GEMM choice, {len(ms[mode]['template'])} rounds (median of round medians, range, / template):")
+        print(f"{mode} GEMM choice, {'one process, ' if a.in_process else ''}{len(ms[mode]['template'])} rounds (median of round medians, range, / template):")
         for kind in kinds:
             v = ms[mode][kind]
             print(f"  {kind:12s} {statistics.median(v):.4f} ms  ({min(v):.4f}-{max(v):.4f})  "
