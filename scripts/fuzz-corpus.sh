@@ -13,7 +13,8 @@
 #
 #   onnx_model   the model.onnx of every ONNX node test the importer claims
 #                (tests/importers/onnx_node_tests.txt, from Debian's libonnx-testdata)
-#                and one torch 2.11 dynamo export (tests/data/onnx/dynamo/mlp.onnx)
+#                and one torch 2.11 dynamo export (tests/data/onnx/dynamo/mlp.onnx), and the
+#                Hugging Face exports (tests/data/onnx/hf)
 #
 #   ./scripts/fuzz-corpus.sh OUT_DIR     # fills OUT_DIR/{program,model_json,safetensors,npy,onnx_model}
 #
@@ -112,6 +113,8 @@ done < tests/importers/onnx_node_tests.txt
 # A torch 2.11 (dynamo) export: opset 20, and each node's name scopes in the metadata that
 # Debian's ONNX definitions read as unknown fields (the blocks of engine-per-block).
 cp tests/data/onnx/dynamo/mlp.onnx "$out/onnx_model/dynamo_mlp.onnx"
+# Hugging Face exports (tests/data/onnx/hf): masks, bool and integer values at run time.
+for f in tests/data/onnx/hf/*.onnx; do cp "$f" "$out/onnx_model/hf_$(basename "$f")"; done
 
 for d in program model_json safetensors npy onnx_model; do
   echo "$d: $(ls "$out/$d" | wc -l) files, $(du -sk "$out/$d" | cut -f1) KiB"

@@ -25,6 +25,8 @@ std::optional<DType> numpy_dtype(const py::dtype& d) {
   if (kind == 'f' && size == 2) return DType::F16;
   if (kind == 'i' && size == 4) return DType::I32;
   if (kind == 'i' && size == 8) return DType::I64;
+  if (kind == 'u' && size == 1) return DType::U8;
+  if (kind == 'b' && size == 1) return DType::Bool;
   return std::nullopt;
 }
 
@@ -36,6 +38,8 @@ const char* numpy_name(DType dtype) {
     case DType::BF16: return "float32";
     case DType::I32: return "int32";
     case DType::I64: return "int64";
+    case DType::U8: return "uint8";
+    case DType::Bool: return "bool";
   }
   return "float32";
 }
@@ -55,9 +59,12 @@ Tensor round_to_bf16(const float* src, const Shape& shape) {
   return t;
 }
 
+// DLPack's bool code (kDLBool, DLPack 0.8); Debian 12's dlpack.h predates it.
+constexpr uint8_t kDLBoolCode = 6;
+
 std::string describe_dl_dtype(const DLDataType& t) {
   const char* code = t.code == kDLFloat ? "float" : t.code == kDLInt ? "int" : t.code == kDLUInt ? "uint"
-                     : t.code == kDLBfloat ? "bfloat" : "code";
+                     : t.code == kDLBfloat ? "bfloat" : t.code == kDLBoolCode ? "bool" : "code";
   return t.lanes == 1 ? fmt::format("{}{}", code, t.bits) : fmt::format("{}{}x{}", code, t.bits, t.lanes);
 }
 
@@ -68,6 +75,8 @@ std::optional<DType> dl_dtype(const DLDataType& t) {
   if (t.code == kDLBfloat && t.bits == 16) return DType::BF16;
   if (t.code == kDLInt && t.bits == 32) return DType::I32;
   if (t.code == kDLInt && t.bits == 64) return DType::I64;
+  if (t.code == kDLUInt && t.bits == 8) return DType::U8;
+  if (t.code == kDLBoolCode && t.bits == 8) return DType::Bool;
   return std::nullopt;
 }
 
@@ -78,6 +87,8 @@ DLDataType to_dl_dtype(DType dtype) {
     case DType::BF16: return {kDLBfloat, 16, 1};
     case DType::I32: return {kDLInt, 32, 1};
     case DType::I64: return {kDLInt, 64, 1};
+    case DType::U8: return {kDLUInt, 8, 1};
+    case DType::Bool: return {kDLBoolCode, 8, 1};
   }
   return {kDLFloat, 32, 1};
 }

@@ -19,6 +19,7 @@
 #include "builder/workspace.h"
 #include "format/fb_types.h"
 #include "format/program_file.h"
+#include "kernels/dtype_support.h"
 
 namespace planrt::builder {
 namespace {
@@ -444,6 +445,38 @@ class MethodLowering {
 
 }  // namespace
 
+// Every node's input dtypes against what the kernels of the back end that runs it implement
+// (kernels/dtype_support.h): what a back end would refuse when the program runs is refused
+// when it is built, naming the method, the node and the segment.
+static Status check_segment_dtypes(const ir::Model& model, const ir::Method& method, const ir::CheckedMethod& checked,
+                            const std::vector<SegmentSpan>& segments) {
+  for (const SegmentSpan& span : segments) {
+    const kernels::KernelBackend backend =
+        span.backend == ir::Backend::Cpu || span.device.is_cpu() ? kernels::KernelBackend::Cpu
+                                                                  : kernels::KernelBackend::Cuda;
+    for (size_t n = span.begin; n < span.end; ++n) {
+      const ir::Node& node = method.nodes[n];
+      std::vector<DType> dtypes;
+      for (const std::string& in : node.inputs) {
+        if (in.empty()) continue;
+        auto v = checked.values.find(in);
+        if (v != checked.values.end()) {
+          dtypes.push_back(v->second.dtype);
+        } else if (const ir::Constant* c = model.find_constant(in)) {
+          dtypes.push_back(c->dtype);
+        }
+      }
+      Status s = kernels::check_kernel_dtypes(backend, node.op, dtypes);
+      if (!s.ok()) {
+        return s.with_context(fmt::format("method '{}': {} in segment '{}' ({} on {})", method.name,
+                                          ir::node_label(node, n), span.name, ir::backend_name(span.backend),
+                                          planrt::to_string(span.device)));
+      }
+    }
+  }
+  return {};
+}
+
 Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanOptions& planner,
                                    const ScratchPlacement& scratch, const RewriteOptions& rewrites) {
   LoweredProgram out;
@@ -466,6 +499,7 @@ Result<LoweredProgram> lower_model(const ir::Model& model, const planning::PlanO
   for (const ir::Method& method : methods) {
     PLANRT_ASSIGN_OR_RETURN(ir::CheckedMethod checked, ir::check_method(*rewritten, method));
     PLANRT_ASSIGN_OR_RETURN(std::vector<SegmentSpan> segments, partition_method(method, checked));
+    PLANRT_RETURN_IF_ERROR(check_segment_dtypes(*rewritten, method, checked, segments));
     MethodLowering lowering(*rewritten, method, checked, segments, constants, planner, scratch);
     PLANRT_ASSIGN_OR_RETURN(auto lowered, lowering.run());
     out.program.methods.push_back(std::move(lowered));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "builder/sym_shape.h"
+#include "kernels/elementwise_ops.h"
 #include "kernels/op_plans.h"
 
 namespace planrt::builder::ir {
@@ -19,6 +20,7 @@ struct Ctx {
   const Attrs& attrs;
   std::span<const DimDecl> dims;
   InferredNode out;
+  std::string_view op;
 
   const TensorType& type(size_t i) const { return *in[i].type; }
   const SymShape& shape(size_t i) const { return in[i].type->shape; }
@@ -140,8 +142,16 @@ InferredNode& emit(Ctx& c, TensorType out) {
 
 // ---- rules ------------------------------------------------------------------------------
 
+Status not_bool(const Ctx& c, size_t i) {
+  if (c.type(i).dtype == DType::Bool) {
+    return bad(fmt::format("{} is bool; arithmetic takes numbers (cast it first)", c.describe(i)));
+  }
+  return {};
+}
+
 Result<InferredNode> elementwise_binary(Ctx& c) {
   PLANRT_RETURN_IF_ERROR(same_dtype(c));
+  PLANRT_RETURN_IF_ERROR(not_bool(c, 0));
   PLANRT_ASSIGN_OR_RETURN(SymShape s, broadcast_shapes(c.shape(0), c.shape(1), c.dims));
   return emit(c, {c.type(0).dtype, std::move(s)});
 }
@@ -152,6 +162,42 @@ Result<InferredNode> unary_floating(Ctx& c) {
 }
 
 Result<InferredNode> relu(Ctx& c) { return emit(c, c.type(0)); }
+
+// neg: any number (integers wrap).
+Result<InferredNode> unary_numeric(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(not_bool(c, 0));
+  return emit(c, c.type(0));
+}
+
+// The typed elementwise family (kernels/elementwise_ops.h): its dtype rule, every input
+// broadcast.
+Result<InferredNode> typed_elementwise(const kernels::ElementwiseOp& op, Ctx& c) {
+  std::optional<DType> cast_to;
+  if (op.rule == kernels::ElementwiseRule::Cast) {
+    const AttrValue* v = find_attr(c, "dtype");
+    const auto* name = v == nullptr ? nullptr : std::get_if<std::string>(v);
+    if (name == nullptr) return bad("attribute 'dtype' (a string: the dtype to cast to) is required");
+    Result<DType> d = parse_dtype(*name);
+    if (!d.ok()) return bad(fmt::format("attribute 'dtype': {}", d.status().message()));
+    cast_to = *d;
+  }
+  for (std::string_view flag : {"positive", "negative", "fmod"}) {
+    if (find_attr(c, flag) != nullptr) PLANRT_RETURN_IF_ERROR(attr_bool(c, flag, true).status());
+  }
+  std::vector<DType> dtypes;
+  for (size_t i = 0; i < c.in.size(); ++i) dtypes.push_back(c.type(i).dtype);
+  Result<DType> out = kernels::elementwise_output_dtype(op, dtypes, cast_to);
+  if (!out.ok()) {
+    std::string operands;
+    for (size_t i = 0; i < c.in.size(); ++i) operands += (i ? "; " : "") + c.describe(i);
+    return bad(fmt::format("{} ({})", out.status().message(), operands));
+  }
+  SymShape shape = c.shape(0);
+  for (size_t i = 1; i < c.in.size(); ++i) {
+    PLANRT_ASSIGN_OR_RETURN(shape, broadcast_shapes(shape, c.shape(i), c.dims));
+  }
+  return emit(c, {*out, std::move(shape)});
+}
 
 Result<InferredNode> gelu(Ctx& c) {
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
@@ -780,6 +826,46 @@ Result<InferredNode> expand(Ctx& c) {
   return emit(c, {c.type(0).dtype, std::move(out)});
 }
 
+// gather_elements(x, indices): indices' shape, x's dtype; each size of indices at most x's
+// outside `dim` (equal expressions, or constants no larger).
+Result<InferredNode> gather_elements(Ctx& c) {
+  const DType idx = c.type(1).dtype;
+  if (idx != DType::I32 && idx != DType::I64) {
+    return bad(fmt::format("{} must be i32 or i64 indices", c.describe(1)));
+  }
+  const SymShape& x = c.shape(0);
+  const SymShape& i = c.shape(1);
+  if (x.size() != i.size() || x.empty()) {
+    return bad(fmt::format("{} must have the rank of {} (>= 1)", c.describe(1), c.describe(0)));
+  }
+  PLANRT_ASSIGN_OR_RETURN(int64_t dim, attr_int(c, "dim", 0));
+  PLANRT_ASSIGN_OR_RETURN(dim, normalize_dim(dim, x.size(), "attribute 'dim'"));
+  c.out.attrs["dim"] = dim;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (static_cast<int64_t>(d) == dim || i[d] == x[d]) continue;
+    if (i[d].is_static() && x[d].is_static() && i[d].value <= x[d].value) continue;
+    if (i[d].is_static() && i[d].value == 1) continue;
+    return bad(fmt::format("{}: its dim {} may exceed that of {}", c.describe(1), d, c.describe(0)));
+  }
+  return emit(c, {c.type(0).dtype, i});
+}
+
+// take(x, indices): indices' shape, x's dtype.
+Result<InferredNode> take(Ctx& c) {
+  const DType idx = c.type(1).dtype;
+  if (idx != DType::I32 && idx != DType::I64) return bad(fmt::format("{} must be i32 or i64 indices", c.describe(1)));
+  return emit(c, {c.type(0).dtype, c.shape(1)});
+}
+
+// size(x): an i64 scalar, x's size along `dim`.
+Result<InferredNode> size_of(Ctx& c) {
+  PLANRT_ASSIGN_OR_RETURN(int64_t dim, attr_int(c, "dim", std::nullopt));
+  if (c.shape(0).empty()) return bad(fmt::format("{} is a scalar: it has no dim to take the size of", c.describe(0)));
+  PLANRT_ASSIGN_OR_RETURN(dim, normalize_dim(dim, c.shape(0).size(), "attribute 'dim'"));
+  c.out.attrs["dim"] = dim;
+  return emit(c, {DType::I64, {}});
+}
+
 // ---- the table --------------------------------------------------------------------------
 
 using RuleFn = Result<InferredNode> (*)(Ctx&);
@@ -804,7 +890,7 @@ const std::initializer_list<Rule>& rules() {
       {"relu", {}, relu},
       {"silu", {}, unary_floating},
       {"sqrt", {}, unary_floating},
-      {"neg", {}, unary_floating},
+      {"neg", {}, unary_numeric},
       {"exp", {}, unary_floating},
       {"erf", {}, unary_floating},
       {"tanh", {}, unary_floating},
@@ -826,12 +912,41 @@ const std::initializer_list<Rule>& rules() {
       {"hard_swish", {}, clamp_op},
       {"pad", {"pads", "mode", "value"}, pad},
       {"expand", {"shape"}, expand},
+      {"gather_elements", {"dim"}, gather_elements},
+      {"size", {"dim"}, size_of},
+      {"take", {}, take},
   };
+  return table;
+}
+
+// The typed elementwise family's rules, one per op of kernels::elementwise_ops().
+const std::vector<Rule>& typed_rules() {
+  static const std::vector<Rule> table = [] {
+    std::vector<Rule> t;
+    for (const kernels::ElementwiseOp& op : kernels::elementwise_ops()) {
+      static const std::initializer_list<std::string_view> kCast = {"dtype"};
+      static const std::initializer_list<std::string_view> kInf = {"positive", "negative"};
+      static const std::initializer_list<std::string_view> kMod = {"fmod"};
+      static const std::initializer_list<std::string_view> kNone = {};
+      t.push_back({op.name,
+                   op.rule == kernels::ElementwiseRule::Cast ? kCast
+                   : op.fn == kernels::ElementwiseFn::IsInf  ? kInf
+                   : op.fn == kernels::ElementwiseFn::Mod    ? kMod
+                                                             : kNone,
+                   [](Ctx& c) -> Result<InferredNode> {
+                     return typed_elementwise(*kernels::find_elementwise_op(c.op), c);
+                   }});
+    }
+    return t;
+  }();
   return table;
 }
 
 const Rule* find_rule(std::string_view op) {
   for (const Rule& r : rules()) {
+    if (r.op == op) return &r;
+  }
+  for (const Rule& r : typed_rules()) {
     if (r.op == op) return &r;
   }
   return nullptr;
@@ -855,7 +970,7 @@ Result<InferredNode> infer_node(std::string_view op, std::span<const Operand> op
                              accepted.empty() ? "none" : accepted));
     }
   }
-  Ctx c{operands, attrs, dims, {}};
+  Ctx c{operands, attrs, dims, {}, op};
   c.out.attrs = attrs;
   return rule->fn(c);
 }

@@ -85,6 +85,8 @@ void fill(const ir::Constant& c, const RandomWeights& spec, uint8_t* dst) {
       // Random indices would be out of range for most tables: integers are 0 (or 1).
       case DType::I32: store(dst, i, static_cast<int32_t>(c.init == ir::Init::Ones)); break;
       case DType::I64: store(dst, i, static_cast<int64_t>(c.init == ir::Init::Ones)); break;
+      case DType::U8:
+      case DType::Bool: store(dst, i, static_cast<uint8_t>(c.init == ir::Init::Ones)); break;
     }
   }
 }

@@ -11,6 +11,8 @@ size_t element_size(DType dtype) {
     case DType::BF16: return 2;
     case DType::I32: return 4;
     case DType::I64: return 8;
+    case DType::U8: return 1;
+    case DType::Bool: return 1;
   }
   return 0;
 }
@@ -22,6 +24,8 @@ std::string_view dtype_name(DType dtype) {
     case DType::BF16: return "bf16";
     case DType::I32: return "i32";
     case DType::I64: return "i64";
+    case DType::U8: return "u8";
+    case DType::Bool: return "bool";
   }
   return "unknown";
 }
@@ -32,11 +36,15 @@ Result<DType> parse_dtype(std::string_view name) {
     if (dtype_name(d) == name) return d;
   }
   return make_error(ErrorCode::InvalidArgument,
-                    "unknown dtype '{}' (expected f32, f16, bf16, i32 or i64)", name);
+                    "unknown dtype '{}' (expected f32, f16, bf16, i32, i64, u8 or bool)", name);
 }
 
 bool is_floating(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+}
+
+bool is_integer(DType dtype) {
+  return dtype == DType::I32 || dtype == DType::I64 || dtype == DType::U8;
 }
 
 uint16_t f32_to_bf16_bits(float value) {
@@ -67,6 +75,28 @@ uint16_t f32_to_f16_bits(float value) {
   uint32_t rem = abs & 0x1FFFu;
   if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
   return sign | static_cast<uint16_t>(h);
+}
+
+float f16_bits_to_f32(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal: normalize
+    exp = 113;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+  }
+  return std::bit_cast<float>(bits);
 }
 
 float bf16_bits_to_f32(uint16_t bits) {

@@ -18,7 +18,8 @@ struct NpyDtype {
   DType dtype;
 };
 constexpr NpyDtype kDtypes[] = {
-    {"<f4", DType::F32}, {"<f2", DType::F16}, {"<i4", DType::I32}, {"<i8", DType::I64}};
+    {"<f4", DType::F32}, {"<f2", DType::F16}, {"<i4", DType::I32}, {"<i8", DType::I64},
+    {"|u1", DType::U8},  {"|b1", DType::Bool}};
 
 // The dict NumPy writes, e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }.
 struct Header {
@@ -184,7 +185,7 @@ Result<HostTensor> parse_npy(std::span<const uint8_t> bytes, const std::string& 
   }
   if (!known) {
     return bad(name, fmt::format("unsupported dtype '{}' (planrt reads '<f4', '<f2', '<i4', "
-                                 "'<i8'; bf16 has no NumPy dtype)",
+                                 "'<i8', '|u1', '|b1'; bf16 has no NumPy dtype)",
                                  *h.descr));
   }
   if (h.shape->size() > static_cast<size_t>(kMaxRank)) {

@@ -1,7 +1,7 @@
 // Reading and writing NumPy .npy files (format versions 1.0 and 2.0).
 //
 // Supported element types are the little-endian '<f4', '<f2', '<i4' and '<i8' (f32, f16,
-// i32, i64), C order only. bf16 has no NumPy dtype: writing it is refused (convert to f32
+// i32, i64) and the one-byte '|u1' and '|b1' (u8, bool), C order only. bf16 has no NumPy dtype: writing it is refused (convert to f32
 // first), as is reading any other descr or fortran_order True. The header is untrusted:
 // it is parsed by a strict reader of the dict NumPy writes (no eval, no recursion) and the
 // data size must equal dtype size x shape product exactly (overflow-checked).

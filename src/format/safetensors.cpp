@@ -27,7 +27,7 @@ Status bad(const std::string& file, std::string message) {
 }
 
 std::optional<DType> parse_st_dtype(std::string_view s) {
-  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64}) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8, DType::Bool}) {
     if (safetensors_dtype_name(d) == s) return d;
   }
   return std::nullopt;
@@ -65,7 +65,7 @@ Result<SafetensorsTensor> parse_entry(const std::string& file, const std::string
   const auto& dtype_text = dt->get_ref<const std::string&>();
   auto dtype = parse_st_dtype(dtype_text);
   if (!dtype) {
-    return bad(file, fmt::format("tensor '{}' has dtype '{}'; planrt reads F32, F16, BF16, I32, I64",
+    return bad(file, fmt::format("tensor '{}' has dtype '{}'; planrt reads F32, F16, BF16, I32, I64, U8, BOOL",
                                  name, dtype_text));
   }
   t.dtype = *dtype;
@@ -204,6 +204,8 @@ std::string_view safetensors_dtype_name(DType dtype) {
     case DType::BF16: return "BF16";
     case DType::I32: return "I32";
     case DType::I64: return "I64";
+    case DType::U8: return "U8";
+    case DType::Bool: return "BOOL";
   }
   return "?";
 }

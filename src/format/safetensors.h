@@ -3,7 +3,7 @@
 // Layout: an 8-byte little-endian header length N, N bytes of JSON mapping each tensor name
 // to {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to the data section
 // that follows the header), then the data section. "__metadata__" is an optional
-// string-to-string map. planrt reads and writes the dtypes F32, F16, BF16, I32 and I64; a
+// string-to-string map. planrt reads and writes the dtypes F32, F16, BF16, I32, I64, U8 and BOOL; a
 // file holding any other dtype is refused with an error naming the tensor.
 //
 // Files are untrusted: the header length, every offset (within the data section,
@@ -62,7 +62,7 @@ class SafetensorsFile {
   std::unique_ptr<Impl> impl_;
 };
 
-// "F32", "F16", "BF16", "I32", "I64".
+// "F32", "F16", "BF16", "I32", "I64", "U8", "BOOL".
 std::string_view safetensors_dtype_name(DType dtype);
 
 // Lays the tensors out contiguously in the order given (the header is padded to 8 bytes).

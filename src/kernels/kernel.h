@@ -94,8 +94,20 @@ struct OpInfo {
 //     as [S, ..., H, D], kernels/attention_layout.h), heads (int, 0; bshd and sbhd only:
 //     the last two dims one, [..., H * D], and one input alone is a packed q|k|v projection
 //     [..., 3 * H * D])
-// Dtypes: arithmetic ops are f32 (another input dtype: NotSupported); embedding takes i32
-// or i64 ids and a table of any dtype; data movement works for every dtype.
+//   gather_elements: dim (int, 0); x, indices (i32 or i64, x's rank) -> indices' shape
+//   take: none; x, indices (i32 or i64) -> indices' shape: x's elements at those flat
+//     (row-major) positions, negative from the end (torch.take; ONNX Gather on 1-D data)
+//   size: dim (int, required): an i64 scalar holding x's size along dim as the method runs
+//     (a dim's value used as data: transformers' mask index arithmetic); x's bytes are not read
+//   cos, sin, log, floor, ceil, round, reciprocal, abs, sign, isnan, isinf, logical_not, equal,
+//     less, less_equal, greater, greater_equal, logical_and, logical_or, logical_xor, minimum,
+//     maximum, mod, where, cast: the typed elementwise family, its dtypes, semantics and
+//     attributes (isinf: positive, negative; mod: fmod; cast: dtype) in
+//     kernels/elementwise_ops.h
+// Dtypes: arithmetic ops are f32 on the CPU (f32 and bf16 on CUDA), add, sub, mul, div, pow
+// and neg also i32, i64 and u8 (elementwise_ops.h); another input dtype: NotSupported;
+// embedding takes i32 or i64 ids and a table of any dtype; data movement works for every
+// dtype.
 // Aliasing: elementwise ops and reshape may write over an input of the output's shape;
 // other kernels need outputs disjoint from inputs.
 const OpInfo* find_op(std::string_view name);

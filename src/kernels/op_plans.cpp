@@ -399,6 +399,70 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
   return plan;
 }
 
+Result<GatherElementsPlan> plan_gather_elements(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                                                std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "gather_elements";
+  const TensorView& x = inputs[0];
+  const TensorView& idx = inputs[1];
+  if (idx.dtype != DType::I32 && idx.dtype != DType::I64) {
+    return make_error(ErrorCode::NotSupported, "{}: indices have dtype {}; expected i32 or i64", op,
+                      dtype_name(idx.dtype));
+  }
+  if (idx.rank() != x.rank() || x.rank() == 0) {
+    return make_error(ErrorCode::InvalidArgument, "{}: indices must have x's rank (>= 1); got {}", op,
+                      describe_inputs(op, inputs));
+  }
+  GatherElementsPlan plan;
+  PLANRT_ASSIGN_OR_RETURN(int64_t dim, with_op(op, attrs.get_int("dim", 0)));
+  PLANRT_ASSIGN_OR_RETURN(plan.dim, normalize_dim(op, "dim", dim, x.rank()));
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d != plan.dim && idx.sizes[d] > x.sizes[d]) {
+      return make_error(ErrorCode::InvalidArgument, "{}: indices' dim {} ({}) exceeds x's ({}): {}", op, d,
+                        idx.sizes[d], x.sizes[d], describe_inputs(op, inputs));
+    }
+  }
+  if (x.sizes[plan.dim] == 0 && idx.numel() > 0) {
+    return make_error(ErrorCode::InvalidArgument, "{}: gathering from an empty dim {}: {}", op, plan.dim,
+                      describe_inputs(op, inputs));
+  }
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, idx.sizes));
+  plan.i64_indices = idx.dtype == DType::I64;
+  plan.x_strides = x.sizes;
+  int64_t stride = 1;
+  for (int d = x.rank() - 1; d >= 0; --d) {
+    plan.x_strides[d] = stride;
+    stride *= x.sizes[d];
+  }
+  return plan;
+}
+
+Result<TakePlan> plan_take(std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "take";
+  const TensorView& idx = inputs[1];
+  if (idx.dtype != DType::I32 && idx.dtype != DType::I64) {
+    return make_error(ErrorCode::NotSupported, "{}: indices have dtype {}; expected i32 or i64", op,
+                      dtype_name(idx.dtype));
+  }
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, idx.sizes));
+  if (inputs[0].numel() == 0 && idx.numel() > 0) {
+    return make_error(ErrorCode::InvalidArgument, "{}: taking from an empty x ({})", op, describe_inputs(op, inputs));
+  }
+  return TakePlan{idx.dtype == DType::I64, inputs[0].numel()};
+}
+
+Result<int64_t> plan_size(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                          std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "size";
+  const TensorView& x = inputs[0];
+  Result<int64_t> dim = with_op(op, attrs.get_int("dim", std::numeric_limits<int64_t>::min()));
+  if (!dim.ok()) return dim.status();
+  if (*dim == std::numeric_limits<int64_t>::min()) return make_error(ErrorCode::NotFound, "{}: attribute 'dim' is required", op);
+  if (x.rank() == 0) return make_error(ErrorCode::InvalidArgument, "{}: x is a scalar (it has no dims)", op);
+  PLANRT_ASSIGN_OR_RETURN(int d, normalize_dim(op, "dim", *dim, x.rank()));
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], DType::I64, Shape{}));
+  return x.sizes[d];
+}
+
 // ids are i32 or i64; the table may have any dtype since rows move as bytes.
 Result<EmbeddingPlan> plan_embedding(std::span<const TensorView> inputs,
                                      std::span<const TensorView> outputs) {
@@ -820,6 +884,13 @@ Result<PadPlan> plan_pad(const OpAttrs& attrs, std::span<const TensorView> input
     }
     case DType::I64: {
       const auto v = static_cast<int64_t>(p.value);
+      std::memcpy(&p.fill_bits, &v, sizeof v);
+      break;
+    }
+    case DType::U8:
+    case DType::Bool: {
+      const auto v = x.dtype == DType::Bool ? static_cast<uint8_t>(p.value != 0.0)
+                                            : static_cast<uint8_t>(p.value);
       std::memcpy(&p.fill_bits, &v, sizeof v);
       break;
     }

@@ -117,6 +117,31 @@ inline const TensorView& attention_source(std::span<const TensorView> inputs, si
   return inputs.size() == 1 ? inputs[0] : inputs[which];
 }
 
+// gather_elements(x, indices) along `dim` (attribute, default 0): out[i] = x[i with its `dim`
+// entry replaced by indices[i]] (ONNX GatherElements, torch.gather). indices are i32 or i64
+// of x's rank, each size at most x's except along dim; a negative index counts from the
+// end. The output has indices' shape and x's dtype.
+struct GatherElementsPlan {
+  int dim = 0;
+  bool i64_indices = false;
+  Shape x_strides;  // contiguous strides of x, in elements
+};
+Result<GatherElementsPlan> plan_gather_elements(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                                                std::span<const TensorView> outputs);
+
+// take(x, indices): x's elements at flat positions (torch.take): indices i32 or i64, negative
+// counting from the end of x's numel; the output has indices' shape and x's dtype.
+struct TakePlan {
+  bool i64_indices = false;
+  int64_t numel = 0;  // of x
+};
+Result<TakePlan> plan_take(std::span<const TensorView> inputs, std::span<const TensorView> outputs);
+
+// size(x): x's size along `dim` (attribute, required; negative from the end), written as an
+// i64 scalar.
+Result<int64_t> plan_size(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                          std::span<const TensorView> outputs);
+
 // embedding: n ids gather rows of row_bytes from a table of `rows` rows.
 struct EmbeddingPlan {
   bool i64_ids = false;

@@ -42,6 +42,35 @@ constexpr OpInfo kOps[] = {
     {"hard_swish",                    1,  1, 1},
     {"pad",                           1,  1, 1},
     {"expand",                        1,  1, 1},  // x broadcast to the output's shape
+    {"gather_elements",               2,  2, 1},  // x, indices
+    {"size",                          1,  1, 1},  // x (only its shape is read)
+    {"take",                          2,  2, 1},  // x, indices
+    // The typed elementwise family (kernels/elementwise_ops.h).
+    {"cos",                           1,  1, 1},
+    {"sin",                           1,  1, 1},
+    {"log",                           1,  1, 1},
+    {"floor",                         1,  1, 1},
+    {"ceil",                          1,  1, 1},
+    {"round",                         1,  1, 1},
+    {"reciprocal",                    1,  1, 1},
+    {"abs",                           1,  1, 1},
+    {"sign",                          1,  1, 1},
+    {"isnan",                         1,  1, 1},
+    {"isinf",                         1,  1, 1},
+    {"logical_not",                   1,  1, 1},
+    {"equal",                         2,  2, 1},
+    {"less",                          2,  2, 1},
+    {"less_equal",                    2,  2, 1},
+    {"greater",                       2,  2, 1},
+    {"greater_equal",                 2,  2, 1},
+    {"logical_and",                   2,  2, 1},
+    {"logical_or",                    2,  2, 1},
+    {"logical_xor",                   2,  2, 1},
+    {"minimum",                       2,  2, 1},
+    {"maximum",                       2,  2, 1},
+    {"mod",                           2,  2, 1},
+    {"where",                         3,  3, 1},  // cond, a, b
+    {"cast",                          1,  1, 1},
 };
 // clang-format on
 

@@ -274,5 +274,25 @@ TEST(ModelErrors, FileErrorsArePrefixedWithThePath) {
   EXPECT_ERROR_CONTAINS(read_model_json(path), path + ": method 'm': missing \"inputs\"");
 }
 
+// What the back end that runs a node cannot compute is refused when the program is built
+// (kernels/dtype_support.h), not when it runs: an f16 linear or softmax on the CPU; bf16
+// arithmetic and the typed elementwise ops pass.
+TEST(ModelErrors, ADtypeTheCpuKernelsCannotRunIsRefusedAtBuild) {
+  OneMethod m = nodes(R"({"op": "linear", "inputs": ["x", "w"], "outputs": ["y"]})",
+                      R"("w": {"dtype": "f16", "shape": [4, 8]})");
+  m.inputs = R"([{"name": "x", "dtype": "f16", "shape": ["S", 8]}])";
+  ASSERT_OK_AND_ASSIGN(Model model, parse(m));
+  Result<BuiltProgram> built = build_program(model);
+  EXPECT_ERROR_CONTAINS(built, "method 'forward': node 0 (op linear, output 'y') in segment 'cpu0' (cpu on cpu)");
+  EXPECT_ERROR_CONTAINS(built, "linear: x has dtype f16; the CPU kernel supports f32");
+  EXPECT_EQ(built.status().code(), ErrorCode::NotSupported);
+  OneMethod ok = nodes(R"({"op": "isnan", "inputs": ["x"], "outputs": ["n"]},
+                          {"op": "cast", "inputs": ["n"], "outputs": ["c"], "attrs": {"dtype": "f16"}},
+                          {"op": "add", "inputs": ["c", "x"], "outputs": ["y"]})");
+  ok.inputs = R"([{"name": "x", "dtype": "f16", "shape": ["S", 8]}])";
+  ASSERT_OK_AND_ASSIGN(Model fine, parse(ok));
+  EXPECT_TRUE(build_program(fine).ok()) << build_program(fine).status().to_string();
+}
+
 }  // namespace
 }  // namespace planrt::builder

@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "builder_test_util.h"
+#include "format/fb_types.h"
 #include "format/program_file.h"
+#include "kernels/elementwise_ops.h"
 #include "kernels/kernel.h"
 #include "model_json_util.h"
 
@@ -162,6 +164,35 @@ std::vector<OpCase> cases() {
   c.push_back({"expand", with(R"([{"name": "x", "dtype": "f32", "shape": [1, 8]}, {"name": "z", "dtype": "f32", "shape": ["S", 1]}])",
                               R"({"op": "expand", "inputs": ["x"], "outputs": ["y"], "attrs": {"shape": [2, "S", 8]}})"),
                "expand", "[2, S, 8]"});
+  c.push_back({"gather_elements",
+               with(R"([{"name": "x", "dtype": "f32", "shape": [1, 16]}, {"name": "i", "dtype": "i64", "shape": [1, "S"]}])",
+                    R"({"op": "gather_elements", "inputs": ["x", "i"], "outputs": ["y"], "attrs": {"dim": 1}})"),
+               "gather_elements", "[1, S]"});
+  c.push_back({"take",
+               with(R"([{"name": "x", "dtype": "bool", "shape": ["S", 2]}, {"name": "i", "dtype": "i64", "shape": [3, "S"]}])",
+                    R"({"op": "take", "inputs": ["x", "i"], "outputs": ["y"]})"),
+               "take", "[3, S]", "bool"});
+  c.push_back({"size", with(kX, R"({"op": "size", "inputs": ["x"], "outputs": ["y"], "attrs": {"dim": -2}})"), "size", "[]",
+               "i64"});
+  // The typed elementwise family (kernels/elementwise_ops.h): each op over inputs of a
+  // dtype its rule admits, broadcast to [S, 8], and its output dtype.
+  const char* kFloats = R"([{"name": "a", "dtype": "f32", "shape": [1, 8]}, {"name": "b", "dtype": "f32", "shape": ["S", 1]}])";
+  const char* kBools = R"([{"name": "a", "dtype": "bool", "shape": [1, 8]}, {"name": "b", "dtype": "bool", "shape": ["S", 1]}])";
+  for (const kernels::ElementwiseOp& op : kernels::elementwise_ops()) {
+    const bool logical = op.rule == kernels::ElementwiseRule::Logical;
+    std::string inputs = op.arity == 1 ? "[\"b\"]" : op.arity == 2 ? "[\"a\", \"b\"]" : "[\"m\", \"a\", \"b\"]";
+    std::string attrs = op.rule == kernels::ElementwiseRule::Cast ? R"(, "attrs": {"dtype": "i64"})" : "";
+    std::string decl = logical ? kBools : kFloats;
+    if (op.rule == kernels::ElementwiseRule::Where) {
+      decl = R"([{"name": "m", "dtype": "bool", "shape": ["S", 8]}, {"name": "a", "dtype": "f32", "shape": [1, 8]}, {"name": "b", "dtype": "f32", "shape": ["S", 1]}])";
+    }
+    const bool to_bool = logical || op.rule == kernels::ElementwiseRule::Compare ||
+                         op.rule == kernels::ElementwiseRule::FloatingToBool;
+    const std::string dtype = to_bool ? "bool" : op.rule == kernels::ElementwiseRule::Cast ? "i64" : "f32";
+    c.push_back({std::string(op.name),
+                 with(decl, fmt::format(R"({{"op": "{}", "inputs": {}, "outputs": ["y"]{}}})", op.name, inputs, attrs)),
+                 std::string(op.name), op.arity == 1 ? "[S, 1]" : "[S, 8]", dtype});
+  }
   return c;
 }
 
@@ -193,6 +224,7 @@ TEST(OpRoundTrip, EveryOpBuildsAndReadsBackWithItsShape) {
     const fb::ValueT* y = btest::find_value(*rt->method, "y");
     ASSERT_NE(y, nullptr);
     EXPECT_EQ(btest::shape_of(*rt->method, *y), c.shape);
+    EXPECT_EQ(format::to_dtype(y->dtype), parse_dtype(c.dtype).value());
     btest::expect_plans_valid(rt->built.program());
     covered.insert(c.op);
   }

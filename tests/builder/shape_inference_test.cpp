@@ -202,6 +202,46 @@ TEST(ShapeInference, LinearTakesAFusedReluOrGelu) {
                   "must be \"none\" or \"tanh\""));
 }
 
+// The typed elementwise family: one rule from kernels/elementwise_ops.h, its dtypes checked
+// when the program is built, every operand broadcast.
+TEST(ShapeInference, TypedElementwiseOpsFollowTheirDtypeRules) {
+  const TensorType b{DType::Bool, {c(1), S}};
+  const TensorType i{DType::I64, {c(4), c(1)}};
+  Result<InferredNode> eq = infer("equal", {i, {DType::I64, {S}}});
+  ASSERT_TRUE(eq.ok()) << eq.status().to_string();
+  EXPECT_EQ(eq->outputs[0].dtype, DType::Bool);
+  EXPECT_EQ(out_shape(eq), "[4, S]");
+  Result<InferredNode> w = infer("where", {b, f32({c(4), c(1)}), f32({})});
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  EXPECT_EQ(w->outputs[0].dtype, DType::F32);
+  EXPECT_EQ(out_shape(w), "[4, S]");
+  Result<InferredNode> cast = infer("cast", {b}, {{"dtype", std::string("f16")}});
+  ASSERT_TRUE(cast.ok()) << cast.status().to_string();
+  EXPECT_EQ(cast->outputs[0].dtype, DType::F16);
+  EXPECT_EQ(infer("isnan", {f32({S})})->outputs[0].dtype, DType::Bool);
+  EXPECT_EQ(out_shape(infer("where", {f32({S}), f32({S}), f32({S})})),
+            "error: where: cond has dtype f32; it must be bool (operand 0 'v' (f32 [S]); operand 1 'v' (f32 [S]); operand 2 'v' (f32 [S]))");
+  EXPECT_NE(out_shape(infer("cos", {i})).find("must be floating"), std::string::npos);
+  EXPECT_NE(out_shape(infer("cast", {b})).find("attribute 'dtype'"), std::string::npos);
+  EXPECT_NE(out_shape(infer("cast", {b}, {{"dtype", std::string("f64")}})).find("unknown dtype 'f64'"), std::string::npos);
+  EXPECT_NE(out_shape(infer("minimum", {i, f32({c(4)})})).find("one dtype"), std::string::npos);
+  EXPECT_NE(out_shape(infer("add", {b, b})).find("is bool"), std::string::npos);
+  EXPECT_NE(out_shape(infer("isinf", {f32({S})}, {{"detect", true}})).find("unknown attribute 'detect'"), std::string::npos);
+  Result<InferredNode> neg = infer("neg", {i});  // integers negate (and wrap)
+  ASSERT_TRUE(neg.ok()) << neg.status().to_string();
+}
+
+TEST(ShapeInference, GatherElementsTakesIndicesShape) {
+  const TensorType x = f32({c(1), c(64)});
+  Result<InferredNode> g = infer("gather_elements", {x, {DType::I64, {c(1), S}}}, {{"dim", int64_t{-1}}});
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(out_shape(g), "[1, S]");
+  EXPECT_EQ(std::get<int64_t>(g->attrs.at("dim")), 1);
+  EXPECT_NE(out_shape(infer("gather_elements", {x, f32({c(1), S})})).find("i32 or i64"), std::string::npos);
+  EXPECT_NE(out_shape(infer("gather_elements", {x, {DType::I64, {c(2), S}}}, {{"dim", int64_t{1}}})).find("may exceed"),
+            std::string::npos);
+}
+
 TEST(ShapeInference, OpWithoutRuleIsReportedNotGuessed) {
   EXPECT_FALSE(has_shape_rule("conv3d"));
   auto r = infer("conv3d", {f32({S})});

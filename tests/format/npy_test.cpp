@@ -66,7 +66,8 @@ TEST_P(NpyRoundTrip, WriteThenReadGivesTheSameTensor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EachDtype, NpyRoundTrip,
-                         ::testing::Values(DType::F32, DType::F16, DType::I32, DType::I64),
+                         ::testing::Values(DType::F32, DType::F16, DType::I32, DType::I64, DType::U8,
+                                           DType::Bool),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(Npy, ReadsWhatNumPyWrites) {

@@ -428,6 +428,60 @@ TEST_F(OnnxImport, TiedWeightsAreStoredOnceHoweverTheyAreReached) {
   }
 }
 
+// What transformers 5 writes around attention over padded batches, computed at run time:
+// IsNaN guarding a fully masked row, Where on a bool mask, Cast of an integer mask, and a
+// comparison of run-time integers, on a bool graph input and an int64 one.
+TEST_F(OnnxImport, RunTimeBoolAndIntegerValuesComputeAsOnnxSays) {
+  input("x", {std::string("B"), int64_t{4}});
+  input("keep", {std::string("B"), int64_t{4}}, ::onnx::TensorProto::BOOL);
+  input("ids", {std::string("B"), int64_t{4}}, ::onnx::TensorProto::INT64);
+  initializer("zero", {}, {0.0f});
+  node("IsNaN", {"x"}, {"nan"});
+  node("Where", {"nan", "zero", "x"}, {"clean"});
+  node("Not", {"keep"}, {"drop"});
+  node("Where", {"drop", "zero", "clean"}, {"kept"});
+  node("Equal", {"ids", "ids"}, {"same"});  // all true at run time
+  node("Cast", {"same"}, {"one"})->add_attribute()->CopyFrom([] {
+    ::onnx::AttributeProto a;
+    a.set_name("to");
+    a.set_type(::onnx::AttributeProto::INT);
+    a.set_i(::onnx::TensorProto::FLOAT);
+    return a;
+  }());
+  node("Mul", {"kept", "one"}, {"y"});
+  output("y");
+  OnnxImportOptions o;
+  o.dims["B"] = {1, 4};
+  Result<builder::Model> m = read_model_onnx(save(), o);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  std::set<std::string> ops;
+  for (const auto& n : m->graph().methods[0].nodes) ops.insert(n.op);
+  for (const char* op : {"isnan", "where", "logical_not", "equal", "cast", "mul"}) {
+    EXPECT_TRUE(ops.contains(op)) << op << " in " << fmt::format("{}", fmt::join(ops, ", "));
+  }
+  Result<builder::BuiltProgram> built = builder::build_program(*m);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const std::string prog = (dir_ / "m.prog").string();
+  ASSERT_TRUE(built->write(prog).ok());
+  Result<Module> module = Module::load(prog);
+  ASSERT_TRUE(module.ok()) << module.status().to_string();
+  std::vector<float> x{1, NAN, 3, 4, -1, -2, NAN, -4};
+  std::vector<uint8_t> keep{1, 1, 0, 1, 1, 0, 1, 1};
+  std::vector<int64_t> ids{5, 6, 7, 8, 1, 2, 3, 4};
+  Result<Tensor> tx = Tensor::from_view(TensorView::contiguous(x.data(), DType::F32, {2, 4}));
+  Result<Tensor> tk = Tensor::from_view(TensorView::contiguous(keep.data(), DType::Bool, {2, 4}));
+  Result<Tensor> ti = Tensor::from_view(TensorView::contiguous(ids.data(), DType::I64, {2, 4}));
+  const std::vector<TensorView> inputs{tx->view(), tk->view(), ti->view()};
+  Result<std::vector<Tensor>> out = module->execute("forward", inputs);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const float* y = static_cast<const float*>((*out)[0].data());
+  EXPECT_EQ(std::vector<float>(y, y + 8), (std::vector<float>{1, 0, 0, 4, -1, 0, 0, -4}));
+  // A Where whose condition is not bool is refused by name.
+  graph().mutable_node(1)->set_input(0, "x");
+  EXPECT_TRUE(IsError(read_model_onnx(save(), o).status(), ErrorCode::InvalidArgument,
+                      {"'clean' (Where)", "condition is float, not bool"}));
+}
+
 TEST_F(OnnxImport, APartitionNeedingAGpuOnTheHostIsRefused) {
   input("x", {int64_t{2}});
   node("Relu", {"x"}, {"y"});

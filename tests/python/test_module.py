@@ -247,3 +247,31 @@ def test_memory_is_released_when_a_module_is_dropped(rng):
         del m
     gc.collect()
     assert rss() - start < 10 * len(data), (rss() - start, len(data))
+
+
+def test_bool_and_uint8_arrays_go_in_and_come_out(tmp_path):
+    model = {
+        "format": "planrt-model/1",
+        "methods": [{
+            "name": "forward", "dims": {"S": {"min": 1, "max": 8}},
+            "inputs": [{"name": "x", "dtype": "f32", "shape": ["S"]},
+                       {"name": "keep", "dtype": "bool", "shape": ["S"]},
+                       {"name": "code", "dtype": "u8", "shape": ["S"]}],
+            "outputs": ["y", "big"],
+            "nodes": [{"op": "where", "inputs": ["keep", "x", "x0"], "outputs": ["y"]},
+                      {"op": "greater", "inputs": ["code", "c100"], "outputs": ["big"]}],
+        }],
+        "weights": {"random": {"seed": 1}},
+        "constants": {"x0": {"dtype": "f32", "shape": [1], "init": "zeros"},
+                      "c100": {"dtype": "u8", "shape": [1], "init": "ones"}},
+    }
+    path = tmp_path / "m.json"
+    path.write_text(__import__("json").dumps(model))
+    m = planrt.Module(planrt.build(path))
+    x = np.array([1.5, -2.0, 3.0], np.float32)
+    keep = np.array([True, False, True])
+    code = np.array([0, 1, 200], np.uint8)
+    y, big = m.run("forward", [x, keep, code])
+    np.testing.assert_array_equal(y, [1.5, 0.0, 3.0])
+    assert big.dtype == np.bool_
+    np.testing.assert_array_equal(big, [False, False, True])

@@ -126,6 +126,8 @@ std::optional<OutputStats> stats_of(const TensorView& v) {
       case DType::I32: return static_cast<const int32_t*>(v.data)[i];
       case DType::I64: return static_cast<double>(static_cast<const int64_t*>(v.data)[i]);
       case DType::BF16: return bf16_bits_to_f32(static_cast<const uint16_t*>(v.data)[i]);
+      case DType::U8: return static_cast<const uint8_t*>(v.data)[i];
+      case DType::Bool: return static_cast<const uint8_t*>(v.data)[i] != 0 ? 1.0 : 0.0;
       default: return NAN;
     }
   };

@@ -61,6 +61,13 @@ Result<Tensor> random_input(const TensorSpec& spec, std::span<const DimSpec> dim
       for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(splitmix64(state) % 8);
       return t;
     }
+    case DType::U8:
+    case DType::Bool: {  // bool: 0 or 1; u8: 0..7 like the other integers
+      auto* p = static_cast<uint8_t*>(t.data());
+      const uint64_t range = spec.dtype == DType::Bool ? 2 : 8;
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(splitmix64(state) % range);
+      return t;
+    }
     default:
       return make_error(ErrorCode::NotSupported,
                         "random values for a {} input ('{}') are not supported: pass --input",

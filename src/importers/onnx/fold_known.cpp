@@ -153,7 +153,12 @@ Result<Value> binary_known(const OpContext& c, const std::string& op) {
   if (op == "Mul") { ff = [](auto& v) { return v[0] * v[1]; }; fi = [](auto& v) { return v[0] * v[1]; }; }
   if (op == "Div") {
     ff = [](auto& v) { return v[0] / v[1]; };
-    fi = [](auto& v) { return v[1] == 0 ? int64_t{0} : v[0] / v[1]; };
+    // x / 0 is 0 and min / -1 wraps, as the kernels give (elementwise_ops.h): no trap.
+    fi = [](auto& v) {
+      if (v[1] == 0) return int64_t{0};
+      if (v[1] == -1) return static_cast<int64_t>(0ull - static_cast<uint64_t>(v[0]));
+      return v[0] / v[1];
+    };
   }
   if (op == "Pow") {
     ff = [](auto& v) { return std::pow(v[0], v[1]); };
@@ -200,13 +205,31 @@ Result<Value> unary_known(const OpContext& c, const std::string& op) {
   if (op == "Reciprocal") g = [](double x) { return 1.0 / x; };
   if (op == "Floor") g = [](double x) { return std::floor(x); };
   if (op == "Ceil") g = [](double x) { return std::ceil(x); };
+  if (op == "Cos") g = [](double x) { return std::cos(x); };
+  if (op == "Sin") g = [](double x) { return std::sin(x); };
+  if (op == "Round") g = [](double x) { return std::nearbyint(x); };  // half to even
+  if (op == "Sign") g = [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; };
+  if (op == "IsNaN" || op == "IsInf") {
+    if (!elem_is_float(e)) return c.error(fmt::format("{} of {}", op, elem_name(e)));
+    PLANRT_ASSIGN_OR_RETURN(int64_t neg, c.attr_int("detect_negative", 1));
+    PLANRT_ASSIGN_OR_RETURN(int64_t pos, c.attr_int("detect_positive", 1));
+    const bool nan = op == "IsNaN";
+    return elementwise(c, Elem::Bool,
+                       [=](auto& v) {
+                         const double x = v[0];
+                         const bool hit = nan ? std::isnan(x) : std::isinf(x) && (x > 0 ? pos != 0 : neg != 0);
+                         return hit ? 1.0 : 0.0;
+                       },
+                       nullptr, true);
+  }
   if (op == "Not") {
     return elementwise(c, Elem::Bool, [](auto& v) { return v[0] == 0 ? 1.0 : 0.0; },
                        [](auto& v) { return v[0] == 0 ? int64_t{1} : int64_t{0}; }, false);
   }
-  if (!elem_is_float(e) && (op == "Neg" || op == "Abs" || op == "Relu")) {
+  if (!elem_is_float(e) && (op == "Neg" || op == "Abs" || op == "Relu" || op == "Sign")) {
     std::function<int64_t(int64_t)> gi = op == "Neg" ? [](int64_t x) { return -x; }
                                        : op == "Abs" ? [](int64_t x) { return x < 0 ? -x : x; }
+                                       : op == "Sign" ? [](int64_t x) { return int64_t{x > 0} - int64_t{x < 0}; }
                                                      : [](int64_t x) { return x < 0 ? int64_t{0} : x; };
     return elementwise(c, e, nullptr, [gi](auto& v) { return gi(v[0]); }, false);
   }
@@ -455,7 +478,7 @@ Result<bool> fold_known(OpContext& c) {
       "Greater", "GreaterOrEqual", "And", "Or", "Xor"};
   static const std::set<std::string, std::less<>> kUnary = {
       "Neg", "Abs", "Sqrt", "Exp", "Log", "Erf", "Tanh", "Sigmoid", "Relu", "Reciprocal",
-      "Floor", "Ceil", "Not"};
+      "Floor", "Ceil", "Not", "Cos", "Sin", "Round", "Sign", "IsNaN", "IsInf"};
   if (kBinary.contains(op) && c.in.size() == 2) {
     PLANRT_ASSIGN_OR_RETURN(Value v, binary_known(c, op));
     c.out.push_back(std::move(v));

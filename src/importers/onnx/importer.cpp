@@ -356,11 +356,7 @@ Result<std::string> Importer::constant(const Tensor& t, const std::string& name_
 
 Result<std::string> Importer::ir_of(const Value& v, bool unfold) {
   if (v.known) return constant(*v.known, v.ir.empty() ? "const" : v.ir);
-  if (v.sym) {
-    return invalid(fmt::format("a shape computation ({} entries depending on the dims) is used "
-                               "as data at run time, which planrt does not support",
-                               v.sym->size()));
-  }
+  if (v.sym) return sym_at_run_time(v);
   if (v.causal) {
     return invalid("causally masked attention scores are read by something other than a Softmax "
                    "(planrt applies causal masks inside its attention)");
@@ -386,9 +382,29 @@ Result<std::string> Importer::ir_of(const Value& v, bool unfold) {
     return name;
   }
   if (v.iota) {
-    return invalid(fmt::format("a range 0..{} over the dims is used as data at run time (planrt "
-                               "supports it as the indices of a Gather from a constant table)",
-                               sym_to_string(*v.iota, dims())));
+    // 0..n-1 at run time (position ids compared with a mask, cast to float for a rotary
+    // table): 0..max-1 as a constant, seen through a window of the dim's size.
+    const SymInt& n = *v.iota;
+    if (n.coeff != 1 || n.dims.size() != 1) {
+      return invalid(fmt::format("a range 0..{} over the dims is used as data at run time, and only "
+                                 "a range over one dim can be", sym_to_string(n, dims())));
+    }
+    const int64_t max = method_.dims[n.dims[0]].max;
+    std::vector<int64_t> base_shape;
+    for (const SymInt& d : v.shape) base_shape.push_back(d == n ? max : sym_is_const(d) ? d.coeff : -1);
+    if (std::count(base_shape.begin(), base_shape.end(), max) != 1 ||
+        std::count(base_shape.begin(), base_shape.end(), -1) != 0) {
+      return invalid(fmt::format("a range 0..{} laid out as {} is used as data at run time", sym_to_string(n, dims()),
+                                 shape_str(v.shape)));
+    }
+    std::vector<int64_t> values(static_cast<size_t>(max));
+    for (int64_t i = 0; i < max; ++i) values[static_cast<size_t>(i)] = i;
+    Value window;
+    window.elem = v.elem;
+    window.shape = v.shape;
+    window.window_base = Tensor::from_i64(v.elem, base_shape, values);
+    window.ir = v.ir.empty() ? "range" : v.ir;
+    return ir_of(window, unfold);
   }
   if (!unfold || v.folded == 0) return v.ir;
   // Merge the folded dims: expressible only when the product is.
@@ -396,6 +412,64 @@ Result<std::string> Importer::ir_of(const Value& v, bool unfold) {
   PLANRT_ASSIGN_OR_RETURN(ir::ShapeSpec spec, reshape_spec(target));
   PLANRT_ASSIGN_OR_RETURN(Value merged, emit("reshape", {v.ir}, {{"shape", spec}}, v.ir + ".merged"));
   return merged.ir;
+}
+
+// A shape computation used as data (transformers' mask index arithmetic: batch_idx * seq +
+// kv_idx): each entry coeff * product of dims computed as the program runs, a dim's value
+// read by `size` from a method input that has it.
+Result<std::string> Importer::sym_at_run_time(const Value& v) {
+  Result<DType> dtype = to_dtype(v.elem);
+  if (!dtype.ok() || !is_integer(*dtype)) {
+    return invalid(fmt::format("a shape computation of type {} is used as data at run time", elem_name(v.elem)));
+  }
+  const std::string hint = v.ir.empty() ? "shape" : v.ir;
+  auto dim_value = [&](int32_t dim) -> Result<std::string> {
+    for (const ir::ValueDecl& in : method_.inputs) {
+      for (size_t axis = 0; axis < in.type.shape.size(); ++axis) {
+        if (in.type.shape[axis] == ir::Dim::named(dim)) {
+          PLANRT_ASSIGN_OR_RETURN(Value n, emit("size", {in.name}, {{"dim", static_cast<int64_t>(axis)}},
+                                                hint + "." + method_.dims[dim].name));
+          return n.ir;
+        }
+      }
+    }
+    return invalid(fmt::format("dim '{}' is used as data at run time, but no input has it as a dim of its own",
+                               method_.dims[dim].name));
+  };
+  std::vector<std::string> entries;
+  for (const SymInt& e : *v.sym) {
+    std::string acc;
+    if (e.coeff != 1 || e.dims.empty()) {
+      PLANRT_ASSIGN_OR_RETURN(acc, constant(Tensor::from_i64(Elem::Int64, {}, {e.coeff}), hint + ".coeff"));
+    }
+    for (int32_t d : e.dims) {
+      PLANRT_ASSIGN_OR_RETURN(std::string n, dim_value(d));
+      if (acc.empty()) {
+        acc = n;
+      } else {
+        PLANRT_ASSIGN_OR_RETURN(Value p, emit("mul", {acc, n}, {}, hint + ".product"));
+        acc = p.ir;
+      }
+    }
+    entries.push_back(acc);
+  }
+  std::string out;
+  if (v.shape.empty()) {
+    out = entries.at(0);
+  } else {
+    std::vector<std::string> parts;
+    for (const std::string& e : entries) {
+      PLANRT_ASSIGN_OR_RETURN(Value one, emit("reshape", {e}, {{"shape", ir::ShapeSpec{{1, ""}}}}, hint + ".entry"));
+      parts.push_back(one.ir);
+    }
+    PLANRT_ASSIGN_OR_RETURN(Value cat, emit("concat", parts, {{"dim", int64_t{0}}}, hint));
+    out = cat.ir;
+  }
+  if (*dtype != DType::I64) {
+    PLANRT_ASSIGN_OR_RETURN(Value cast, emit("cast", {out}, {{"dtype", std::string(dtype_name(*dtype))}}, hint + ".cast"));
+    out = cast.ir;
+  }
+  return out;
 }
 
 Result<Value> Importer::emit(std::string op, std::vector<std::string> inputs, ir::Attrs attrs,

@@ -160,6 +160,7 @@ class Importer {
   Status import_outputs();
   Status import_node(const ::onnx::NodeProto& node, size_t index);
   std::string unique_name(const std::string& hint);
+  Result<std::string> sym_at_run_time(const Value& v);
 
   std::shared_ptr<const ::onnx::ModelProto> model_;
   std::string model_dir_;

@@ -39,29 +39,6 @@ void store(uint8_t* out, Elem elem, int64_t i, T v) {
   }
 }
 
-float f16_bits_to_f32(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  // subnormal: normalize
-    exp = 113;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --exp;
-    }
-    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 // Truncation toward zero; NaN is 0 and out-of-range values saturate (a C++ cast of those
 // is undefined).
@@ -209,10 +186,12 @@ Result<DType> to_dtype(Elem elem) {
     case Elem::Bfloat16: return DType::BF16;
     case Elem::Int32: return DType::I32;
     case Elem::Int64: return DType::I64;
+    case Elem::Uint8: return DType::U8;
+    case Elem::Bool: return DType::Bool;
     default:
       return make_error(ErrorCode::NotSupported,
                         "element type {} has no planrt dtype (planrt tensors are f32, f16, bf16, "
-                        "i32 or i64)", elem_name(elem));
+                        "i32, i64, u8 or bool)", elem_name(elem));
   }
 }
 
@@ -223,6 +202,8 @@ Elem from_dtype(DType dtype) {
     case DType::BF16: return Elem::Bfloat16;
     case DType::I32: return Elem::Int32;
     case DType::I64: return Elem::Int64;
+    case DType::U8: return Elem::Uint8;
+    case DType::Bool: return Elem::Bool;
   }
   return Elem::Undefined;
 }

@@ -151,7 +151,10 @@ Status unary(OpContext& c, const char* op) {
 
 Status handle_relu(OpContext& c) { return unary(c, "relu"); }
 Status handle_sqrt(OpContext& c) { return unary(c, "sqrt"); }
-Status handle_neg(OpContext& c) { return unary(c, "neg"); }
+Status handle_neg(OpContext& c) {
+  if (!elem_is_float(c.input(0).elem)) return emit_integer_unary(c, "neg");
+  return unary(c, "neg");
+}
 Status handle_exp(OpContext& c) { return unary(c, "exp"); }
 Status handle_erf(OpContext& c) { return unary(c, "erf"); }
 Status handle_tanh(OpContext& c) { return unary(c, "tanh"); }
@@ -238,8 +241,7 @@ Status handle_where(OpContext& c) {
       return {};
     }
   }
-  return not_supported(c, "at run time other than as a causal attention mask (planrt has no bool "
-                          "tensors; a Where over constants and shapes folds when building)");
+  return emit_where(c);
 }
 
 Status binary(OpContext& c, const char* op) {
@@ -262,6 +264,7 @@ Status binary(OpContext& c, const char* op) {
     }
   }
   const Value& rt = a.is_runtime() ? a : b;
+  if (!elem_is_float(rt.elem)) return emit_integer_arithmetic(c, op);
   PLANRT_RETURN_IF_ERROR(require_float(c, a.is_runtime() ? 0 : 1));
   // A folded operand stays folded when the other one broadcasts over its trailing dims
   // only (a bias, a scale): those are the same in the IR shape.
@@ -285,7 +288,13 @@ Status handle_add(OpContext& c) { return binary(c, "add"); }
 Status handle_sub(OpContext& c) { return binary(c, "sub"); }
 Status handle_mul(OpContext& c) { return binary(c, "mul"); }
 Status handle_div(OpContext& c) { return binary(c, "div"); }
-Status handle_pow(OpContext& c) { return binary(c, "pow"); }
+Status handle_pow(OpContext& c) {
+  // Pow's exponent may have another type than its base (ONNX's T and T1).
+  if (c.input(0).elem != c.input(1).elem && !(c.input(1).known && elem_is_float(c.input(0).elem))) {
+    return emit_mixed_pow(c);
+  }
+  return binary(c, "pow");
+}
 
 // ---- linear algebra ---------------------------------------------------------------------------
 
@@ -793,7 +802,35 @@ Status handle_gather(OpContext& c) {
     c.out.push_back(std::move(y));
     return {};
   }
-  if (data.known && idx.is_runtime()) {
+  const bool unit_rows = std::all_of(data.shape.begin() + std::min<int64_t>(1, data.rank()), data.shape.end(),
+                                     [](const SymInt& d) { return d == sym_const(1); });
+  if (!idx.known && !idx.sym && axis == 0 && data.rank() >= 1 && unit_rows && !data.sym) {
+    // Elements of a 1-D tensor (or one of [N, 1, ...]) at run-time positions (transformers'
+    // mask lookup, a flattened [batch, seq] mask at batch * seq + position): planrt's take,
+    // over the data's bytes as they lie (a flattened value's IR dims are the same row-major
+    // elements).
+    if (idx.elem != Elem::Int64 && idx.elem != Elem::Int32) {
+      return not_supported(c, fmt::format("with indices of type {}", elem_name(idx.elem)));
+    }
+    PLANRT_ASSIGN_OR_RETURN(std::string x, c.im.ir_of(data, false));
+    PLANRT_ASSIGN_OR_RETURN(std::string ids, c.im.ir_of(idx));
+    if (data.rank() == 1) {
+      PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("take", {x, ids}, {}, out_name(c)));
+      c.out.push_back(std::move(y));
+      return {};
+    }
+    // Rows of one element ([N, 1], a Flatten's output): the same elements, the unit dims
+    // appended to the indices' shape.
+    PLANRT_ASSIGN_OR_RETURN(Value taken, c.im.emit("take", {x, ids}, {}, out_name(c) + ".take"));
+    std::vector<SymInt> target = idx.shape;
+    target.insert(target.end(), data.shape.begin() + 1, data.shape.end());
+    PLANRT_ASSIGN_OR_RETURN(Value y, reshape_to(c, taken, target, out_name(c)));
+    c.out.push_back(std::move(y));
+    return {};
+  }
+  if (data.known && !idx.known && !idx.sym) {
+    // Run-time indices, or a window of a constant (BERT's position-id buffer sliced to the
+    // sequence): embedding rows.
     if (axis != 0 || data.rank() != 2) {
       return not_supported(c, "of run-time indices from a constant that is not a [rows, width] "
                               "table along axis 0");
@@ -864,8 +901,7 @@ Status handle_dropout(OpContext& c) {
 Status handle_cast(OpContext& c) {
   PLANRT_ASSIGN_OR_RETURN(int64_t to, c.attr_int("to", std::nullopt));
   if (static_cast<Elem>(to) == c.input(0).elem) return handle_identity(c);
-  return not_supported(c, fmt::format("from {} to {} at run time", elem_name(c.input(0).elem),
-                                      elem_name(static_cast<Elem>(to))));
+  return emit_cast(c, static_cast<Elem>(to));
 }
 
 // Ops that only fold: at run time their inputs would decide shapes or hold masks planrt has
@@ -914,42 +950,27 @@ Status build_time_only(OpContext& c) {
 // clang-format off
 const OpSpec kOps[] = {
     // op               inputs min, max (-1: any)   outputs max (-1: any)   attributes   handler
-    {"Abs", 1, 1, 1, {}, build_time_only},
     {"Add", 2, 2, 1, {}, handle_add},
-    {"And", 2, 2, 1, {}, build_time_only},
     {"Cast", 1, 1, 1, {"to", "saturate"}, handle_cast},
-    {"Ceil", 1, 1, 1, {}, build_time_only},
     {"Concat", 1, -1, 1, {"axis"}, handle_concat},
     {"Constant", 0, 0, 1, {"value", "value_float", "value_floats", "value_int", "value_ints"}, build_time_only},
     {"ConstantOfShape", 1, 1, 1, {"value"}, build_time_only},
     {"Div", 2, 2, 1, {}, handle_div},
     {"Dropout", 1, 3, 2, {"ratio", "seed", "is_test"}, handle_dropout},
-    {"Equal", 2, 2, 1, {}, build_time_only},
     {"Erf", 1, 1, 1, {}, handle_erf},
     {"Exp", 1, 1, 1, {}, handle_exp},
     {"Expand", 2, 2, 1, {}, handle_expand},
     {"Flatten", 1, 1, 1, {"axis"}, handle_flatten},
-    {"Floor", 1, 1, 1, {}, build_time_only},
     {"Gather", 2, 2, 1, {"axis"}, handle_gather},
     {"Gelu", 1, 1, 1, {"approximate"}, handle_gelu},
     {"Gemm", 2, 3, 1, {"alpha", "beta", "transA", "transB"}, handle_gemm},
-    {"Greater", 2, 2, 1, {}, build_time_only},
-    {"GreaterOrEqual", 2, 2, 1, {}, build_time_only},
     {"Identity", 1, 1, 1, {}, handle_identity},
     {"LayerNormalization", 2, 3, 3, {"axis", "epsilon", "stash_type"}, handle_layer_norm},
-    {"Less", 2, 2, 1, {}, build_time_only},
-    {"LessOrEqual", 2, 2, 1, {}, build_time_only},
     {"MatMul", 2, 2, 1, {}, handle_matmul},
-    {"Max", 1, -1, 1, {}, build_time_only},
-    {"Min", 1, -1, 1, {}, build_time_only},
-    {"Mod", 2, 2, 1, {"fmod"}, build_time_only},
     {"Mul", 2, 2, 1, {}, handle_mul},
     {"Neg", 1, 1, 1, {}, handle_neg},
-    {"Not", 1, 1, 1, {}, build_time_only},
-    {"Or", 2, 2, 1, {}, build_time_only},
     {"Pow", 2, 2, 1, {}, handle_pow},
     {"Range", 3, 3, 1, {}, build_time_only},
-    {"Reciprocal", 1, 1, 1, {}, build_time_only},
     {"ReduceMean", 1, 2, 1, {"axes", "keepdims", "noop_with_empty_axes"}, handle_reduce_mean},
     {"Relu", 1, 1, 1, {}, handle_relu},
     {"Reshape", 2, 2, 1, {"allowzero"}, handle_reshape},
@@ -967,7 +988,6 @@ const OpSpec kOps[] = {
     {"Trilu", 1, 2, 1, {"upper"}, build_time_only},
     {"Unsqueeze", 1, 2, 1, {"axes"}, handle_unsqueeze},
     {"Where", 3, 3, 1, {}, handle_where},
-    {"Xor", 2, 2, 1, {}, build_time_only},
 };
 // clang-format on
 
@@ -978,7 +998,7 @@ Result<std::string> operand_of_type(OpContext& c, const Value& v, Elem elem) { r
 void keep_folded_like(Value& out, const Value& like) { keep_folded(out, like); }
 
 const OpSpec* find_op_spec(std::string_view op) {
-  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops}) {
+  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops, typed_ops}) {
     for (const OpSpec& s : table) {
       if (s.op == op) return &s;
     }
@@ -990,6 +1010,7 @@ std::vector<std::string_view> supported_ops() {
   std::vector<std::string_view> out;
   for (const OpSpec& s : kOps) out.push_back(s.op);
   for (const OpSpec& s : vision_ops) out.push_back(s.op);
+  for (const OpSpec& s : typed_ops) out.push_back(s.op);
   std::sort(out.begin(), out.end());
   return out;
 }

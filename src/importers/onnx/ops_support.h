@@ -18,4 +18,18 @@ void keep_folded_like(Value& out, const Value& like);
 // The convolutional networks' ops (ops_vision.cpp).
 extern const std::span<const OpSpec> vision_ops;
 
+// Math functions, comparisons, logic and variadic Max/Min/Sum/Mean at run time (ops_typed.cpp).
+extern const std::span<const OpSpec> typed_ops;
+// The run-time forms that handlers of ops.cpp fall back to (ops_typed.cpp): Where on a
+// bool condition, Cast to `to`, and integer arithmetic (`op` is planrt's add, sub, mul,
+// div or pow; neg for emit_integer_unary).
+Status emit_where(OpContext& c);
+Status emit_cast(OpContext& c, Elem to);
+Status emit_integer_arithmetic(OpContext& c, const std::string& op);
+Status emit_integer_unary(OpContext& c, const std::string& op);
+// Pow with base and exponent of different types: computed in the float type of either (the
+// exponent cast to a float base's type; an integer base cast to the float exponent's type
+// and the result cast back, truncating, as ONNX's reference does).
+Status emit_mixed_pow(OpContext& c);
+
 }  // namespace planrt::importers::onnx

@@ -7,6 +7,7 @@
 // output disjoint from its inputs.
 #pragma once
 
+#include "kernels/elementwise_ops.h"
 #include "kernels/kernel.h"
 #include "kernels/op_plans.h"
 
@@ -34,6 +35,19 @@ PLANRT_CPU_KERNEL(gelu);
 PLANRT_CPU_KERNEL(clip);
 PLANRT_CPU_KERNEL(hard_sigmoid);
 PLANRT_CPU_KERNEL(hard_swish);
+// typed_elementwise.cpp: the family of kernels/elementwise_ops.h, every dtype its rules admit.
+// The names are the op table's, inside this namespace (cpu::log is not std::log).
+#define PLANRT_CPU_ELEMENTWISE_KERNEL(fn) PLANRT_CPU_KERNEL(fn);
+PLANRT_ELEMENTWISE_OPS(PLANRT_CPU_ELEMENTWISE_KERNEL)
+#undef PLANRT_CPU_ELEMENTWISE_KERNEL
+// add, sub, mul, div, pow, neg over i32, i64, u8 (and f16, bf16): the arithmetic kernels
+// call it for any input dtype but f32.
+Status integer_arithmetic(std::string_view name, std::span<const TensorView> inputs,
+                          std::span<const TensorView> outputs);
+// gather_elements.cpp
+PLANRT_CPU_KERNEL(gather_elements);
+PLANRT_CPU_KERNEL(size);
+PLANRT_CPU_KERNEL(take);
 // convolution.cpp
 PLANRT_CPU_KERNEL(conv2d);
 // pooling.cpp

@@ -44,6 +44,7 @@ template <typename F>
 Status binary(std::string_view op, F f, std::span<const TensorView> inputs,
               std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  if (inputs[0].dtype != DType::F32) return integer_arithmetic(op, inputs, outputs);
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
   const TensorView& a = inputs[0];
   const TensorView& b = inputs[1];
@@ -221,6 +222,10 @@ Status unary_sqrt(const OpAttrs&, std::span<const TensorView> in, std::span<cons
       "sqrt", Pointwise::Sqrt, in, out);
 }
 Status unary_neg(const OpAttrs&, std::span<const TensorView> in, std::span<const TensorView> out) {
+  if (!in.empty() && in[0].dtype != DType::F32) {
+    PLANRT_RETURN_IF_ERROR(check_operands("neg", in, out));
+    return integer_arithmetic("neg", in, out);
+  }
   return unary(
       "neg", Pointwise::Neg, in, out);
 }

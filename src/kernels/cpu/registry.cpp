@@ -46,6 +46,12 @@ constexpr Entry kCpuKernels[] = {
     {"hard_swish", cpu::hard_swish},
     {"pad", cpu::pad},
     {"expand", cpu::expand},
+    {"gather_elements", cpu::gather_elements},
+    {"size", cpu::size},
+    {"take", cpu::take},
+#define PLANRT_CPU_ENTRY(fn) {#fn, cpu::fn},
+    PLANRT_ELEMENTWISE_OPS(PLANRT_CPU_ENTRY)
+#undef PLANRT_CPU_ENTRY
 };
 
 }  // namespace

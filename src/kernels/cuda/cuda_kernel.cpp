@@ -48,6 +48,9 @@ constexpr Entry kCudaKernels[] = {
     {"embedding", embedding},
     {"concat", concat},
     {"slice", slice},
+    {"gather_elements", gather_elements},
+    {"take", take},
+    {"size", size},
     {"conv2d", conv2d},
     {"max_pool2d", max_pool2d},
     {"avg_pool2d", avg_pool2d},
@@ -56,6 +59,10 @@ constexpr Entry kCudaKernels[] = {
     {"hard_swish", hard_swish},
     {"pad", pad},
     {"expand", expand},
+    // The typed elementwise family: kernels/elementwise_ops.h lists the same ops.
+#define PLANRT_CUDA_ENTRY(op) {#op, elementwise_##op},
+    PLANRT_ELEMENTWISE_OPS(PLANRT_CUDA_ENTRY)
+#undef PLANRT_CUDA_ENTRY
 };
 
 }  // namespace
@@ -157,6 +164,13 @@ Status device_error_status(const CudaDeviceError& e) {
       return make_error(ErrorCode::OutOfRange,
                         "embedding: ids[{}] = {} is outside the table's {} rows", e.position,
                         e.value, e.limit);
+    case DeviceErrorKind::GatherElementsIndexOutOfRange:
+      return make_error(ErrorCode::OutOfRange,
+                        "gather_elements: indices[{}] = {} is outside [-{}, {}) along its dim",
+                        e.position, e.value, e.limit, e.limit);
+    case DeviceErrorKind::TakeIndexOutOfRange:
+      return make_error(ErrorCode::OutOfRange, "take: indices[{}] = {} is outside [-{}, {})",
+                        e.position, e.value, e.limit, e.limit);
   }
   return make_error(ErrorCode::Internal, "unknown device error kind {}", e.kind);
 }

@@ -1,6 +1,8 @@
-// CUDA kernels for every op of the table (docs/design.md §9): f32 or bf16 operands (one dtype
-// per call, f32 arithmetic), any dtype for data movement: the interface the `cuda` backend
-// and the CUDA engine runner call.
+// CUDA kernels for every op of the table (docs/design.md §9): f32 or bf16 operands for the
+// arithmetic (one dtype per call, computed in f32), i32, i64 and u8 too for the integer forms
+// of add, sub, mul, div, pow and neg, every dtype the typed elementwise family's rules admit
+// (kernels/elementwise_ops.h; f16 and bf16 computed in f32), any dtype for data movement: the
+// interface the `cuda` backend and the CUDA engine runner call.
 //
 // Design
 // - A call is `CudaKernelFn(ctx, attrs, inputs, outputs)`, parallel to KernelFn (kernel.h):
@@ -28,9 +30,10 @@
 //   ctx.stream, all within the call. The `cuda` backend implements it with the warm pool
 //   (§5); StreamOrderedTempMemory is the plain cudaMallocAsync/cudaFreeAsync version.
 //   Ops that need no scratch accept ctx.temp == nullptr.
-// - Data-dependent errors (an embedding id outside the table) cannot be returned without
-//   synchronizing. The kernel never reads out of bounds (a bad id gives a row of zeros)
-//   and, when ctx.device_errors is set, records the first bad id there (device memory,
+// - Data-dependent errors (an embedding id outside the table, a gather_elements index
+//   outside its dim) cannot be returned without synchronizing. The kernel never reads out
+//   of bounds (a bad id gives a row of zeros, a bad index a zero element) and, when
+//   ctx.device_errors is set, records the first bad one there (device memory,
 //   stream-ordered); the caller reads it back when it next synchronizes and turns it into
 //   the CPU kernel's OutOfRange with device_error_status().
 // - Aliasing, as on the CPU: elementwise ops and reshape may write over an input of the
@@ -155,7 +158,8 @@ Status add_layer_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
                       std::span<const TensorView> inputs, std::span<const TensorView> outputs);
 
 // A host copy of a CudaDeviceError record as a Status: ok when nothing was recorded,
-// otherwise the error the CPU kernel would have returned (OutOfRange for embedding ids).
+// otherwise the error the CPU kernel would have returned (OutOfRange for embedding ids and
+// gather_elements indices).
 Status device_error_status(const CudaDeviceError& host_copy);
 
 }  // namespace planrt::kernels::cuda

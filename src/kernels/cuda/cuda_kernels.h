@@ -1,9 +1,15 @@
 // The CUDA kernels, one function per op of the table; find_cuda_kernel (cuda_kernel.cpp)
 // is the way in from outside the layer. Each follows the CudaKernelFn contract of
-// cuda_kernel.h.
+// cuda_kernel.h. Dtypes: the arithmetic, normalization, attention, vision and linear
+// algebra kernels take f32 or bf16 (one dtype per call); add, sub, mul, div, pow and neg also
+// i32, i64 and u8 (their integer forms); the typed elementwise family every dtype its rules
+// admit (f32, f16, bf16, i32, i64, u8, bool; f16 and bf16 computed in f32); data movement
+// (reshape, permute, transpose, concat, slice, expand, pad, embedding, gather_elements, take)
+// any dtype; size any dtype of x (never read), an i64 output.
 #pragma once
 
 #include "kernels/cuda/cuda_kernel.h"
+#include "kernels/elementwise_ops.h"
 
 namespace planrt::kernels::cuda {
 
@@ -26,6 +32,20 @@ PLANRT_CUDA_KERNEL(unary_sigmoid);
 PLANRT_CUDA_KERNEL(relu);
 PLANRT_CUDA_KERNEL(silu);
 PLANRT_CUDA_KERNEL(gelu);
+// typed_elementwise.cpp: the typed elementwise family (kernels/elementwise_ops.h), every
+// dtype its rules admit.
+#define PLANRT_CUDA_ELEMENTWISE_KERNEL(op) PLANRT_CUDA_KERNEL(elementwise_##op);
+PLANRT_ELEMENTWISE_OPS(PLANRT_CUDA_ELEMENTWISE_KERNEL)
+#undef PLANRT_CUDA_ELEMENTWISE_KERNEL
+// The integer forms (i32, i64, u8) of add, sub, mul, div, pow and neg, which elementwise.cpp
+// hands integer operands to: wrapping, division truncating toward zero with x / 0 = 0, never
+// a trap (kernels/elementwise_ops.h).
+PLANRT_CUDA_KERNEL(integer_add);
+PLANRT_CUDA_KERNEL(integer_sub);
+PLANRT_CUDA_KERNEL(integer_mul);
+PLANRT_CUDA_KERNEL(integer_div);
+PLANRT_CUDA_KERNEL(integer_pow);
+PLANRT_CUDA_KERNEL(integer_neg);
 // vision.cpp
 PLANRT_CUDA_KERNEL(conv2d);
 PLANRT_CUDA_KERNEL(max_pool2d);
@@ -52,6 +72,9 @@ PLANRT_CUDA_KERNEL(permute);
 PLANRT_CUDA_KERNEL(transpose);
 PLANRT_CUDA_KERNEL(concat);
 PLANRT_CUDA_KERNEL(slice);
+PLANRT_CUDA_KERNEL(gather_elements);
+PLANRT_CUDA_KERNEL(take);
+PLANRT_CUDA_KERNEL(size);
 
 #undef PLANRT_CUDA_KERNEL
 

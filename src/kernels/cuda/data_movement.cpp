@@ -1,5 +1,7 @@
-// reshape, permute, transpose, concat, slice and embedding: data movement, so every dtype
-// works and elements move by their size (embedding's ids are i32 or i64).
+// reshape, permute, transpose, concat, slice, embedding, gather_elements and take: data
+// movement, so every dtype works and elements move by their size (embedding's ids and
+// gather_elements' and take's indices are i32 or i64); and size, x's size along a dim
+// written as data.
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.h"
@@ -100,6 +102,69 @@ Status embedding(const CudaKernelContext& ctx, const OpAttrs&, std::span<const T
   return launched(op, launch::embedding_gather(ids, plan.i64_ids, plan.n, inputs[1].data,
                                                plan.rows, plan.row_bytes, outputs[0].data,
                                                ctx.stream));
+}
+
+// gather_elements(x, indices; dim): indices i32 or i64, x of any dtype (elements move by
+// their size). Indices are device data, so the CPU kernel's OutOfRange is recorded as
+// embedding's is: an index outside [-size, size) gives a zero element (never a read outside
+// x), and the first one is recorded in ctx.device_errors when set.
+Status gather_elements(const CudaKernelContext& ctx, const OpAttrs& attrs,
+                       std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "gather_elements";
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_ASSIGN_OR_RETURN(GatherElementsPlan plan, plan_gather_elements(attrs, inputs, outputs));
+  const TensorView& x = inputs[0];
+  const TensorView& indices = inputs[1];
+  const int64_t n = indices.numel();
+  if (n == 0) return {};
+  if (indices.rank() > launch::kMaxDims) {
+    return make_error(ErrorCode::NotSupported, "{}: rank {} exceeds the CUDA kernel's {}", op,
+                      indices.rank(), launch::kMaxDims);
+  }
+  launch::IndexMap map;
+  map.rank = indices.rank();
+  for (int d = 0; d < map.rank; ++d) {
+    map.size[d] = indices.sizes[d];
+    map.stride_a[d] = d == plan.dim ? 0 : plan.x_strides[d];
+  }
+  const int64_t dim_size = x.sizes[plan.dim];
+  PLANRT_RETURN_IF_ERROR(launched(
+      op, launch::gather_elements_check(indices.data, plan.i64_indices, n, dim_size,
+                                        ctx.device_errors, ctx.stream)));
+  return launched(op, launch::gather_elements(x.data, element_size(x.dtype), indices.data,
+                                              plan.i64_indices, outputs[0].data, n, map,
+                                              plan.x_strides[plan.dim], dim_size, ctx.stream));
+}
+
+// take(x, indices): x's elements at flat positions, indices i32 or i64, x of any dtype.
+// Indices are device data, so the CPU kernel's OutOfRange is recorded as gather_elements'
+// is: an index outside [-numel, numel) gives a zero element (never a read outside x), and
+// the first one is recorded in ctx.device_errors when set.
+Status take(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> inputs,
+            std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "take";
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_ASSIGN_OR_RETURN(TakePlan plan, plan_take(inputs, outputs));
+  const TensorView& indices = inputs[1];
+  const int64_t n = indices.numel();
+  if (n == 0) return {};
+  PLANRT_RETURN_IF_ERROR(launched(op, launch::take_check(indices.data, plan.i64_indices, n,
+                                                         plan.numel, ctx.device_errors,
+                                                         ctx.stream)));
+  return launched(op, launch::take(inputs[0].data, element_size(inputs[0].dtype), plan.numel,
+                                   indices.data, plan.i64_indices, outputs[0].data, n,
+                                   ctx.stream));
+}
+
+// size(x; dim): the plan's value written into the i64 scalar output by a one-thread kernel
+// on ctx.stream (the value its argument): no copy from host memory, no synchronization, so
+// a CUDA graph can capture it. x's bytes are never read.
+Status size(const CudaKernelContext& ctx, const OpAttrs& attrs,
+            std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "size";
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_ASSIGN_OR_RETURN(int64_t value, plan_size(attrs, inputs, outputs));
+  return launched(op, launch::write_i64(outputs[0].data_as<int64_t>(), value, ctx.stream));
 }
 
 }  // namespace planrt::kernels::cuda

@@ -1,5 +1,6 @@
 // add, sub, mul, div, pow (broadcasting by index math on the device) and the unary ops, f32
-// and bf16 (one dtype for all operands).
+// and bf16 (one dtype for all operands). Integer operands of add, sub, mul, div, pow and neg
+// take the family's integer forms instead (typed_elementwise.cpp).
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/launch.h"
@@ -37,8 +38,20 @@ Status binary_typed(std::string_view op, launch::BinaryOp kind, const CudaKernel
                      launch::binary_broadcast(kind, pa, pb, py, n, map, ctx.stream));
 }
 
-Status binary(std::string_view op, launch::BinaryOp kind, const CudaKernelContext& ctx,
+// i32, i64 or u8 among the inputs: the integer form runs the call. A mix with a float goes
+// there too, whose plan refuses it by the family's one-dtype rule ("cast one"), which says
+// more than this path's "supports f32 and bf16" would.
+bool has_integer_input(std::span<const TensorView> inputs) {
+  for (const TensorView& in : inputs) {
+    if (!in.is_none() && is_integer(in.dtype)) return true;
+  }
+  return false;
+}
+
+Status binary(std::string_view op, launch::BinaryOp kind, CudaKernelFn integer_form,
+              const CudaKernelContext& ctx, const OpAttrs& attrs,
               std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  if (has_integer_input(inputs)) return integer_form(ctx, attrs, inputs, outputs);
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(Shape shape, plan_binary(op, inputs, outputs));
@@ -65,25 +78,30 @@ Status unary(std::string_view op, launch::UnaryOp kind, const CudaKernelContext&
 
 }  // namespace
 
-Status add(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> in,
+Status add(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<const TensorView> in,
            std::span<const TensorView> out) {
-  return binary("add", launch::BinaryOp::Add, ctx, in, out);
+  return binary("add", launch::BinaryOp::Add, integer_add, ctx, attrs, in, out);
 }
-Status sub(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> in,
+Status sub(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<const TensorView> in,
            std::span<const TensorView> out) {
-  return binary("sub", launch::BinaryOp::Sub, ctx, in, out);
+  return binary("sub", launch::BinaryOp::Sub, integer_sub, ctx, attrs, in, out);
 }
-Status mul(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> in,
+Status mul(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<const TensorView> in,
            std::span<const TensorView> out) {
-  return binary("mul", launch::BinaryOp::Mul, ctx, in, out);
+  return binary("mul", launch::BinaryOp::Mul, integer_mul, ctx, attrs, in, out);
 }
-Status div(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> in,
+Status div(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<const TensorView> in,
            std::span<const TensorView> out) {
-  return binary("div", launch::BinaryOp::Div, ctx, in, out);
+  return binary("div", launch::BinaryOp::Div, integer_div, ctx, attrs, in, out);
 }
-Status power(const CudaKernelContext& ctx, const OpAttrs&, std::span<const TensorView> in,
+Status power(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<const TensorView> in,
            std::span<const TensorView> out) {
-  return binary("pow", launch::BinaryOp::Pow, ctx, in, out);
+  return binary("pow", launch::BinaryOp::Pow, integer_pow, ctx, attrs, in, out);
+}
+Status unary_neg(const CudaKernelContext& ctx, const OpAttrs& attrs,
+                 std::span<const TensorView> in, std::span<const TensorView> out) {
+  if (has_integer_input(in)) return integer_neg(ctx, attrs, in, out);
+  return unary("neg", launch::UnaryOp::Neg, ctx, in, out);
 }
 
 #define PLANRT_CUDA_UNARY(op, kind)                                                        \
@@ -92,7 +110,6 @@ Status power(const CudaKernelContext& ctx, const OpAttrs&, std::span<const Tenso
     return unary(#op, launch::UnaryOp::kind, ctx, in, out);                                  \
   }
 PLANRT_CUDA_UNARY(sqrt, Sqrt)
-PLANRT_CUDA_UNARY(neg, Neg)
 PLANRT_CUDA_UNARY(exp, Exp)
 PLANRT_CUDA_UNARY(erf, Erf)
 PLANRT_CUDA_UNARY(tanh, Tanh)

@@ -101,6 +101,31 @@ cudaError_t embedding_gather(const void* ids, bool ids_i64, int64_t n, const voi
                              int64_t table_rows, int64_t row_bytes, void* out,
                              cudaStream_t stream);
 
+// gather_elements (kernels/op_plans.h): y[i] = x[map_a(i) + k * dim_stride] over the n
+// elements of indices' shape (map.size), where k = indices[i] (i32 or i64), plus dim_size
+// when negative; map.stride_a holds x's strides with 0 along the gathered dim. Elements of
+// elem_size bytes (1, 2, 4 or 8); an index outside [-dim_size, dim_size) gives a zero
+// element (never a read outside x).
+cudaError_t gather_elements(const void* x, size_t elem_size, const void* indices,
+                            bool indices_i64, void* y, int64_t n, const IndexMap& map,
+                            int64_t dim_stride, int64_t dim_size, cudaStream_t stream);
+// Records the first index outside [-dim_size, dim_size) in *record (unless one is recorded).
+cudaError_t gather_elements_check(const void* indices, bool indices_i64, int64_t n,
+                                  int64_t dim_size, CudaDeviceError* record, cudaStream_t stream);
+
+// take (kernels/op_plans.h): y[i] = x[k] over the n indices, k = indices[i] (i32 or i64),
+// plus numel when negative. Elements of elem_size bytes (1, 2, 4 or 8); an index outside
+// [-numel, numel) gives a zero element (never a read outside x).
+cudaError_t take(const void* x, size_t elem_size, int64_t numel, const void* indices,
+                 bool indices_i64, void* y, int64_t n, cudaStream_t stream);
+// Records the first index outside [-numel, numel) in *record (unless one is recorded).
+cudaError_t take_check(const void* indices, bool indices_i64, int64_t n, int64_t numel,
+                       CudaDeviceError* record, cudaStream_t stream);
+
+// *y = value: one thread of one block, the value a kernel argument (no host memory read,
+// so it can be captured in a CUDA graph; size's output).
+cudaError_t write_i64(int64_t* y, int64_t value, cudaStream_t stream);
+
 // ---- the convolutional networks' ops (vision_kernels.cu), float and bf16 ----------------
 
 // A 2-D sliding window over h x w images (convolution padding, pooling).

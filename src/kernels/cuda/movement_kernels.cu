@@ -1,6 +1,8 @@
 // Device code that moves elements without interpreting them (permute, row copies for
 // concat/slice, embedding rows), moved in the widest unit the sizes and addresses allow,
-// and the pointer arrays of broadcast batched GEMMs.
+// gather_elements and take (one element a thread, by its size), the index checks of
+// embedding, gather_elements and take, size's one-value write, and the pointer arrays of
+// broadcast batched GEMMs.
 #include <cuda_runtime.h>
 
 #include <climits>
@@ -49,15 +51,17 @@ __global__ void copy_rows_kernel(const T* src, int64_t src_pitch, T* dst, int64_
   }
 }
 
+// Records in *record the first of n ids outside [lo, hi) as `kind` with limit `limit`
+// (embedding ids, gather_elements and take indices).
 template <typename Id>
-__global__ void embedding_check_kernel(const Id* ids, int64_t n, int64_t table_rows,
-                                       CudaDeviceError* record) {
+__global__ void index_check_kernel(const Id* ids, int64_t n, int64_t lo, int64_t hi,
+                                   DeviceErrorKind kind, int64_t limit, CudaDeviceError* record) {
   __shared__ unsigned long long first;
   if (threadIdx.x == 0) first = ULLONG_MAX;
   __syncthreads();
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     const auto id = static_cast<int64_t>(ids[i]);
-    if (id < 0 || id >= table_rows) {
+    if (id < lo || id >= hi) {
       atomicMin(&first, static_cast<unsigned long long>(i));
       break;  // later positions of this thread cannot be first
     }
@@ -66,11 +70,24 @@ __global__ void embedding_check_kernel(const Id* ids, int64_t n, int64_t table_r
   // One block, and calls on a stream run in order: the first error recorded stays.
   if (threadIdx.x == 0 && first != ULLONG_MAX &&
       record->kind == static_cast<int32_t>(DeviceErrorKind::None)) {
-    record->kind = static_cast<int32_t>(DeviceErrorKind::EmbeddingIdOutOfRange);
+    record->kind = static_cast<int32_t>(kind);
     record->position = static_cast<int64_t>(first);
     record->value = static_cast<int64_t>(ids[first]);
-    record->limit = table_rows;
+    record->limit = limit;
   }
+}
+
+cudaError_t launch_index_check(const void* ids, bool ids_i64, int64_t n, int64_t lo, int64_t hi,
+                               DeviceErrorKind kind, int64_t limit, CudaDeviceError* record,
+                               cudaStream_t stream) {
+  if (ids_i64) {
+    index_check_kernel<int64_t><<<1, 1024, 0, stream>>>(static_cast<const int64_t*>(ids), n, lo,
+                                                        hi, kind, limit, record);
+  } else {
+    index_check_kernel<int32_t><<<1, 1024, 0, stream>>>(static_cast<const int32_t*>(ids), n, lo,
+                                                        hi, kind, limit, record);
+  }
+  return cudaGetLastError();
 }
 
 template <typename Id, typename T>
@@ -86,6 +103,33 @@ __global__ void embedding_gather_kernel(const Id* ids, int64_t n, const T* table
     out[i] = (id >= 0 && id < table_rows) ? table[id * units_per_row + u] : T{};
   }
 }
+
+// y[i] = x[base(i) + k * dim_stride], k = indices[i] (+ dim_size when negative); zero for
+// a k outside the dim (reported by gather_elements_check).
+template <typename Id, typename T>
+__global__ void gather_elements_kernel(const T* x, const Id* indices, T* y, int64_t n,
+                                       IndexMap map, int64_t dim_stride, int64_t dim_size) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    auto k = static_cast<int64_t>(indices[i]);
+    if (k < 0) k += dim_size;
+    y[i] = (k >= 0 && k < dim_size) ? x[map_offset(i, map) + k * dim_stride] : T{};
+  }
+}
+
+// y[i] = x[k], k = indices[i] (+ numel when negative); zero for a k outside x (reported by
+// take_check).
+template <typename Id, typename T>
+__global__ void take_kernel(const T* x, int64_t numel, const Id* indices, T* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    auto k = static_cast<int64_t>(indices[i]);
+    if (k < 0) k += numel;
+    y[i] = (k >= 0 && k < numel) ? x[k] : T{};
+  }
+}
+
+__global__ void write_i64_kernel(int64_t* y, int64_t value) { *y = value; }
 
 // Offsets are in elements of elem_size bytes.
 __global__ void gemm_pointers_kernel(const char* a, const char* b, char* c, size_t elem_size,
@@ -128,6 +172,65 @@ cudaError_t launch_gather(const void* ids, int64_t n, const void* table, int64_t
   embedding_gather_kernel<Id, T><<<grid_for(n * units), kThreads, 0, stream>>>(
       static_cast<const Id*>(ids), n, static_cast<const T*>(table), table_rows, units,
       static_cast<T*>(out));
+  return cudaGetLastError();
+}
+
+template <typename Id, typename T>
+cudaError_t launch_gather_elements(const void* x, const void* indices, void* y, int64_t n,
+                                   const IndexMap& map, int64_t dim_stride, int64_t dim_size,
+                                   cudaStream_t stream) {
+  gather_elements_kernel<Id, T><<<grid_for(n), kThreads, 0, stream>>>(
+      static_cast<const T*>(x), static_cast<const Id*>(indices), static_cast<T*>(y), n, map,
+      dim_stride, dim_size);
+  return cudaGetLastError();
+}
+
+template <typename Id>
+cudaError_t gather_elements_by_size(const void* x, size_t elem_size, const void* indices, void* y,
+                                    int64_t n, const IndexMap& map, int64_t dim_stride,
+                                    int64_t dim_size, cudaStream_t stream) {
+  switch (elem_size) {
+    case 1:
+      return launch_gather_elements<Id, uint8_t>(x, indices, y, n, map, dim_stride, dim_size,
+                                                 stream);
+    case 2:
+      return launch_gather_elements<Id, uint16_t>(x, indices, y, n, map, dim_stride, dim_size,
+                                                  stream);
+    case 4:
+      return launch_gather_elements<Id, uint32_t>(x, indices, y, n, map, dim_stride, dim_size,
+                                                  stream);
+    case 8:
+      return launch_gather_elements<Id, uint64_t>(x, indices, y, n, map, dim_stride, dim_size,
+                                                  stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+template <typename Id>
+cudaError_t take_by_size(const void* x, size_t elem_size, int64_t numel, const void* indices,
+                         void* y, int64_t n, cudaStream_t stream) {
+  const auto* ids = static_cast<const Id*>(indices);
+  switch (elem_size) {
+    case 1:
+      take_kernel<Id, uint8_t><<<grid_for(n), kThreads, 0, stream>>>(
+          static_cast<const uint8_t*>(x), numel, ids, static_cast<uint8_t*>(y), n);
+      break;
+    case 2:
+      take_kernel<Id, uint16_t><<<grid_for(n), kThreads, 0, stream>>>(
+          static_cast<const uint16_t*>(x), numel, ids, static_cast<uint16_t*>(y), n);
+      break;
+    case 4:
+      take_kernel<Id, uint32_t><<<grid_for(n), kThreads, 0, stream>>>(
+          static_cast<const uint32_t*>(x), numel, ids, static_cast<uint32_t*>(y), n);
+      break;
+    case 8:
+      take_kernel<Id, uint64_t><<<grid_for(n), kThreads, 0, stream>>>(
+          static_cast<const uint64_t*>(x), numel, ids, static_cast<uint64_t*>(y), n);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
@@ -221,14 +324,8 @@ cudaError_t copy_rows(const void* src, int64_t src_pitch, void* dst, int64_t dst
 cudaError_t embedding_check(const void* ids, bool ids_i64, int64_t n, int64_t table_rows,
                             CudaDeviceError* record, cudaStream_t stream) {
   if (n == 0 || record == nullptr) return cudaSuccess;
-  if (ids_i64) {
-    embedding_check_kernel<int64_t><<<1, 1024, 0, stream>>>(static_cast<const int64_t*>(ids), n,
-                                                            table_rows, record);
-  } else {
-    embedding_check_kernel<int32_t><<<1, 1024, 0, stream>>>(static_cast<const int32_t*>(ids), n,
-                                                            table_rows, record);
-  }
-  return cudaGetLastError();
+  return launch_index_check(ids, ids_i64, n, 0, table_rows, DeviceErrorKind::EmbeddingIdOutOfRange,
+                            table_rows, record, stream);
 }
 
 cudaError_t embedding_gather(const void* ids, bool ids_i64, int64_t n, const void* table,
@@ -237,6 +334,46 @@ cudaError_t embedding_gather(const void* ids, bool ids_i64, int64_t n, const voi
   if (n == 0 || row_bytes == 0) return cudaSuccess;
   if (ids_i64) return gather_by_unit<int64_t>(ids, n, table, table_rows, row_bytes, out, stream);
   return gather_by_unit<int32_t>(ids, n, table, table_rows, row_bytes, out, stream);
+}
+
+cudaError_t gather_elements(const void* x, size_t elem_size, const void* indices,
+                            bool indices_i64, void* y, int64_t n, const IndexMap& map,
+                            int64_t dim_stride, int64_t dim_size, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (map.rank < 1 || map.rank > kMaxDims) return cudaErrorInvalidValue;
+  if (indices_i64) {
+    return gather_elements_by_size<int64_t>(x, elem_size, indices, y, n, map, dim_stride,
+                                            dim_size, stream);
+  }
+  return gather_elements_by_size<int32_t>(x, elem_size, indices, y, n, map, dim_stride, dim_size,
+                                          stream);
+}
+
+cudaError_t gather_elements_check(const void* indices, bool indices_i64, int64_t n,
+                                  int64_t dim_size, CudaDeviceError* record, cudaStream_t stream) {
+  if (n == 0 || record == nullptr) return cudaSuccess;
+  return launch_index_check(indices, indices_i64, n, -dim_size, dim_size,
+                            DeviceErrorKind::GatherElementsIndexOutOfRange, dim_size, record,
+                            stream);
+}
+
+cudaError_t take(const void* x, size_t elem_size, int64_t numel, const void* indices,
+                 bool indices_i64, void* y, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (indices_i64) return take_by_size<int64_t>(x, elem_size, numel, indices, y, n, stream);
+  return take_by_size<int32_t>(x, elem_size, numel, indices, y, n, stream);
+}
+
+cudaError_t take_check(const void* indices, bool indices_i64, int64_t n, int64_t numel,
+                       CudaDeviceError* record, cudaStream_t stream) {
+  if (n == 0 || record == nullptr) return cudaSuccess;
+  return launch_index_check(indices, indices_i64, n, -numel, numel,
+                            DeviceErrorKind::TakeIndexOutOfRange, numel, record, stream);
+}
+
+cudaError_t write_i64(int64_t* y, int64_t value, cudaStream_t stream) {
+  write_i64_kernel<<<1, 1, 0, stream>>>(y, value);
+  return cudaGetLastError();
 }
 
 }  // namespace planrt::kernels::cuda::launch

@@ -2,8 +2,11 @@
 
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/elementwise_ops.h"
 
 namespace planrt::kernels {
 namespace {
@@ -33,9 +36,27 @@ TEST(OpTable, ListsEveryOpOfTheModelFormatWithItsArity) {
       {"max_pool2d", 1, 1}, {"avg_pool2d", 1, 1},
       {"clip", 1, 1},       {"hard_sigmoid", 1, 1},
       {"hard_swish", 1, 1}, {"pad", 1, 1},
-      {"expand", 1, 1},
+      {"expand", 1, 1},     {"gather_elements", 2, 2},
+      {"size", 1, 1},       {"take", 2, 2},
   };
-  EXPECT_EQ(all_ops().size(), std::size(expected));
+  // The typed elementwise family (elementwise_ops.h) is in the op table with its arity.
+  size_t family = 0;
+  for (const ElementwiseOp& e : elementwise_ops()) {
+    const OpInfo* op = find_op(e.name);
+    ASSERT_NE(op, nullptr) << e.name;
+    EXPECT_EQ(op->min_inputs, e.arity) << e.name;
+    EXPECT_EQ(op->max_inputs, e.arity) << e.name;
+    EXPECT_EQ(op->num_outputs, 1) << e.name;
+    ++family;
+  }
+  EXPECT_EQ(all_ops().size(), std::size(expected) + family);
+  // The name list the back ends expand (PLANRT_ELEMENTWISE_OPS) is the table's.
+  std::vector<std::string_view> listed;
+#define PLANRT_LISTED(op) listed.push_back(#op);
+  PLANRT_ELEMENTWISE_OPS(PLANRT_LISTED)
+#undef PLANRT_LISTED
+  ASSERT_EQ(listed.size(), elementwise_ops().size());
+  for (size_t i = 0; i < listed.size(); ++i) EXPECT_EQ(listed[i], elementwise_ops()[i].name);
   for (const Expected& e : expected) {
     const OpInfo* op = find_op(e.name);
     ASSERT_NE(op, nullptr) << e.name;

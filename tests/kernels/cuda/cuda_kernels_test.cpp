@@ -47,6 +47,13 @@ TEST(CudaKernels, DeviceErrorStatusNamesTheBadId) {
   bad.limit = 10;
   EXPECT_TRUE(
       IsError(device_error_status(bad), ErrorCode::OutOfRange, {"ids[3] = 12", "10 rows"}));
+  bad.kind = static_cast<int32_t>(DeviceErrorKind::GatherElementsIndexOutOfRange);
+  bad.value = -11;
+  EXPECT_TRUE(IsError(device_error_status(bad), ErrorCode::OutOfRange,
+                      {"gather_elements", "indices[3] = -11", "[-10, 10)"}));
+  bad.kind = static_cast<int32_t>(DeviceErrorKind::TakeIndexOutOfRange);
+  EXPECT_TRUE(IsError(device_error_status(bad), ErrorCode::OutOfRange,
+                      {"take: indices[3] = -11 is outside [-10, 10)"}));
 }
 
 TEST(CudaKernels, ElementwiseMayWriteOverItsInput) {
@@ -202,6 +209,364 @@ TEST(CudaKernels, EmbeddingRecordsTheFirstBadIdAndReadsNothingOutside) {
     EXPECT_EQ(c.cuda_out.f()[0 * 4 + col],
               table.f()[static_cast<int32_t*>(ids.data())[0] * 4 + col]);
   }
+}
+
+// gather_elements against the CPU kernel, byte for byte: every element size (1, 2, 4, 8
+// bytes; x's bytes random, so every bit pattern moves), i32 and i64 indices in
+// [-size, size) (negative ones count from the end), every dim (and -1), index shapes
+// smaller than x's in the other dims and longer or shorter along the gathered one, rank 1,
+// and enough elements for many blocks (and more indices than the check's 1024 threads).
+TEST(CudaKernels, GatherElementsMatchesTheCpuForEveryElementSizeDimAndIndexType) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 301;
+  auto agree = [&](const OpAttrs& attrs, const HostTensor& x, const HostTensor& indices) {
+    testing::Comparison c =
+        r.compare("gather_elements", attrs, {x, indices}, x.dtype(), indices.shape());
+    EXPECT_TRUE(c.cpu.ok()) << c.cpu.to_string();
+    EXPECT_TRUE(c.cuda.ok()) << c.cuda.to_string();
+    EXPECT_TRUE(testing::same_bytes(c.cuda_out, c.cpu_out));
+  };
+  const Shape x_shape{3, 4, 5};
+  for (DType dt : {DType::U8, DType::Bool, DType::F16, DType::BF16, DType::F32, DType::I32,
+                   DType::I64}) {
+    const HostTensor x = HostTensor::random(x_shape, seed++, -1.0f, 1.0f, dt);
+    for (DType index_type : {DType::I32, DType::I64}) {
+      for (int64_t dim : {0, 1, 2, -1}) {
+        const int d = dim < 0 ? static_cast<int>(dim) + x_shape.rank() : static_cast<int>(dim);
+        const int64_t size = x_shape[d];
+        // The same shape; then smaller in every other dim, 7 long along the gathered one.
+        Shape smaller{2, 3, 4};
+        smaller[d] = 7;
+        for (const Shape& shape : {x_shape, smaller}) {
+          SCOPED_TRACE(fmt::format("x {} indices {} {} dim {}", dtype_name(dt),
+                                   dtype_name(index_type), shape.to_string(), dim));
+          agree(attrs_of({{"dim", dim}}), x,
+                HostTensor::ids(index_type, shape, seed++, -size, size));
+        }
+      }
+    }
+  }
+  // Rank 1, and many blocks (64 * 1000 indices into rows of 300).
+  agree({}, HostTensor::random({10}, seed, -1.0f, 1.0f, DType::I64),
+        HostTensor::ids(DType::I32, {25}, seed + 1, -10, 10));
+  agree(attrs_of({{"dim", int64_t{1}}}), rnd({64, 300}, seed + 2),
+        HostTensor::ids(DType::I64, {64, 1000}, seed + 3, -300, 300));
+  EXPECT_EQ(r.device_errors().kind, 0);
+}
+
+HostTensor index_tensor(DType dtype, const Shape& shape, const std::vector<int64_t>& values) {
+  HostTensor t(dtype, shape);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::I64) {
+      static_cast<int64_t*>(t.data())[i] = values[i];
+    } else {
+      static_cast<int32_t*>(t.data())[i] = static_cast<int32_t>(values[i]);
+    }
+  }
+  return t;
+}
+
+// ONNX's GatherElements examples, and negative indices, against values written out.
+TEST(CudaKernels, GatherElementsPicksTheElementsOnnxDefines) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor x(DType::F32, {3, 3});
+  for (int i = 0; i < 9; ++i) x.f()[i] = static_cast<float>(i + 1);
+  struct Case {
+    int64_t dim;
+    Shape shape;
+    std::vector<int64_t> indices;
+    std::vector<float> want;
+  };
+  const Case cases[] = {
+      {1, {3, 2}, {0, 0, 1, 0, 2, 2}, {1, 1, 5, 4, 9, 9}},   // along the rows
+      {0, {2, 3}, {1, 2, 0, 2, 0, 0}, {4, 8, 3, 7, 2, 3}},   // ONNX's second example
+      {0, {1, 3}, {-1, -3, -2}, {7, 2, 6}},                  // from the end
+      {-1, {2, 1}, {-1, -3}, {3, 4}},                        // dim -1, from the end
+  };
+  for (DType index_type : {DType::I32, DType::I64}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(fmt::format("{} dim {} {}", dtype_name(index_type), c.dim, c.shape.to_string()));
+      const HostTensor indices = index_tensor(index_type, c.shape, c.indices);
+      std::vector<TensorView> in{r.upload(x), r.upload(indices)};
+      std::vector<TensorView> out{r.device_output(DType::F32, c.shape)};
+      Result<CudaKernelFn> fn = find_cuda_kernel("gather_elements");
+      ASSERT_TRUE(fn.ok());
+      ASSERT_TRUE((*fn)(r.ctx(), attrs_of({{"dim", c.dim}}), in, out).ok());
+      ASSERT_TRUE(r.synchronize().ok());
+      const HostTensor got = r.download(out[0]);
+      for (size_t i = 0; i < c.want.size(); ++i) EXPECT_EQ(got.f()[i], c.want[i]) << i;
+    }
+  }
+  EXPECT_EQ(r.device_errors().kind, 0);
+}
+
+// An empty indices tensor gives an empty output, launches nothing and records nothing, in
+// any dim, even along a dim of x that is empty.
+TEST(CudaKernels, GatherElementsOfNoIndicesDoesNothing) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  const HostTensor x = rnd({3, 4}, 401);
+  for (DType index_type : {DType::I32, DType::I64}) {
+    for (const Shape& shape : {Shape{0, 4}, Shape{3, 0}, Shape{0, 0}}) {
+      SCOPED_TRACE(fmt::format("{} {}", dtype_name(index_type), shape.to_string()));
+      testing::Comparison c = r.compare("gather_elements", attrs_of({{"dim", int64_t{0}}}),
+                                        {x, HostTensor(index_type, shape)}, DType::F32, shape);
+      EXPECT_TRUE(c.cpu.ok()) << c.cpu.to_string();
+      EXPECT_TRUE(c.cuda.ok()) << c.cuda.to_string();
+    }
+  }
+  testing::Comparison empty_dim =
+      r.compare("gather_elements", attrs_of({{"dim", int64_t{1}}}),
+                {HostTensor(DType::F32, {3, 0}), HostTensor(DType::I64, {3, 0})}, DType::F32, {3, 0});
+  EXPECT_TRUE(empty_dim.cuda.ok()) << empty_dim.cuda.to_string();
+  EXPECT_EQ(r.device_errors().kind, 0);
+}
+
+// An index outside [-size, size) is the CPU kernel's OutOfRange; on CUDA it is recorded on
+// the device (the first bad position, whatever comes later) and read back as OutOfRange
+// naming the op, the position and the index; its element is zero, never a read outside x,
+// and the good elements are still gathered.
+TEST(CudaKernels, GatherElementsRecordsTheFirstBadIndexAndReadsNothingOutside) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  for (DType index_type : {DType::I32, DType::I64}) {
+    SCOPED_TRACE(dtype_name(index_type));
+    CudaRunner r;  // a fresh device error record
+    const HostTensor x = rnd({4, 5}, 411);
+    const HostTensor indices =
+        index_tensor(index_type, {2, 5}, {0, -4, 4, 3, -5, 1, 2, -1, 9, 0});
+    testing::Comparison c =
+        r.compare("gather_elements", attrs_of({{"dim", int64_t{0}}}), {x, indices}, DType::F32, {2, 5});
+    EXPECT_TRUE(IsError(c.cpu, ErrorCode::OutOfRange, {"gather_elements", "indices[2] = 4"}));
+    EXPECT_TRUE(c.cuda.ok()) << c.cuda.to_string();
+    EXPECT_TRUE(IsError(device_error_status(r.device_errors()), ErrorCode::OutOfRange,
+                        {"gather_elements", "indices[2] = 4", "[-4, 4)"}));
+    // Good elements: x[k][column]; bad ones (positions 2, 4 and 8) zero.
+    const int64_t want_rows[] = {0, 0, -1, 3, -1, 1, 2, 3, -1, 0};
+    for (int64_t i = 0; i < 10; ++i) {
+      const int64_t column = i % 5;
+      const float want = want_rows[i] < 0 ? 0.0f : x.f()[want_rows[i] * 5 + column];
+      EXPECT_EQ(c.cuda_out.f()[i], want) << i;
+    }
+    // A later bad call leaves the first record as it is.
+    const HostTensor later = index_tensor(index_type, {1, 1}, {-7});
+    testing::Comparison again =
+        r.compare("gather_elements", attrs_of({{"dim", int64_t{1}}}), {x, later}, DType::F32, {1, 1});
+    EXPECT_TRUE(again.cuda.ok());
+    EXPECT_TRUE(IsError(device_error_status(r.device_errors()), ErrorCode::OutOfRange,
+                        {"indices[2] = 4"}));
+  }
+}
+
+TEST(CudaKernels, GatherElementsRefusesBadCallsBeforeAnythingRuns) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  Result<CudaKernelFn> fn = find_cuda_kernel("gather_elements");
+  ASSERT_TRUE(fn.ok());
+  TensorView x = r.upload(rnd({3, 4}, 421));
+  TensorView out = r.device_output(DType::F32, {3, 4});
+  auto call = [&](const OpAttrs& attrs, const TensorView& indices, const TensorView& y) {
+    std::vector<TensorView> in{x, indices};
+    std::vector<TensorView> o{y};
+    return (*fn)(r.ctx(), attrs, in, o);
+  };
+  EXPECT_TRUE(IsError(call({}, r.upload(HostTensor(DType::F32, {3, 4})), out),
+                      ErrorCode::NotSupported, {"gather_elements", "f32", "i32 or i64"}));
+  EXPECT_TRUE(IsError(call({}, r.upload(HostTensor(DType::I64, {12})), r.device_output(DType::F32, {12})),
+                      ErrorCode::InvalidArgument, {"gather_elements", "x's rank"}));
+  EXPECT_TRUE(IsError(call(attrs_of({{"dim", int64_t{0}}}), r.upload(HostTensor(DType::I64, {3, 5})),
+                           r.device_output(DType::F32, {3, 5})),
+                      ErrorCode::InvalidArgument, {"gather_elements", "dim 1"}));
+  EXPECT_TRUE(IsError(call(attrs_of({{"dim", int64_t{2}}}), r.upload(HostTensor(DType::I64, {3, 4})), out),
+                      ErrorCode::InvalidArgument, {"gather_elements", "dim = 2", "out of range"}));
+  EXPECT_TRUE(IsError(call({}, r.upload(HostTensor(DType::I64, {3, 4})), r.device_output(DType::F16, {3, 4})),
+                      ErrorCode::InvalidArgument, {"gather_elements", "output"}));
+  ASSERT_TRUE(r.synchronize().ok());
+  EXPECT_EQ(r.device_errors().kind, 0);
+}
+
+// take against the CPU kernel, byte for byte: every element size (x's bytes random), i32
+// and i64 indices over all of [-numel, numel) (negative ones count from the end), index
+// shapes of other ranks than x's (a scalar too), and enough indices for many blocks (and
+// more than the check's 1024 threads).
+TEST(CudaKernels, TakeMatchesTheCpuForEveryElementSizeAndIndexType) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 501;
+  auto agree = [&](const HostTensor& x, const HostTensor& indices) {
+    testing::Comparison c = r.compare("take", {}, {x, indices}, x.dtype(), indices.shape());
+    EXPECT_TRUE(c.cpu.ok()) << c.cpu.to_string();
+    EXPECT_TRUE(c.cuda.ok()) << c.cuda.to_string();
+    EXPECT_TRUE(testing::same_bytes(c.cuda_out, c.cpu_out));
+  };
+  for (DType dt : {DType::U8, DType::Bool, DType::F16, DType::BF16, DType::F32, DType::I32,
+                   DType::I64}) {
+    for (const Shape& x_shape : {Shape{3, 4, 5}, Shape{7}}) {
+      const HostTensor x = HostTensor::random(x_shape, seed++, -1.0f, 1.0f, dt);
+      const int64_t numel = x_shape.numel();
+      for (DType index_type : {DType::I32, DType::I64}) {
+        for (const Shape& shape : {Shape{2, 3}, Shape{9}, Shape{}, Shape{2, 2, 2, 2}}) {
+          SCOPED_TRACE(fmt::format("x {} {} indices {} {}", dtype_name(dt), x_shape.to_string(),
+                                   dtype_name(index_type), shape.to_string()));
+          agree(x, HostTensor::ids(index_type, shape, seed++, -numel, numel));
+        }
+      }
+    }
+  }
+  // Many blocks: 64 * 1000 indices into 300 * 7 elements.
+  agree(rnd({300, 7}, seed), HostTensor::ids(DType::I64, {64, 1000}, seed + 1, -2100, 2100));
+  agree(HostTensor::random({300, 7}, seed + 2, -1.0f, 1.0f, DType::F16),
+        HostTensor::ids(DType::I32, {64, 1000}, seed + 3, -2100, 2100));
+  EXPECT_EQ(r.device_errors().kind, 0);
+}
+
+// Written-out values: the first, the last and negative positions of a [2, 3] x.
+TEST(CudaKernels, TakePicksTheFlatPositionsTorchDefines) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  HostTensor x(DType::F32, {2, 3});
+  for (int i = 0; i < 6; ++i) x.f()[i] = static_cast<float>(10 * (i + 1));
+  for (DType index_type : {DType::I32, DType::I64}) {
+    SCOPED_TRACE(dtype_name(index_type));
+    const HostTensor indices = index_tensor(index_type, {2, 3}, {0, 5, -1, -6, 3, -4});
+    std::vector<TensorView> in{r.upload(x), r.upload(indices)};
+    std::vector<TensorView> out{r.device_output(DType::F32, {2, 3})};
+    Result<CudaKernelFn> fn = find_cuda_kernel("take");
+    ASSERT_TRUE(fn.ok());
+    ASSERT_TRUE((*fn)(r.ctx(), {}, in, out).ok());
+    ASSERT_TRUE(r.synchronize().ok());
+    const HostTensor got = r.download(out[0]);
+    const float want[] = {10, 60, 60, 10, 40, 30};
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(got.f()[i], want[i]) << i;
+  }
+  EXPECT_EQ(r.device_errors().kind, 0);
+}
+
+// No indices: an empty output, nothing launched or recorded, even from an empty x.
+TEST(CudaKernels, TakeOfNoIndicesDoesNothing) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  for (DType index_type : {DType::I32, DType::I64}) {
+    for (const Shape& x_shape : {Shape{3, 4}, Shape{0}, Shape{2, 0}}) {
+      for (const Shape& shape : {Shape{0}, Shape{2, 0}}) {
+        SCOPED_TRACE(fmt::format("{} x {} indices {}", dtype_name(index_type),
+                                 x_shape.to_string(), shape.to_string()));
+        testing::Comparison c = r.compare("take", {}, {HostTensor(DType::F32, x_shape),
+                                                       HostTensor(index_type, shape)},
+                                          DType::F32, shape);
+        EXPECT_TRUE(c.cpu.ok()) << c.cpu.to_string();
+        EXPECT_TRUE(c.cuda.ok()) << c.cuda.to_string();
+      }
+    }
+  }
+  ASSERT_TRUE(r.synchronize().ok());
+  EXPECT_EQ(r.device_errors().kind, 0);
+}
+
+// An index outside [-numel, numel) is the CPU kernel's OutOfRange; on CUDA it is recorded on
+// the device (the first bad position) and read back as OutOfRange with take's message; its
+// element is zero (never a read outside x) and the good ones are still taken. A later bad
+// call leaves the first record as it is.
+TEST(CudaKernels, TakeRecordsTheFirstBadIndexAndReadsNothingOutside) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  for (DType index_type : {DType::I32, DType::I64}) {
+    SCOPED_TRACE(dtype_name(index_type));
+    CudaRunner r;  // a fresh device error record
+    const HostTensor x = rnd({2, 3}, 511);
+    const HostTensor indices = index_tensor(index_type, {7}, {0, -6, 6, 5, -7, -1, 100});
+    testing::Comparison c = r.compare("take", {}, {x, indices}, DType::F32, {7});
+    EXPECT_TRUE(IsError(c.cpu, ErrorCode::OutOfRange, {"take: indices[2] = 6 is outside [-6, 6)"}));
+    EXPECT_TRUE(c.cuda.ok()) << c.cuda.to_string();
+    EXPECT_TRUE(IsError(device_error_status(r.device_errors()), ErrorCode::OutOfRange,
+                        {"take: indices[2] = 6 is outside [-6, 6)"}));
+    const int64_t want[] = {0, 0, -1, 5, -1, 5, -1};  // flat positions; -1: zero
+    for (int64_t i = 0; i < 7; ++i) {
+      EXPECT_EQ(c.cuda_out.f()[i], want[i] < 0 ? 0.0f : x.f()[want[i]]) << i;
+    }
+    testing::Comparison again =
+        r.compare("take", {}, {x, index_tensor(index_type, {1}, {-9})}, DType::F32, {1});
+    EXPECT_TRUE(again.cuda.ok());
+    EXPECT_TRUE(IsError(device_error_status(r.device_errors()), ErrorCode::OutOfRange,
+                        {"indices[2] = 6", "[-6, 6)"}));
+  }
+}
+
+// Each case's (x shape, dim, want).
+struct SizeCase {
+  Shape shape;
+  int64_t dim;
+  int64_t want;
+};
+const SizeCase kSizeCases[] = {
+    {{2, 3, 5}, 0, 2},  {{2, 3, 5}, 1, 3},     {{2, 3, 5}, 2, 5},
+    {{2, 3, 5}, -1, 5}, {{2, 3, 5}, -3, 2},    {{7}, 0, 7},
+    {{7}, -1, 7},       {{4, 0, 2}, 1, 0},     {{1, 1, 1, 1, 1, 1, 1, 123456}, -1, 123456},
+};
+
+int64_t read_i64(const HostTensor& t) { return *static_cast<const int64_t*>(t.data()); }
+
+// size writes x's size along dim (negative from the end) as an i64 scalar, whatever x's
+// dtype, agreeing with the CPU kernel.
+TEST(CudaKernels, SizeWritesTheDimsSizeAsAnI64Scalar) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  uint32_t seed = 521;
+  for (DType dt : {DType::F32, DType::U8, DType::I64}) {
+    for (const SizeCase& c : kSizeCases) {
+      SCOPED_TRACE(fmt::format("{} {} dim {}", dtype_name(dt), c.shape.to_string(), c.dim));
+      testing::Comparison cmp =
+          r.compare("size", attrs_of({{"dim", c.dim}}),
+                    {HostTensor::random(c.shape, seed++, -1.0f, 1.0f, dt)}, DType::I64, {});
+      ASSERT_TRUE(cmp.cpu.ok()) << cmp.cpu.to_string();
+      ASSERT_TRUE(cmp.cuda.ok()) << cmp.cuda.to_string();
+      EXPECT_EQ(read_i64(cmp.cuda_out), c.want);
+      EXPECT_EQ(read_i64(cmp.cpu_out), c.want);
+    }
+  }
+  // Bad calls fail before anything runs: no dim, a dim out of range, a scalar x, an output
+  // that is not an i64 scalar.
+  Result<CudaKernelFn> fn = find_cuda_kernel("size");
+  ASSERT_TRUE(fn.ok());
+  TensorView x = r.upload(rnd({2, 3}, seed));
+  auto call = [&](const OpAttrs& attrs, const TensorView& in, const TensorView& y) {
+    std::vector<TensorView> i{in};
+    std::vector<TensorView> o{y};
+    return (*fn)(r.ctx(), attrs, i, o);
+  };
+  const TensorView scalar = r.device_output(DType::I64, {});
+  EXPECT_TRUE(IsError(call({}, x, scalar), ErrorCode::NotFound, {"size", "dim"}));
+  EXPECT_FALSE(call(attrs_of({{"dim", int64_t{2}}}), x, scalar).ok());
+  EXPECT_FALSE(call(attrs_of({{"dim", int64_t{0}}}), r.upload(rnd({}, seed)), scalar).ok());
+  EXPECT_FALSE(call(attrs_of({{"dim", int64_t{0}}}), x, r.device_output(DType::I32, {})).ok());
+  EXPECT_FALSE(call(attrs_of({{"dim", int64_t{0}}}), x, r.device_output(DType::I64, {1})).ok());
+  ASSERT_TRUE(r.synchronize().ok());
+  EXPECT_EQ(read_i64(r.download(scalar)), -1);  // still the 0xff fill: nothing written
+}
+
+// size on a stream being captured: no synchronous copy or host sync breaks the capture, and
+// replaying the graph writes the value.
+TEST(CudaKernels, SizeIsCapturedInACudaGraph) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  Result<CudaKernelFn> fn = find_cuda_kernel("size");
+  ASSERT_TRUE(fn.ok());
+  std::vector<TensorView> in{r.upload(rnd({4, 9, 2}, 531))};
+  std::vector<TensorView> out{r.device_output(DType::I64, {})};
+  ASSERT_TRUE(r.synchronize().ok());
+  ASSERT_EQ(cudaStreamBeginCapture(r.stream(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const Status called = (*fn)(r.ctx(), attrs_of({{"dim", int64_t{-2}}}), in, out);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(r.stream(), &graph), cudaSuccess);
+  ASSERT_TRUE(called.ok()) << called.to_string();
+  EXPECT_EQ(read_i64(r.download(out[0])), -1);  // captured, not run
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, r.stream()), cudaSuccess);
+  ASSERT_TRUE(r.synchronize().ok());
+  EXPECT_EQ(read_i64(r.download(out[0])), 9);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
 }
 
 // A permute that keeps the innermost dim in place moves 16-byte runs when the rows allow

@@ -352,11 +352,13 @@ TEST(CudaBf16Kernels, MixedDtypesAndUnfusedAttentionAreRefused) {
   std::vector<TensorView> out{r.device_output(DType::F32, {8})};
   EXPECT_TRUE(IsError((*add_fn)(r.ctx(), {}, mixed, out), ErrorCode::NotSupported,
                       {"add", "bf16", "f32", "one dtype"}));
-  std::vector<TensorView> ints{r.upload(HostTensor::ids(DType::I32, {8}, 63, 0, 4)),
-                               r.upload(HostTensor::ids(DType::I32, {8}, 64, 0, 4))};
-  std::vector<TensorView> int_out{r.device_output(DType::I32, {8})};
-  EXPECT_TRUE(IsError((*add_fn)(r.ctx(), {}, ints, int_out), ErrorCode::NotSupported,
-                      {"i32", "f32 and bf16"}));
+  // A dtype the arithmetic kernels do not implement (bool: neither float nor integer; i32,
+  // i64 and u8 take the integer forms, typed_elementwise_test.cpp).
+  std::vector<TensorView> bools{r.upload(HostTensor(DType::Bool, {8})),
+                                r.upload(HostTensor(DType::Bool, {8}))};
+  std::vector<TensorView> bool_out{r.device_output(DType::Bool, {8})};
+  EXPECT_TRUE(IsError((*add_fn)(r.ctx(), {}, bools, bool_out), ErrorCode::NotSupported,
+                      {"add", "bool", "f32 and bf16"}));
 
   testing::DtypeRun unfused = testing::run_in(
       DType::BF16, r, "scaled_dot_product_attention", attrs_of({{"fused", false}}),
