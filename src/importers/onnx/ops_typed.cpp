@@ -178,6 +178,73 @@ Status handle_castlike(OpContext& c) {
   return emit_cast(c, c.input(1).elem);
 }
 
+// GatherND with batch_dims 0 and whole-element index tuples (transformers' mask lookup,
+// attention_mask[batch_idx, kv_idx], as torch 2.11's exporter writes it): the flat position
+// sum(idx[..., j] * stride_j), strides from data's dims (a dim's size read at run time where
+// it is one), then take.
+Status handle_gather_nd(OpContext& c) {
+  PLANRT_ASSIGN_OR_RETURN(int64_t batch_dims, c.attr_int("batch_dims", 0));
+  if (batch_dims != 0) return not_supported(c, fmt::format("with batch_dims {} (0 is supported)", batch_dims));
+  const Value& data = c.input(0);
+  const Value& idx = c.input(1);
+  PLANRT_RETURN_IF_ERROR(check_dtype(c, 0));
+  if (idx.elem != Elem::Int32 && idx.elem != Elem::Int64) {
+    return c.error(fmt::format("indices are {}, not int32 or int64", elem_name(idx.elem)));
+  }
+  if (idx.rank() < 1 || !sym_is_const(idx.shape.back())) return not_supported(c, "with indices of no fixed last dim");
+  const int64_t k = idx.shape.back().coeff;
+  if (k < 1 || k > data.rank()) return c.error(fmt::format("index tuples of {} entries into data of rank {}", k, data.rank()));
+  for (int64_t d = k; d < data.rank(); ++d) {
+    if (data.shape[d] != sym_const(1)) {
+      return not_supported(c, "gathering slices of more than one element (index tuples shorter than data's rank)");
+    }
+  }
+  const std::string& name = c.node.output(0);
+  PLANRT_ASSIGN_OR_RETURN(std::string ir_idx, c.im.ir_of(idx));
+  std::string flat;
+  for (int64_t j = 0; j < k; ++j) {
+    PLANRT_ASSIGN_OR_RETURN(Value part, c.im.emit("slice", {ir_idx},
+                                                  {{"dim", static_cast<int64_t>(idx.rank() - 1)}, {"start", j}, {"end", j + 1}},
+                                                  name + ".index"));
+    SymInt stride = sym_const(1);
+    for (int64_t d = j + 1; d < k; ++d) {
+      stride.coeff *= data.shape[d].coeff;
+      stride.dims.insert(stride.dims.end(), data.shape[d].dims.begin(), data.shape[d].dims.end());
+    }
+    std::string term = part.ir;
+    if (!(sym_is_const(stride) && stride.coeff == 1)) {
+      Value s;
+      s.elem = idx.elem;
+      s.sym = std::vector<SymInt>{stride};
+      s.ir = name + ".stride";
+      PLANRT_ASSIGN_OR_RETURN(std::string sv, c.im.ir_of(s));
+      PLANRT_ASSIGN_OR_RETURN(Value scaled, c.im.emit("mul", {part.ir, sv}, {}, name + ".offset"));
+      term = scaled.ir;
+    }
+    if (flat.empty()) {
+      flat = term;
+    } else {
+      PLANRT_ASSIGN_OR_RETURN(Value sum, c.im.emit("add", {flat, term}, {}, name + ".flat"));
+      flat = sum.ir;
+    }
+  }
+  std::vector<SymInt> out_shape(idx.shape.begin(), idx.shape.end() - 1);
+  PLANRT_ASSIGN_OR_RETURN(ir::SymShape ir_rows, c.im.to_ir_shape(out_shape));
+  PLANRT_ASSIGN_OR_RETURN(ir::ShapeSpec rows_spec, c.im.reshape_spec(ir_rows));
+  PLANRT_ASSIGN_OR_RETURN(Value positions, c.im.emit("reshape", {flat}, {{"shape", rows_spec}}, name + ".positions"));
+  PLANRT_ASSIGN_OR_RETURN(std::string x, c.im.ir_of(data, false));
+  const bool unit_tail = k < data.rank();
+  PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("take", {x, positions.ir}, {}, unit_tail ? name + ".take" : name));
+  if (unit_tail) {
+    out_shape.insert(out_shape.end(), data.shape.begin() + k, data.shape.end());
+    PLANRT_ASSIGN_OR_RETURN(ir::SymShape ir_out, c.im.to_ir_shape(out_shape));
+    PLANRT_ASSIGN_OR_RETURN(ir::ShapeSpec spec, c.im.reshape_spec(ir_out));
+    PLANRT_ASSIGN_OR_RETURN(y, c.im.emit("reshape", {y.ir}, {{"shape", spec}}, name));
+  }
+  c.out.push_back(std::move(y));
+  return {};
+}
+
 // clang-format off
 const OpSpec kTypedOps[] = {
     {"Abs", 1, 1, 1, {}, handle_abs},
@@ -188,6 +255,7 @@ const OpSpec kTypedOps[] = {
     {"Equal", 2, 2, 1, {}, handle_equal},
     {"Floor", 1, 1, 1, {}, handle_floor},
     {"GatherElements", 2, 2, 1, {"axis"}, handle_gather_elements},
+    {"GatherND", 2, 2, 1, {"batch_dims"}, handle_gather_nd},
     {"Greater", 2, 2, 1, {}, handle_greater},
     {"GreaterOrEqual", 2, 2, 1, {}, handle_greater_equal},
     {"IsInf", 1, 1, 1, {"detect_negative", "detect_positive"}, handle_isinf},
