@@ -15,6 +15,7 @@ jobs=${PLANRT_JOBS:-$(nproc)}
 # -g1: line tables only, as in the ASan lane (scripts/sanitize-test.sh says why).
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
   -DPLANRT_CUDA=OFF -DPLANRT_BUILD_BENCH=OFF -DPLANRT_PYTHON=OFF \
+  -DPLANRT_DATA_TESTS=OFF -DPLANRT_TEST_COMPILE_OPTIONS=-O0 \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread"
 cmake --build "$build_dir" -j "$jobs" --target planrt_concurrency_tests
 # A report fails the test (TSan's exit code 66 replaces the test's 0). One kernel thread: the
