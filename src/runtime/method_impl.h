@@ -80,6 +80,12 @@ class MethodStream {
 
 enum class CopyKind { HostToHost, HostToDevice, DeviceToHost, DeviceToDevice };
 
+// Streams whose pending readers a run tracks, one bit each (MethodStream::readers_elsewhere,
+// Method::Impl::host_readers): a method with more streams (more than 64 devices) waits for
+// a copy on a stream past them right after enqueueing it, rather than tracking it. Correct
+// either way; the bitmask only spares the waits.
+inline constexpr size_t kTrackedStreams = 64;
+
 struct Step {
   fb::InstructionKind kind = fb::InstructionKind::Kernel;
   std::string op;
@@ -208,8 +214,26 @@ struct Method::Impl {
   Status wait_for_readers_elsewhere(MethodStream& stream);
   // Waits for the streams other than `stream` in host_readers.
   Status wait_for_host_readers(int stream);
-  // Runs with the arena lock held.
+  // Runs with the arena lock held: bind_inputs, resolve_shapes, copy_inputs_in, one run_step
+  // per instruction, finish_run.
   Status run_locked(std::span<const TensorView> inputs);
+  // Checks each input (count, device, dtype, data) and binds the named dims its sizes give.
+  Status bind_inputs(std::span<const TensorView> args);
+  // Every value's concrete shape under the bound dims.
+  Status resolve_shapes();
+  // Copies into their planned buffers the inputs that are not read straight from the
+  // caller's memory (input_read_by_copies_only).
+  void copy_inputs_in(std::span<const TensorView> args);
+  // Instruction k: its operand views, the waits its stream needs, then the kernel, copy or
+  // delegate; per-step synchronization and timing when loaded with them.
+  Status run_step(size_t k, std::span<const TensorView> args);
+  Status wait_before(const Step& s);
+  Status run_copy_step(const Step& s, void* stream);
+  // The view a copy reads for value `id`: the caller's memory for an input read only by
+  // host-to-device copies.
+  TensorView copy_source_of(uint32_t id, std::span<const TensorView> args) const;
+  // Waits for every stream and lets the delegates that ran report (Backend::finish).
+  Status finish_run();
   Status copy_out_locked(std::span<const TensorView> dst) const;
 };
 

@@ -148,7 +148,7 @@ Status Method::Impl::synchronize(MethodStream& stream) {
 
 Status Method::Impl::wait_for_readers_elsewhere(MethodStream& stream) {
   const uint64_t readers = std::exchange(stream.readers_elsewhere, 0);
-  for (size_t i = 0; i < streams.size() && i < 64; ++i) {
+  for (size_t i = 0; i < streams.size() && i < kTrackedStreams; ++i) {
     if ((readers >> i & 1) == 0) continue;
     PLANRT_RETURN_IF_ERROR(synchronize(streams[i]));
   }
@@ -156,9 +156,11 @@ Status Method::Impl::wait_for_readers_elsewhere(MethodStream& stream) {
 }
 
 Status Method::Impl::wait_for_host_readers(int stream) {
-  const uint64_t others = stream < 64 ? host_readers & ~(uint64_t{1} << stream) : host_readers;
+  const uint64_t others = static_cast<size_t>(stream) < kTrackedStreams
+                              ? host_readers & ~(uint64_t{1} << stream)
+                              : host_readers;
   host_readers &= ~others;
-  for (size_t i = 0; i < streams.size() && i < 64; ++i) {
+  for (size_t i = 0; i < streams.size() && i < kTrackedStreams; ++i) {
     if ((others >> i & 1) == 0) continue;
     PLANRT_RETURN_IF_ERROR(synchronize(streams[i]));
   }
@@ -176,6 +178,8 @@ Status Method::Impl::synchronize_pending() {
   return first;
 }
 
+// A run, as ExecuTorch's executor runs a plan: bind the inputs' dims, resolve every value's
+// shape, copy the inputs in, then one run_step per instruction, then finish_run.
 Status Method::Impl::run_locked(std::span<const TensorView> args) {
   has_run = false;
   kernels::cpu::ThreadCountScope threads(cpu_threads);
@@ -187,6 +191,19 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
     ~Drain() { (void)impl.synchronize_pending(); }
   } drain{*this};
   std::fill(delegate_ran.begin(), delegate_ran.end(), false);
+  PLANRT_RETURN_IF_ERROR(bind_inputs(args));
+  PLANRT_RETURN_IF_ERROR(resolve_shapes());
+  copy_inputs_in(args);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    PLANRT_RETURN_IF_ERROR(run_step(k, args));
+  }
+  PLANRT_RETURN_IF_ERROR(finish_run());
+  ++stats.runs;
+  has_run = true;
+  return {};
+}
+
+Status Method::Impl::bind_inputs(std::span<const TensorView> args) {
   if (args.size() != inputs.size()) {
     return make_error(ErrorCode::InvalidArgument, "method '{}' takes {} inputs, got {}", meta.name,
                       inputs.size(), args.size());
@@ -216,6 +233,10 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
       return make_error(ErrorCode::InvalidArgument, "{} has no data", what);
     }
   }
+  return {};
+}
+
+Status Method::Impl::resolve_shapes() {
   for (size_t id = 0; id < values.size(); ++id) {
     Result<Shape> shape = concrete_shape(values[id].shape, bound, meta.dims);
     if (!shape.ok()) {
@@ -224,6 +245,10 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
     }
     shapes[id] = *shape;
   }
+  return {};
+}
+
+void Method::Impl::copy_inputs_in(std::span<const TensorView> args) {
   for (size_t i = 0; i < args.size(); ++i) {
     size_t n = args[i].nbytes();
     if (n != 0 && !input_read_by_copies_only[i]) {
@@ -231,106 +256,121 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
     }
     if (input_on_device[i]) ++stats.inputs_from_device;
   }
+}
+
+TensorView Method::Impl::copy_source_of(uint32_t id, std::span<const TensorView> args) const {
   // A host-to-device copy's source may be reused once the call returns (DeviceAllocator),
   // so the caller's memory serves as the source for this run and is not read after it.
-  auto source_of = [&](uint32_t id) {
-    TensorView v = view_of(id);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i] == id && input_read_by_copies_only[i]) {
-        v.data = args[i].data;
-        v.device = args[i].device;
-      }
-    }
-    return v;
-  };
-  for (size_t k = 0; k < steps.size(); ++k) {
-    Step& s = steps[k];
-    for (size_t i = 0; i < s.inputs.size(); ++i) {
-      s.in_views[i] = s.kind == fb::InstructionKind::Copy ? source_of(s.inputs[i])
-                                                          : view_of(s.inputs[i]);
-    }
-    for (size_t i = 0; i < s.outputs.size(); ++i) s.out_views[i] = view_of(s.outputs[i]);
-    // Host work reads what device work wrote: wait for it first. A copy between devices
-    // waits for the source device's stream, a host-to-device copy for the stream whose copy
-    // wrote its source; device work waits for the other devices' copies still to read its
-    // memory, and a device-to-host copy for other streams' copies still to read host memory.
-    Status status;
-    if (s.stream < 0) {
-      status = synchronize_pending();
-    } else {
-      status = wait_for_readers_elsewhere(streams[static_cast<size_t>(s.stream)]);
-      if (status.ok() && s.kind == fb::InstructionKind::Copy && s.copy == CopyKind::DeviceToHost) {
-        status = wait_for_host_readers(s.stream);
-      }
-      if (status.ok() && s.wait_stream >= 0) {
-        status = synchronize(streams[static_cast<size_t>(s.wait_stream)]);
-      }
-    }
-    if (!status.ok()) return status.with_context(where(k));
-    void* stream = nullptr;
-    if (s.stream >= 0) {
-      MethodStream& ms = streams[static_cast<size_t>(s.stream)];
-      stream = ms.handle();
-      ms.pending = true;
-    }
-    const bool timed = !step_times.empty();
-    const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    switch (s.kind) {
-      case fb::InstructionKind::Kernel:
-        status = s.packed ? s.packed->run(s.attrs, s.in_views, s.out_views) : s.fn(s.attrs, s.in_views, s.out_views);
-        break;
-      case fb::InstructionKind::Copy: {
-        CopyKind kind = s.copy;
-        if (kind == CopyKind::HostToDevice && !s.in_views[0].device.is_cpu()) {
-          // The caller's device memory: ordered after the caller's own work on the device.
-          kind = CopyKind::DeviceToDevice;
-          status = s.copy_allocator->wait_for_caller(stream, s.copy_device);
-        }
-        if (status.ok()) status = run_copy(s, kind, s.in_views[0], s.out_views[0], stream);
-        if (status.ok() && s.stream >= 0 && s.copy != CopyKind::DeviceToHost) {
-          // The source's memory may be reused next, by the source device's work or by a
-          // device-to-host copy on another stream: they wait for this stream.
-          const bool from_device = s.copy == CopyKind::DeviceToDevice && s.wait_stream >= 0;
-          const bool from_host = s.copy == CopyKind::HostToDevice && kind == CopyKind::HostToDevice;
-          if ((from_device || from_host) && s.stream >= 64) {
-            status = synchronize(streams[static_cast<size_t>(s.stream)]);
-          } else if (from_device) {
-            streams[static_cast<size_t>(s.wait_stream)].readers_elsewhere |= uint64_t{1} << s.stream;
-          } else if (from_host) {
-            host_readers |= uint64_t{1} << s.stream;
-          }
-        }
-        if (status.ok() && kind != CopyKind::HostToHost) {
-          (kind == CopyKind::HostToDevice   ? stats.host_to_device_bytes
-           : kind == CopyKind::DeviceToHost ? stats.device_to_host_bytes
-                                            : stats.device_to_device_bytes) += s.in_views[0].nbytes();
-        }
-        break;
-      }
-      default: {
-        const DelegateSlot& d = delegates[s.delegate];
-        delegate_ran[s.delegate] = true;
-        status = d.backend()->execute(d.handle(), s.in_views, s.out_views, stream);
-        break;
-      }
-    }
-    if (!status.ok()) return status.with_context(where(k));
-    if (synchronize_each_step && s.stream >= 0) {
-      status = synchronize(streams[static_cast<size_t>(s.stream)]);
-      if (status.ok() && s.kind == fb::InstructionKind::Delegate) {
-        const DelegateSlot& d = delegates[s.delegate];
-        delegate_ran[s.delegate] = false;
-        status = d.backend()->finish(d.handle());
-      }
-      if (!status.ok()) return status.with_context(where(k));
-    }
-    if (timed) {
-      // After the per-step wait, when there is one: then a device step's time is its work.
-      step_times[k].ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                              std::chrono::steady_clock::now() - started).count();
-      ++step_times[k].calls;
+  TensorView v = view_of(id);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == id && input_read_by_copies_only[i]) {
+      v.data = args[i].data;
+      v.device = args[i].device;
     }
   }
+  return v;
+}
+
+Status Method::Impl::wait_before(const Step& s) {
+  // Host work reads what device work wrote: wait for it first. A copy between devices
+  // waits for the source device's stream, a host-to-device copy for the stream whose copy
+  // wrote its source; device work waits for the other devices' copies still to read its
+  // memory, and a device-to-host copy for other streams' copies still to read host memory.
+  if (s.stream < 0) return synchronize_pending();
+  PLANRT_RETURN_IF_ERROR(wait_for_readers_elsewhere(streams[static_cast<size_t>(s.stream)]));
+  if (s.kind == fb::InstructionKind::Copy && s.copy == CopyKind::DeviceToHost) {
+    PLANRT_RETURN_IF_ERROR(wait_for_host_readers(s.stream));
+  }
+  if (s.wait_stream >= 0) {
+    PLANRT_RETURN_IF_ERROR(synchronize(streams[static_cast<size_t>(s.wait_stream)]));
+  }
+  return {};
+}
+
+Status Method::Impl::run_step(size_t k, std::span<const TensorView> args) {
+  Step& s = steps[k];
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    s.in_views[i] = s.kind == fb::InstructionKind::Copy ? copy_source_of(s.inputs[i], args)
+                                                        : view_of(s.inputs[i]);
+  }
+  for (size_t i = 0; i < s.outputs.size(); ++i) s.out_views[i] = view_of(s.outputs[i]);
+  Status status = wait_before(s);
+  if (!status.ok()) return status.with_context(where(k));
+  void* stream = nullptr;
+  if (s.stream >= 0) {
+    MethodStream& ms = streams[static_cast<size_t>(s.stream)];
+    stream = ms.handle();
+    ms.pending = true;
+  }
+  const bool timed = !step_times.empty();
+  const auto started = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  switch (s.kind) {
+    case fb::InstructionKind::Kernel:
+      status = s.packed ? s.packed->run(s.attrs, s.in_views, s.out_views)
+                        : s.fn(s.attrs, s.in_views, s.out_views);
+      break;
+    case fb::InstructionKind::Copy:
+      status = run_copy_step(s, stream);
+      break;
+    default: {
+      const DelegateSlot& d = delegates[s.delegate];
+      delegate_ran[s.delegate] = true;
+      status = d.backend()->execute(d.handle(), s.in_views, s.out_views, stream);
+      break;
+    }
+  }
+  if (!status.ok()) return status.with_context(where(k));
+  if (synchronize_each_step && s.stream >= 0) {
+    status = synchronize(streams[static_cast<size_t>(s.stream)]);
+    if (status.ok() && s.kind == fb::InstructionKind::Delegate) {
+      const DelegateSlot& d = delegates[s.delegate];
+      delegate_ran[s.delegate] = false;
+      status = d.backend()->finish(d.handle());
+    }
+    if (!status.ok()) return status.with_context(where(k));
+  }
+  if (timed) {
+    // After the per-step wait, when there is one: then a device step's time is its work.
+    step_times[k].ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now() - started).count();
+    ++step_times[k].calls;
+  }
+  return {};
+}
+
+Status Method::Impl::run_copy_step(const Step& s, void* stream) {
+  Status status;
+  CopyKind kind = s.copy;
+  if (kind == CopyKind::HostToDevice && !s.in_views[0].device.is_cpu()) {
+    // The caller's device memory: ordered after the caller's own work on the device.
+    kind = CopyKind::DeviceToDevice;
+    status = s.copy_allocator->wait_for_caller(stream, s.copy_device);
+  }
+  if (status.ok()) status = run_copy(s, kind, s.in_views[0], s.out_views[0], stream);
+  if (!status.ok()) return status;
+  if (s.stream >= 0 && s.copy != CopyKind::DeviceToHost) {
+    // The source's memory may be reused next, by the source device's work or by a
+    // device-to-host copy on another stream: they wait for this stream. A stream past the
+    // tracked ones (kTrackedStreams) is waited for here instead.
+    const bool from_device = s.copy == CopyKind::DeviceToDevice && s.wait_stream >= 0;
+    const bool from_host = s.copy == CopyKind::HostToDevice && kind == CopyKind::HostToDevice;
+    if ((from_device || from_host) && static_cast<size_t>(s.stream) >= kTrackedStreams) {
+      PLANRT_RETURN_IF_ERROR(synchronize(streams[static_cast<size_t>(s.stream)]));
+    } else if (from_device) {
+      streams[static_cast<size_t>(s.wait_stream)].readers_elsewhere |= uint64_t{1} << s.stream;
+    } else if (from_host) {
+      host_readers |= uint64_t{1} << s.stream;
+    }
+  }
+  if (kind != CopyKind::HostToHost) {
+    (kind == CopyKind::HostToDevice   ? stats.host_to_device_bytes
+     : kind == CopyKind::DeviceToHost ? stats.device_to_host_bytes
+                                      : stats.device_to_device_bytes) += s.in_views[0].nbytes();
+  }
+  return {};
+}
+
+Status Method::Impl::finish_run() {
   // The end of a run: the host may read every output now, and segments report what only
   // finished work reveals.
   PLANRT_RETURN_IF_ERROR(synchronize_pending());
@@ -342,8 +382,6 @@ Status Method::Impl::run_locked(std::span<const TensorView> args) {
                                              delegate_segment_name(i)));
     }
   }
-  ++stats.runs;
-  has_run = true;
   return {};
 }
 

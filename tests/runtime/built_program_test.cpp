@@ -65,7 +65,7 @@ TEST(BuiltProgram, DeviceMethodIsRefusedWithoutAllocatorThenMatchesTheHostMethod
   ASSERT_TRUE(run(*host, x, s).ok()) << "the host method keeps working";
 
   testing::ScopedTestAllocator cuda;
-  ASSERT_TRUE(cuda.status().ok());
+  ASSERT_TRUE(cuda.status().ok()) << cuda.status().to_string();
   backend->check_device_memory(&cuda.allocator());
   {
     Result<Method> device = p->load_method("forward_cuda");
