@@ -184,6 +184,13 @@ Result<InferredNode> typed_elementwise(const kernels::ElementwiseOp& op, Ctx& c)
   for (std::string_view flag : {"positive", "negative", "fmod"}) {
     if (find_attr(c, flag) != nullptr) PLANRT_RETURN_IF_ERROR(attr_bool(c, flag, true).status());
   }
+  for (const kernels::ElementwiseParam& p : op.params) {
+    if (!p.name.empty()) PLANRT_RETURN_IF_ERROR(attr_float(c, p.name, p.fallback).status());
+  }
+  if (op.fn == kernels::ElementwiseFn::Celu) {
+    PLANRT_ASSIGN_OR_RETURN(double alpha, attr_float(c, "alpha", 1.0));
+    if (alpha == 0.0) return bad("attribute 'alpha' is 0 (celu divides by it)");
+  }
   std::vector<DType> dtypes;
   for (size_t i = 0; i < c.in.size(); ++i) dtypes.push_back(c.type(i).dtype);
   Result<DType> out = kernels::elementwise_output_dtype(op, dtypes, cast_to);
@@ -219,9 +226,10 @@ Result<InferredNode> softmax(Ctx& c) {
   return emit(c, c.type(0));
 }
 
-// reduce_mean over adjacent dims (the kernels' limit, checked here so that a model fails at
-// build time); keepdim keeps them as size 1, as torch.mean(x, dims, keepdim).
-Result<InferredNode> reduce_mean(Ctx& c) {
+// The reductions (reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod) over
+// adjacent dims (the kernels' limit, checked here so that a model fails at build time);
+// keepdim keeps them as size 1, as torch.sum(x, dims, keepdim).
+Result<InferredNode> reduce(Ctx& c) {
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
   PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> dims, attr_ints(c, "dims"));
   PLANRT_ASSIGN_OR_RETURN(bool keepdim, attr_bool(c, "keepdim", false));
@@ -233,9 +241,9 @@ Result<InferredNode> reduce_mean(Ctx& c) {
   std::sort(dims.begin(), dims.end());
   for (size_t i = 1; i < dims.size(); ++i) {
     if (dims[i] != dims[i - 1] + 1) {
-      return bad(fmt::format("attribute 'dims' {} and {} of {} are not adjacent (reduce_mean "
+      return bad(fmt::format("attribute 'dims' {} and {} of {} are not adjacent ({} "
                              "reduces one run of adjacent dims)", dims[i - 1], dims[i],
-                             c.describe(0)));
+                             c.describe(0), c.op));
     }
   }
   SymShape out;
@@ -250,6 +258,46 @@ Result<InferredNode> reduce_mean(Ctx& c) {
   c.out.attrs["dims"] = dims;
   c.out.attrs["keepdim"] = keepdim;
   return emit(c, {c.type(0).dtype, std::move(out)});
+}
+
+// argmax, argmin along `dim` (default 0): an i64 index per line, the dim dropped or kept as
+// 1 (keepdim, default false, as torch.argmax); the dim must not be empty.
+Result<InferredNode> arg_reduce(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  PLANRT_ASSIGN_OR_RETURN(int64_t dim, attr_int(c, "dim", 0));
+  PLANRT_ASSIGN_OR_RETURN(bool keepdim, attr_bool(c, "keepdim", false));
+  PLANRT_ASSIGN_OR_RETURN(bool last, attr_bool(c, "select_last_index", false));
+  const SymShape& x = c.shape(0);
+  PLANRT_ASSIGN_OR_RETURN(dim, normalize_dim(dim, x.size(), "attribute 'dim'"));
+  SymShape out;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (static_cast<int64_t>(d) != dim) {
+      out.push_back(x[d]);
+      continue;
+    }
+    if (max_size(x[d], c.dims) == 0) {
+      return bad(fmt::format("{} has no elements along dim {}: there is no index to return",
+                             c.describe(0), dim));
+    }
+    if (keepdim) out.push_back(Dim::fixed(1));
+  }
+  c.out.attrs["dim"] = dim;
+  c.out.attrs["keepdim"] = keepdim;
+  c.out.attrs["select_last_index"] = last;
+  return emit(c, {DType::I64, std::move(out)});
+}
+
+// cumsum along `dim` (required): x's type; any number but bool.
+Result<InferredNode> cumsum(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(not_bool(c, 0));
+  PLANRT_ASSIGN_OR_RETURN(int64_t dim, attr_int(c, "dim", std::nullopt));
+  PLANRT_ASSIGN_OR_RETURN(dim, normalize_dim(dim, c.shape(0).size(), "attribute 'dim'"));
+  PLANRT_ASSIGN_OR_RETURN(bool exclusive, attr_bool(c, "exclusive", false));
+  PLANRT_ASSIGN_OR_RETURN(bool reverse, attr_bool(c, "reverse", false));
+  c.out.attrs["dim"] = dim;
+  c.out.attrs["exclusive"] = exclusive;
+  c.out.attrs["reverse"] = reverse;
+  return emit(c, c.type(0));
 }
 
 Result<InferredNode> norm(Ctx& c, bool has_bias, double default_eps) {
@@ -871,7 +919,7 @@ Result<InferredNode> size_of(Ctx& c) {
 using RuleFn = Result<InferredNode> (*)(Ctx&);
 struct Rule {
   std::string_view op;
-  std::initializer_list<std::string_view> attrs;  // every attribute the op accepts
+  std::vector<std::string_view> attrs;  // every attribute the op accepts
   RuleFn fn;
 };
 
@@ -896,7 +944,15 @@ const std::initializer_list<Rule>& rules() {
       {"tanh", {}, unary_floating},
       {"sigmoid", {}, unary_floating},
       {"pow", {}, elementwise_binary},
-      {"reduce_mean", {"dims", "keepdim"}, reduce_mean},
+      {"reduce_mean", {"dims", "keepdim"}, reduce},
+      {"reduce_sum", {"dims", "keepdim"}, reduce},
+      {"reduce_max", {"dims", "keepdim"}, reduce},
+      {"reduce_min", {"dims", "keepdim"}, reduce},
+      {"reduce_prod", {"dims", "keepdim"}, reduce},
+      {"argmax", {"dim", "keepdim", "select_last_index"}, arg_reduce},
+      {"argmin", {"dim", "keepdim", "select_last_index"}, arg_reduce},
+      {"cumsum", {"dim", "exclusive", "reverse"}, cumsum},
+      {"log_softmax", {"dim"}, softmax},
       {"reshape", {"shape"}, reshape},
       {"permute", {"dims"}, permute},
       {"transpose", {"dim0", "dim1"}, transpose},
@@ -924,15 +980,14 @@ const std::vector<Rule>& typed_rules() {
   static const std::vector<Rule> table = [] {
     std::vector<Rule> t;
     for (const kernels::ElementwiseOp& op : kernels::elementwise_ops()) {
-      static const std::initializer_list<std::string_view> kCast = {"dtype"};
-      static const std::initializer_list<std::string_view> kInf = {"positive", "negative"};
-      static const std::initializer_list<std::string_view> kMod = {"fmod"};
-      static const std::initializer_list<std::string_view> kNone = {};
-      t.push_back({op.name,
-                   op.rule == kernels::ElementwiseRule::Cast ? kCast
-                   : op.fn == kernels::ElementwiseFn::IsInf  ? kInf
-                   : op.fn == kernels::ElementwiseFn::Mod    ? kMod
-                                                             : kNone,
+      std::vector<std::string_view> attrs;
+      if (op.rule == kernels::ElementwiseRule::Cast) attrs = {"dtype"};
+      if (op.fn == kernels::ElementwiseFn::IsInf) attrs = {"positive", "negative"};
+      if (op.fn == kernels::ElementwiseFn::Mod) attrs = {"fmod"};
+      for (const kernels::ElementwiseParam& p : op.params) {
+        if (!p.name.empty()) attrs.push_back(p.name);
+      }
+      t.push_back({op.name, std::move(attrs),
                    [](Ctx& c) -> Result<InferredNode> {
                      return typed_elementwise(*kernels::find_elementwise_op(c.op), c);
                    }});

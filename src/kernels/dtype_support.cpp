@@ -31,6 +31,11 @@ Status check_kernel_dtypes(KernelBackend backend, std::string_view op, std::span
     const DType d = inputs[i];
     bool ok = d == DType::F32 || (!cpu && d == DType::BF16);
     std::string_view takes = cpu ? "f32" : "f32 and bf16";
+    if (op == "cumsum") {
+      // Running sums of integer masks (position ids from an attention mask) as well.
+      ok = ok || d == DType::I32 || d == DType::I64;
+      takes = cpu ? "f32, i32 and i64" : "f32, bf16, i32 and i64";
+    }
     if (is_integer_arithmetic(op)) {
       // The integer forms (elementwise_ops.h); the CPU also computes f16 and bf16 there.
       ok = ok || is_integer(d) || (cpu && is_floating(d));

@@ -19,6 +19,24 @@ constexpr ElementwiseOp kOps[] = {
     {"ceil",          Fn::Ceil,         1, Rule::Floating},
     {"round",         Fn::Round,        1, Rule::Floating},
     {"reciprocal",    Fn::Reciprocal,   1, Rule::Floating},
+    {"tan",           Fn::Tan,          1, Rule::Floating},
+    {"acos",          Fn::Acos,         1, Rule::Floating},
+    {"asin",          Fn::Asin,         1, Rule::Floating},
+    {"atan",          Fn::Atan,         1, Rule::Floating},
+    {"sinh",          Fn::Sinh,         1, Rule::Floating},
+    {"cosh",          Fn::Cosh,         1, Rule::Floating},
+    {"asinh",         Fn::Asinh,        1, Rule::Floating},
+    {"acosh",         Fn::Acosh,        1, Rule::Floating},
+    {"atanh",         Fn::Atanh,        1, Rule::Floating},
+    {"softplus",      Fn::Softplus,     1, Rule::Floating},
+    {"softsign",      Fn::Softsign,     1, Rule::Floating},
+    {"mish",          Fn::Mish,         1, Rule::Floating},
+    {"leaky_relu",    Fn::LeakyRelu,    1, Rule::Floating, {{"alpha", 0.01f}}},
+    {"elu",           Fn::Elu,          1, Rule::Floating, {{"alpha", 1.0f}}},
+    {"celu",          Fn::Celu,         1, Rule::Floating, {{"alpha", 1.0f}}},
+    {"selu",          Fn::Selu,         1, Rule::Floating, {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}}},
+    {"thresholded_relu", Fn::ThresholdedRelu, 1, Rule::Floating, {{"alpha", 1.0f}}},
+    {"shrink",        Fn::Shrink,       1, Rule::Floating, {{"lambd", 0.5f}, {"bias", 0.0f}}},
     {"abs",           Fn::Abs,          1, Rule::Numeric},
     {"sign",          Fn::Sign,         1, Rule::Numeric},
     {"isnan",         Fn::IsNan,        1, Rule::FloatingToBool},
@@ -35,6 +53,7 @@ constexpr ElementwiseOp kOps[] = {
     {"minimum",       Fn::Minimum,      2, Rule::NumericBinary},
     {"maximum",       Fn::Maximum,      2, Rule::NumericBinary},
     {"mod",           Fn::Mod,          2, Rule::NumericBinary},
+    {"prelu",         Fn::PRelu,        2, Rule::NumericBinary},
     {"where",         Fn::Where,        3, Rule::Where},
     {"cast",          Fn::Cast,         1, Rule::Cast},
 };
@@ -153,6 +172,16 @@ Result<ElementwisePlan> plan_elementwise(const ElementwiseOp& op, const OpAttrs&
   }
   if (op.fn == Fn::Mod) {
     PLANRT_ASSIGN_OR_RETURN(plan.fmod, with_op(op.name, attrs.get_bool("fmod", false)));
+  }
+  float* params[2] = {&plan.alpha, &plan.beta};
+  for (size_t i = 0; i < 2; ++i) {
+    const ElementwiseParam& p = op.params[i];
+    if (p.name.empty()) continue;
+    PLANRT_ASSIGN_OR_RETURN(double v, with_op(op.name, attrs.get_float(p.name, p.fallback)));
+    *params[i] = static_cast<float>(v);
+  }
+  if (op.fn == Fn::Celu && plan.alpha == 0.0f) {
+    return bad(op.name, "alpha is 0 (celu divides by it)");
   }
   if (inputs.size() != static_cast<size_t>(op.arity)) {
     return bad(op.name, fmt::format("takes {} inputs, got {}", op.arity, inputs.size()));

@@ -7,6 +7,21 @@
 //
 // Semantics (each as ONNX and PyTorch define them; the kernels match at every element):
 //   cos sin log floor ceil reciprocal  floating x -> x's dtype; log(0) = -inf, 1/0 = inf
+//   tan acos asin atan sinh cosh asinh acosh atanh   floating -> same (C's functions; NaN
+//                               outside their domains)
+//   softplus                    log(1 + e^x), computed as max(x, 0) + log1p(e^-|x|): no
+//                               overflow for large x
+//   softsign                    x / (1 + |x|)
+//   mish                        x * tanh(softplus(x))
+//   leaky_relu                  x < 0 ? alpha * x : x             (alpha, default 0.01)
+//   elu                         x < 0 ? alpha * (e^x - 1) : x      (alpha, default 1)
+//   celu                        max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) (alpha, 1)
+//   selu                        gamma * (x <= 0 ? alpha * (e^x - 1) : x)
+//                               (alpha 1.67326..., gamma 1.05070..., ONNX's defaults)
+//   thresholded_relu            x > alpha ? x : 0                  (alpha, default 1)
+//   shrink                      x < -lambd ? x + bias : x > lambd ? x - bias : 0
+//                               (lambd 0.5, bias 0)
+//   prelu                       x, slope of one dtype (not bool), broadcast: x < 0 ? slope * x : x
 //   round                       half to even (ONNX Round, torch.round)
 //   abs sign                    any number (not bool) -> its dtype; sign(0) = 0, sign(NaN) = NaN
 //   isnan isinf                 floating -> bool; isinf's attributes `positive`, `negative`
@@ -47,12 +62,14 @@ namespace planrt::kernels {
 
 enum class ElementwiseFn : uint8_t {
   Cos, Sin, Log, Floor, Ceil, Round, Reciprocal,  // floating -> same
+  Tan, Acos, Asin, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+  Softplus, Softsign, Mish, LeakyRelu, Elu, Celu, Selu, ThresholdedRelu, Shrink,
   Abs, Sign,                                      // numeric -> same
   IsNan, IsInf,                                   // floating -> bool
   LogicalNot,                                     // bool -> bool
   Equal, Less, LessEqual, Greater, GreaterEqual,  // any, any -> bool
   LogicalAnd, LogicalOr, LogicalXor,              // bool, bool -> bool
-  Minimum, Maximum, Mod,                          // numeric, numeric -> same
+  Minimum, Maximum, Mod, PRelu,                   // numeric, numeric -> same
   Where,                                          // bool, any, any -> same
   Cast,                                           // any -> attribute dtype
   // The integer forms of the arithmetic ops (their float forms are other kernels').
@@ -71,20 +88,30 @@ enum class ElementwiseRule : uint8_t {
   Cast,            // any -> the attribute `dtype`
 };
 
+// A number attribute of an op of the family and its default (the activations' alpha, ...).
+struct ElementwiseParam {
+  std::string_view name;  // empty: none
+  float fallback = 0.0f;
+};
+
 struct ElementwiseOp {
   std::string_view name;  // the op table's name
   ElementwiseFn fn;
   int arity;
   ElementwiseRule rule;
+  // Up to two number attributes, read into ElementwisePlan::alpha and ::beta.
+  ElementwiseParam params[2] = {};
 };
 
 // The family's op names, in the table's order, for the back ends' kernel functions and
 // registries: X(name) for each (tests/kernels/cpu/op_table_test.cpp keeps it equal to the
 // table).
 #define PLANRT_ELEMENTWISE_OPS(X)                                                                  \
-  X(cos) X(sin) X(log) X(floor) X(ceil) X(round) X(reciprocal) X(abs) X(sign) X(isnan) X(isinf) \
+  X(cos) X(sin) X(log) X(floor) X(ceil) X(round) X(reciprocal) X(tan) X(acos) X(asin) X(atan)    \
+  X(sinh) X(cosh) X(asinh) X(acosh) X(atanh) X(softplus) X(softsign) X(mish) X(leaky_relu) X(elu) \
+  X(celu) X(selu) X(thresholded_relu) X(shrink) X(abs) X(sign) X(isnan) X(isinf)                  \
   X(logical_not) X(equal) X(less) X(less_equal) X(greater) X(greater_equal) X(logical_and)       \
-  X(logical_or) X(logical_xor) X(minimum) X(maximum) X(mod) X(where) X(cast)
+  X(logical_or) X(logical_xor) X(minimum) X(maximum) X(mod) X(prelu) X(where) X(cast)
 
 // Every op of the family whose name the op table holds for it alone (not add/sub/mul/div/
 // pow/neg, which are the arithmetic ops' and reach the integer forms through
@@ -116,6 +143,8 @@ struct ElementwisePlan {
   DType cast_to = DType::F32;  // cast only
   InfPlan inf;                 // isinf only
   bool fmod = false;           // mod only
+  float alpha = 0.0f;          // the op's params[0] (leaky_relu's alpha, shrink's lambd, ...)
+  float beta = 0.0f;           // its params[1] (selu's gamma, shrink's bias)
 };
 
 // The shared plan of every op of the family: the dtype rule, the broadcast of every input,

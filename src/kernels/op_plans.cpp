@@ -199,25 +199,60 @@ Result<NormPlan> plan_rms_norm(const OpAttrs& attrs, std::span<const TensorView>
   return plan_norm("rms_norm", 1e-6, attrs, inputs, outputs);
 }
 
+namespace {
+
+// x viewed as [outer, n, inner] around dim (a rank-0 x is one line of one).
+void split_at(const TensorView& x, int dim, int64_t& outer, int64_t& n, int64_t& inner) {
+  n = x.rank() == 0 ? 1 : x.sizes[dim];
+  inner = x.rank() == 0 ? 1 : contiguous_strides(x.sizes)[dim];
+  // An empty x may have n * inner == 0: no lines, rather than a division by zero.
+  outer = x.numel() == 0 ? 0 : x.numel() / (n * inner);
+}
+
+// x's shape with `dim` as 1 (kept) and without it (dropped): a reduction's output may be
+// either, as for reshape.
+Status check_reduced_output(std::string_view op, std::span<const TensorView> inputs,
+                            const TensorView& out, DType dtype, int first, int last) {
+  const TensorView& x = inputs[0];
+  Shape kept, dropped;
+  for (int d = 0; d < x.rank(); ++d) {
+    const bool reduced = d >= first && d <= last;
+    (void)kept.push_back(reduced ? 1 : x.sizes[d]);  // rank of x: cannot fail
+    if (!reduced) (void)dropped.push_back(x.sizes[d]);
+  }
+  if (out.sizes != kept) return check_output(op, inputs, out, dtype, dropped);
+  return check_output(op, inputs, out, dtype, kept);
+}
+
+}  // namespace
+
 // dim defaults to -1 (the last), the usual choice; torch.softmax itself requires it.
-Result<SoftmaxPlan> plan_softmax(const OpAttrs& attrs, std::span<const TensorView> inputs,
+Result<SoftmaxPlan> plan_softmax(std::string_view op, const OpAttrs& attrs,
+                                 std::span<const TensorView> inputs,
                                  std::span<const TensorView> outputs) {
-  constexpr std::string_view op = "softmax";
   const TensorView& x = inputs[0];
   PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, x.sizes));
   PLANRT_ASSIGN_OR_RETURN(int64_t dim_attr, with_op(op, attrs.get_int("dim", -1)));
   PLANRT_ASSIGN_OR_RETURN(int dim, normalize_dim(op, "dim", dim_attr, x.rank()));
   SoftmaxPlan plan;
-  plan.n = x.rank() == 0 ? 1 : x.sizes[dim];
-  plan.inner = x.rank() == 0 ? 1 : contiguous_strides(x.sizes)[dim];
-  // An empty x may have n * inner == 0: no lines, rather than a division by zero.
-  plan.outer = x.numel() == 0 ? 0 : x.numel() / (plan.n * plan.inner);
+  split_at(x, dim, plan.outer, plan.n, plan.inner);
   return plan;
 }
 
-Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const TensorView> inputs,
-                                    std::span<const TensorView> outputs) {
-  constexpr std::string_view op = "reduce_mean";
+std::optional<ReduceFn> reduce_fn_of(std::string_view op) {
+  if (op == "reduce_sum") return ReduceFn::Sum;
+  if (op == "reduce_mean") return ReduceFn::Mean;
+  if (op == "reduce_max") return ReduceFn::Max;
+  if (op == "reduce_min") return ReduceFn::Min;
+  if (op == "reduce_prod") return ReduceFn::Prod;
+  return std::nullopt;
+}
+
+Result<ReducePlan> plan_reduce(std::string_view op, const OpAttrs& attrs,
+                               std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs) {
+  const std::optional<ReduceFn> fn = reduce_fn_of(op);
+  if (!fn) return make_error(ErrorCode::Internal, "{} is not a reduction", op);
   const TensorView& x = inputs[0];
   PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> dims_attr, with_op(op, attrs.get_ints("dims")));
   if (dims_attr.empty()) {
@@ -239,7 +274,7 @@ Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const Tensor
     }
   }
   ReducePlan plan;
-  Shape kept, dropped;
+  plan.fn = *fn;
   plan.outer = 1;
   plan.n = 1;
   plan.inner = 1;
@@ -247,15 +282,50 @@ Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const Tensor
     const bool reduced = d >= dims.front() && d <= dims.back();
     int64_t& part = reduced ? plan.n : (d < dims.front() ? plan.outer : plan.inner);
     part *= x.sizes[d];
-    (void)kept.push_back(reduced ? 1 : x.sizes[d]);  // rank of x: cannot fail
-    if (!reduced) (void)dropped.push_back(x.sizes[d]);
   }
-  const TensorView& out = outputs[0];
-  if (out.sizes != kept) {
-    PLANRT_RETURN_IF_ERROR(check_output(op, inputs, out, x.dtype, dropped));
-  }
-  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, out, x.dtype, out.sizes));
+  PLANRT_RETURN_IF_ERROR(
+      check_reduced_output(op, inputs, outputs[0], x.dtype, dims.front(), dims.back()));
   if (x.rank() == 0) plan.n = 1;
+  return plan;
+}
+
+Result<ArgReducePlan> plan_arg_reduce(std::string_view op, const OpAttrs& attrs,
+                                      std::span<const TensorView> inputs,
+                                      std::span<const TensorView> outputs) {
+  if (op != "argmax" && op != "argmin") {
+    return make_error(ErrorCode::Internal, "{} is not argmax or argmin", op);
+  }
+  const TensorView& x = inputs[0];
+  PLANRT_ASSIGN_OR_RETURN(int64_t dim_attr, with_op(op, attrs.get_int("dim", 0)));
+  PLANRT_ASSIGN_OR_RETURN(int dim, normalize_dim(op, "dim", dim_attr, x.rank()));
+  PLANRT_ASSIGN_OR_RETURN(bool last, with_op(op, attrs.get_bool("select_last_index", false)));
+  ArgReducePlan plan;
+  plan.max = op == "argmax";
+  plan.select_last = last;
+  split_at(x, dim, plan.outer, plan.n, plan.inner);
+  if (x.rank() != 0 && x.sizes[dim] == 0) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: x {} has no elements along dim {}; there is no index to return", op,
+                      x.sizes.to_string(), dim);
+  }
+  if (x.numel() == 0) plan.outer = 0;
+  PLANRT_RETURN_IF_ERROR(check_reduced_output(op, inputs, outputs[0], DType::I64,
+                                              x.rank() == 0 ? 0 : dim, x.rank() == 0 ? -1 : dim));
+  return plan;
+}
+
+Result<CumsumPlan> plan_cumsum(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "cumsum";
+  const TensorView& x = inputs[0];
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, x.sizes));
+  if (!attrs.has("dim")) return make_error(ErrorCode::NotFound, "{}: attribute 'dim' is required", op);
+  PLANRT_ASSIGN_OR_RETURN(int64_t dim_attr, with_op(op, attrs.get_int("dim", 0)));
+  PLANRT_ASSIGN_OR_RETURN(int dim, normalize_dim(op, "dim", dim_attr, x.rank()));
+  CumsumPlan plan;
+  PLANRT_ASSIGN_OR_RETURN(plan.exclusive, with_op(op, attrs.get_bool("exclusive", false)));
+  PLANRT_ASSIGN_OR_RETURN(plan.reverse, with_op(op, attrs.get_bool("reverse", false)));
+  split_at(x, dim, plan.outer, plan.n, plan.inner);
   return plan;
 }
 

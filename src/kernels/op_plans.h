@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -75,25 +76,65 @@ Result<NormPlan> plan_layer_norm(const OpAttrs& attrs, std::span<const TensorVie
 Result<NormPlan> plan_rms_norm(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                std::span<const TensorView> outputs);
 
-// softmax along `dim`: x viewed as [outer, n, inner] (outer is 0 for an empty x).
+// softmax and log_softmax along `dim`: x viewed as [outer, n, inner] (outer is 0 for an
+// empty x). `op` names the op in errors.
 struct SoftmaxPlan {
   int64_t outer = 0;
   int64_t n = 0;
   int64_t inner = 0;
 };
-Result<SoftmaxPlan> plan_softmax(const OpAttrs& attrs, std::span<const TensorView> inputs,
+Result<SoftmaxPlan> plan_softmax(std::string_view op, const OpAttrs& attrs,
+                                 std::span<const TensorView> inputs,
                                  std::span<const TensorView> outputs);
 
-// reduce_mean over the adjacent dims `dims`: x viewed as [outer, n, inner], each (o, i)
-// line of n averaged. The output has x's shape with those dims either kept as 1 or dropped
-// (both are accepted: the shape is the caller's, as for reshape).
+// The reductions (reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod) over the
+// adjacent dims `dims`: x viewed as [outer, n, inner], each (o, i) line of n reduced to one
+// value of x's dtype. The output has x's shape with those dims either kept as 1 or dropped
+// (both are accepted: the shape is the caller's, as for reshape). Over no elements (n == 0)
+// each gives its identity, as ONNX says: sum 0, prod 1, max -inf, min +inf; mean NaN.
+// max and min propagate NaN (torch.amax, numpy.max).
+enum class ReduceFn : uint8_t { Sum, Mean, Max, Min, Prod };
 struct ReducePlan {
+  ReduceFn fn = ReduceFn::Sum;
   int64_t outer = 0;
   int64_t n = 0;
   int64_t inner = 0;
 };
-Result<ReducePlan> plan_reduce_mean(const OpAttrs& attrs, std::span<const TensorView> inputs,
-                                    std::span<const TensorView> outputs);
+// The reduction an op name names (reduce_sum ... reduce_prod); nullopt for any other op.
+std::optional<ReduceFn> reduce_fn_of(std::string_view op);
+Result<ReducePlan> plan_reduce(std::string_view op, const OpAttrs& attrs,
+                               std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs);
+
+// argmax, argmin along `dim` (attribute, default 0): x viewed as [outer, n, inner], each
+// line's index of its largest (smallest) element as i64; ties go to the first index, or the
+// last with attribute `select_last_index` (ONNX's). A NaN counts as the largest and the
+// smallest (torch.argmax). The output is x's shape with `dim` kept as 1 or dropped
+// (attribute `keepdim`, default false, as torch.argmax). n must be positive.
+struct ArgReducePlan {
+  bool max = true;
+  bool select_last = false;
+  int64_t outer = 0;
+  int64_t n = 0;
+  int64_t inner = 0;
+};
+Result<ArgReducePlan> plan_arg_reduce(std::string_view op, const OpAttrs& attrs,
+                                      std::span<const TensorView> inputs,
+                                      std::span<const TensorView> outputs);
+
+// cumsum along `dim` (attribute, required): x viewed as [outer, n, inner]; y has x's shape
+// and dtype. Attributes `exclusive` (y[i] sums x[< i], as ONNX's) and `reverse` (sums run
+// from the end), both default false. Integers sum in their own type (wrapping); floats in
+// double, rounded once per element.
+struct CumsumPlan {
+  bool exclusive = false;
+  bool reverse = false;
+  int64_t outer = 0;
+  int64_t n = 0;
+  int64_t inner = 0;
+};
+Result<CumsumPlan> plan_cumsum(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs);
 
 // scaled_dot_product_attention: `heads` independent [sq, d] x [sk, d] -> [sq, dv] problems,
 // their rows where `layout` (attribute "bhsd", the default, "bshd" or "sbhd", the last two

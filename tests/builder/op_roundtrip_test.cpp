@@ -114,6 +114,19 @@ std::vector<OpCase> cases() {
                "reduce_mean", "[1, S, 1]"});
   c.push_back({"reduce_mean_drop", with(kX3, R"({"op": "reduce_mean", "inputs": ["x"], "outputs": ["y"], "attrs": {"dims": [0, 1]}})"),
                "reduce_mean", "[8]"});
+  for (const char* op : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"}) {
+    c.push_back({op, with(kX3, fmt::format(R"({{"op": "{}", "inputs": ["x"], "outputs": ["y"], "attrs": {{"dims": [1, 2]}}}})", op)),
+                 op, "[1]"});
+  }
+  c.push_back({"argmax", with(kX3, R"({"op": "argmax", "inputs": ["x"], "outputs": ["y"], "attrs": {"dim": -1, "keepdim": true}})"),
+               "argmax", "[1, S, 1]", "i64"});
+  c.push_back({"argmin", with(kX3, R"({"op": "argmin", "inputs": ["x"], "outputs": ["y"], "attrs": {"dim": 1}})"),
+               "argmin", "[1, 8]", "i64"});
+  c.push_back({"cumsum", with(R"([{"name": "x", "dtype": "i64", "shape": [2, "S"]}])",
+                              R"({"op": "cumsum", "inputs": ["x"], "outputs": ["y"], "attrs": {"dim": 1, "exclusive": true}})"),
+               "cumsum", "[2, S]", "i64"});
+  c.push_back({"log_softmax", with(kX3, R"({"op": "log_softmax", "inputs": ["x"], "outputs": ["y"], "attrs": {"dim": 1}})"),
+               "log_softmax", "[1, S, 8]"});
   c.push_back({"reshape_named", with(kX3, R"({"op": "reshape", "inputs": ["x"], "outputs": ["y"], "attrs": {"shape": [1, "S", 2, 4]}})"),
                "reshape", "[1, S, 2, 4]"});
   c.push_back({"reshape_infer", with(R"([{"name": "x", "dtype": "f32", "shape": [2, "S", 8]}])",

@@ -242,6 +242,30 @@ TEST(ShapeInference, GatherElementsTakesIndicesShape) {
             std::string::npos);
 }
 
+TEST(ShapeInference, ReductionsArgReductionsAndCumsum) {
+  const TensorType x = f32({c(2), S, c(5)});
+  EXPECT_EQ(out_shape(infer("reduce_max", {x}, {{"dims", std::vector<int64_t>{-2, -1}}})), "[2]");
+  EXPECT_EQ(out_shape(infer("reduce_prod", {x}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}})), "[2, 1, 5]");
+  EXPECT_NE(out_shape(infer("reduce_min", {x}, {{"dims", std::vector<int64_t>{0, 2}}})).find("not adjacent (reduce_min"),
+            std::string::npos);
+  Result<InferredNode> a = infer("argmax", {x}, {{"dim", int64_t{-1}}, {"keepdim", true}});
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_EQ(out_shape(a), "[2, S, 1]");
+  EXPECT_EQ(a->outputs[0].dtype, DType::I64);
+  EXPECT_EQ(out_shape(infer("argmin", {x}, {{"dim", int64_t{1}}})), "[2, 5]");
+  EXPECT_NE(out_shape(infer("argmin", {f32({c(2), c(0)})}, {{"dim", int64_t{1}}})).find("no elements along dim 1"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("argmax", {{DType::I64, {c(3)}}})).find("floating-point"), std::string::npos);
+  Result<InferredNode> cs = infer("cumsum", {{DType::I32, {S, c(3)}}}, {{"dim", int64_t{-2}}});
+  ASSERT_TRUE(cs.ok()) << cs.status().to_string();
+  EXPECT_EQ(out_shape(cs), "[S, 3]");
+  EXPECT_EQ(cs->outputs[0].dtype, DType::I32);
+  EXPECT_EQ(std::get<int64_t>(cs->attrs.at("dim")), 0);
+  EXPECT_NE(out_shape(infer("cumsum", {{DType::I32, {S}}})).find("'dim'"), std::string::npos);
+  EXPECT_NE(out_shape(infer("cumsum", {{DType::Bool, {S}}}, {{"dim", int64_t{0}}})).find("bool"), std::string::npos);
+  EXPECT_EQ(out_shape(infer("log_softmax", {x}, {{"dim", int64_t{1}}})), "[2, S, 5]");
+}
+
 TEST(ShapeInference, OpWithoutRuleIsReportedNotGuessed) {
   EXPECT_FALSE(has_shape_rule("conv3d"));
   auto r = infer("conv3d", {f32({S})});

@@ -482,6 +482,96 @@ TEST_F(OnnxImport, RunTimeBoolAndIntegerValuesComputeAsOnnxSays) {
                       {"'clean' (Where)", "condition is float, not bool"}));
 }
 
+TEST_F(OnnxImport, ReductionsOverAnyAxesHardmaxAndCumSumComputeAsOnnxSays) {
+  auto attr_ints = [](::onnx::NodeProto* n, const char* name, std::vector<int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  };
+  auto attr_int = [](::onnx::NodeProto* n, const char* name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(v);
+  };
+  input("x", {int64_t{2}, int64_t{3}, int64_t{4}});
+  input("ids", {int64_t{2}, int64_t{3}}, ::onnx::TensorProto::INT64);
+  ::onnx::TensorProto* axes = graph().add_initializer();
+  axes->set_name("axes");
+  axes->set_data_type(::onnx::TensorProto::INT64);
+  axes->add_dims(2);
+  axes->add_int64_data(0);
+  axes->add_int64_data(2);
+  ::onnx::TensorProto* one = graph().add_initializer();
+  one->set_name("one");
+  one->set_data_type(::onnx::TensorProto::INT64);
+  one->add_int64_data(1);
+  node("ReduceSum", {"x", "axes"}, {"sum"});                       // axes 0 and 2: not adjacent, kept
+  auto* max = node("ReduceMax", {"x"}, {"max"});                  // the same, dropped
+  attr_ints(max, "axes", {2, 0});
+  attr_int(max, "keepdims", 0);
+  node("Hardmax", {"x"}, {"hot"});
+  auto* lse = node("ReduceLogSumExp", {"x"}, {"lse"});
+  attr_ints(lse, "axes", {1});
+  attr_int(lse, "keepdims", 0);
+  attr_int(node("CumSum", {"ids", "one"}, {"running"}), "exclusive", 1);
+  for (const char* o : {"sum", "max", "hot", "lse", "running"}) output(o);
+  Result<builder::Model> m = read_model_onnx(save(), {});
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  Result<builder::BuiltProgram> built = builder::build_program(*m);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const std::string prog = (dir_ / "r.prog").string();
+  ASSERT_TRUE(built->write(prog).ok());
+  Result<Module> module = Module::load(prog);
+  ASSERT_TRUE(module.ok()) << module.status().to_string();
+  // x[b, s, f] = 10 b + (f == 2 ? 5 : f) - s: each row's largest at f = 2.
+  std::vector<float> x(24);
+  for (int b = 0; b < 2; ++b) {
+    for (int s2 = 0; s2 < 3; ++s2) {
+      for (int f = 0; f < 4; ++f) x[(b * 3 + s2) * 4 + f] = static_cast<float>(10 * b + (f == 2 ? 5 : f) - s2);
+    }
+  }
+  std::vector<int64_t> ids{1, 2, 3, 4, 5, 6};
+  Result<Tensor> tx = Tensor::from_view(TensorView::contiguous(x.data(), DType::F32, {2, 3, 4}));
+  Result<Tensor> ti = Tensor::from_view(TensorView::contiguous(ids.data(), DType::I64, {2, 3}));
+  const std::vector<TensorView> inputs{tx->view(), ti->view()};
+  Result<std::vector<Tensor>> out = module->execute("forward", inputs);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  auto floats = [&](size_t i) {
+    const auto* p = static_cast<const float*>((*out)[i].data());
+    return std::vector<float>(p, p + (*out)[i].view().numel());
+  };
+  EXPECT_EQ((*out)[0].view().sizes, (Shape{1, 3, 1}));
+  std::vector<float> sum(3, 0.0f), largest(3, -1e9f);
+  for (int b = 0; b < 2; ++b) {
+    for (int s2 = 0; s2 < 3; ++s2) {
+      for (int f = 0; f < 4; ++f) {
+        sum[s2] += x[(b * 3 + s2) * 4 + f];
+        largest[s2] = std::max(largest[s2], x[(b * 3 + s2) * 4 + f]);
+      }
+    }
+  }
+  EXPECT_EQ(floats(0), sum);
+  EXPECT_EQ((*out)[1].view().sizes, (Shape{3}));
+  EXPECT_EQ(floats(1), largest);
+  const std::vector<float> hot = floats(2);
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(std::vector<float>(hot.begin() + r * 4, hot.begin() + r * 4 + 4), (std::vector<float>{0, 0, 1, 0})) << r;
+  }
+  EXPECT_EQ((*out)[3].view().sizes, (Shape{2, 4}));
+  const std::vector<float> log_sum_exp = floats(3);
+  for (int b = 0; b < 2; ++b) {
+    for (int f = 0; f < 4; ++f) {
+      double e = 0;
+      for (int s2 = 0; s2 < 3; ++s2) e += std::exp(static_cast<double>(x[(b * 3 + s2) * 4 + f]));
+      EXPECT_NEAR(log_sum_exp[b * 4 + f], std::log(e), 1e-5) << b << " " << f;
+    }
+  }
+  const auto* running = static_cast<const int64_t*>((*out)[4].data());
+  EXPECT_EQ(std::vector<int64_t>(running, running + 6), (std::vector<int64_t>{0, 1, 3, 0, 4, 9}));
+}
+
 TEST_F(OnnxImport, APartitionNeedingAGpuOnTheHostIsRefused) {
   input("x", {int64_t{2}});
   node("Relu", {"x"}, {"y"});

@@ -430,7 +430,8 @@ Status handle_gemm(OpContext& c) {
 
 // ---- normalization and softmax ----------------------------------------------------------------
 
-Status handle_softmax(OpContext& c) {
+// Softmax and LogSoftmax (`op`: planrt's softmax or log_softmax).
+Status softmax_like(OpContext& c, const std::string& op) {
   const Value& x = c.input(0);
   PLANRT_RETURN_IF_ERROR(require_float(c, 0));
   PLANRT_ASSIGN_OR_RETURN(int64_t axis, c.attr_int("axis", c.im.opset() >= 13 ? -1 : 1));
@@ -440,13 +441,13 @@ Status handle_softmax(OpContext& c) {
     std::vector<SymInt> flat{product(x.shape, 0, axis), product(x.shape, axis, x.shape.size())};
     PLANRT_ASSIGN_OR_RETURN(Value f, reshape_to(c, x, flat, out_name(c) + ".2d"));
     PLANRT_ASSIGN_OR_RETURN(std::string in, c.im.ir_of(f));
-    PLANRT_ASSIGN_OR_RETURN(Value s, c.im.emit("softmax", {in}, {{"dim", int64_t{1}}}, out_name(c) + ".sm"));
+    PLANRT_ASSIGN_OR_RETURN(Value s, c.im.emit(op, {in}, {{"dim", int64_t{1}}}, out_name(c) + ".sm"));
     PLANRT_ASSIGN_OR_RETURN(Value y, reshape_to(c, s, x.shape, out_name(c)));
     c.out.push_back(std::move(y));
     return {};
   }
   const bool last = axis == x.rank() - 1;
-  if (x.causal) {
+  if (x.causal && op == "softmax") {
     if (!last) return not_supported(c, "of causally masked scores along another axis than the last");
     PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("softmax", {x.ir}, {{"dim", int64_t{-1}}}, out_name(c)));
     c.im.mark_causal_softmax(y.ir);
@@ -455,46 +456,14 @@ Status handle_softmax(OpContext& c) {
   }
   PLANRT_ASSIGN_OR_RETURN(std::string in, c.im.ir_of(x, !last));
   const int64_t dim = last ? -1 : axis;
-  PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("softmax", {in}, {{"dim", dim}}, out_name(c)));
+  PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit(op, {in}, {{"dim", dim}}, out_name(c)));
   if (last) keep_folded(y, x);
   c.out.push_back(std::move(y));
   return {};
 }
 
-Status handle_reduce_mean(OpContext& c) {
-  const Value& x = c.input(0);
-  PLANRT_RETURN_IF_ERROR(require_float(c, 0));
-  PLANRT_ASSIGN_OR_RETURN(int64_t keepdims, c.attr_int("keepdims", 1));
-  PLANRT_ASSIGN_OR_RETURN(int64_t noop, c.attr_int("noop_with_empty_axes", 0));
-  PLANRT_ASSIGN_OR_RETURN(auto attr_axes, c.attr_ints("axes"));
-  std::vector<int64_t> axes;
-  if (attr_axes) {
-    axes = *attr_axes;
-  } else if (c.has(1)) {
-    PLANRT_ASSIGN_OR_RETURN(axes, c.known_ints(1, "axes"));
-  }
-  if (axes.empty()) {
-    if (noop != 0) {
-      c.out.push_back(x);
-      return {};
-    }
-    for (int64_t d = 0; d < x.rank(); ++d) axes.push_back(d);
-  }
-  bool touches_rows = false;
-  for (int64_t& a : axes) {
-    PLANRT_ASSIGN_OR_RETURN(a, norm_axis(c, a, x.rank()));
-    touches_rows = touches_rows || a == 0;
-  }
-  const bool keep = x.folded != 0 && !touches_rows && keepdims != 0;
-  if (keep) {
-    for (int64_t& a : axes) a += x.folded - 1;
-  }
-  PLANRT_ASSIGN_OR_RETURN(std::string in, c.im.ir_of(x, !keep));
-  PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("reduce_mean", {in},
-                                             {{"dims", axes}, {"keepdim", keepdims != 0}}, out_name(c)));
-  if (keep) keep_folded(y, x);
-  c.out.push_back(std::move(y));
-  return {};
+Status handle_softmax(OpContext& c) { return softmax_like(c, "softmax"); }
+Status handle_log_softmax(OpContext& c) { return softmax_like(c, "log_softmax");
 }
 
 // A LayerNormalization scale or bias as the IR vector [n] layer_norm takes: a constant
@@ -947,6 +916,19 @@ Status build_time_only(OpContext& c) {
                           "is built, from constants and shapes only)");
 }
 
+// Range and ConstantOfShape: their inputs' values decide the output's shape, so each must be
+// known when the program is built; the error names the first that is not, and the flag that
+// fixes a graph input.
+Status shape_deciding_values(OpContext& c) {
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    if (c.has(i) && c.input(i).is_runtime()) {
+      const char* role = c.node.op_type() == "Range" ? (i == 0 ? "start" : i == 1 ? "limit" : "delta") : "shape";
+      return c.sym_ints(i, role).status();
+    }
+  }
+  return build_time_only(c);
+}
+
 // clang-format off
 const OpSpec kOps[] = {
     // op               inputs min, max (-1: any)   outputs max (-1: any)   attributes   handler
@@ -954,7 +936,7 @@ const OpSpec kOps[] = {
     {"Cast", 1, 1, 1, {"to", "saturate"}, handle_cast},
     {"Concat", 1, -1, 1, {"axis"}, handle_concat},
     {"Constant", 0, 0, 1, {"value", "value_float", "value_floats", "value_int", "value_ints"}, build_time_only},
-    {"ConstantOfShape", 1, 1, 1, {"value"}, build_time_only},
+    {"ConstantOfShape", 1, 1, 1, {"value"}, shape_deciding_values},
     {"Div", 2, 2, 1, {}, handle_div},
     {"Dropout", 1, 3, 2, {"ratio", "seed", "is_test"}, handle_dropout},
     {"Erf", 1, 1, 1, {}, handle_erf},
@@ -970,8 +952,7 @@ const OpSpec kOps[] = {
     {"Mul", 2, 2, 1, {}, handle_mul},
     {"Neg", 1, 1, 1, {}, handle_neg},
     {"Pow", 2, 2, 1, {}, handle_pow},
-    {"Range", 3, 3, 1, {}, build_time_only},
-    {"ReduceMean", 1, 2, 1, {"axes", "keepdims", "noop_with_empty_axes"}, handle_reduce_mean},
+    {"Range", 3, 3, 1, {}, shape_deciding_values},
     {"Relu", 1, 1, 1, {}, handle_relu},
     {"Reshape", 2, 2, 1, {"allowzero"}, handle_reshape},
     {"Shape", 1, 1, 1, {"start", "end"}, build_time_only},
@@ -979,13 +960,13 @@ const OpSpec kOps[] = {
     {"Size", 1, 1, 1, {}, build_time_only},
     {"Slice", 1, 5, 1, {"starts", "ends", "axes"}, handle_slice},
     {"Softmax", 1, 1, 1, {"axis"}, handle_softmax},
+    {"LogSoftmax", 1, 1, 1, {"axis"}, handle_log_softmax},
     {"Split", 1, 2, -1, {"axis", "split", "num_outputs"}, handle_split},
     {"Sqrt", 1, 1, 1, {}, handle_sqrt},
     {"Squeeze", 1, 2, 1, {"axes"}, handle_squeeze},
     {"Sub", 2, 2, 1, {}, handle_sub},
     {"Tanh", 1, 1, 1, {}, handle_tanh},
     {"Transpose", 1, 1, 1, {"perm"}, handle_transpose},
-    {"Trilu", 1, 2, 1, {"upper"}, build_time_only},
     {"Unsqueeze", 1, 2, 1, {"axes"}, handle_unsqueeze},
     {"Where", 3, 3, 1, {}, handle_where},
 };
@@ -996,9 +977,16 @@ const OpSpec kOps[] = {
 Status require_float_input(const OpContext& c, size_t i) { return require_float(c, i); }
 Result<std::string> operand_of_type(OpContext& c, const Value& v, Elem elem) { return operand_as(c, v, elem); }
 void keep_folded_like(Value& out, const Value& like) { keep_folded(out, like); }
+Result<Value> reshape_to_shape(OpContext& c, const Value& x, const std::vector<SymInt>& target,
+                               const std::string& name) {
+  return reshape_to(c, x, target, name);
+}
+SymInt shape_product(const std::vector<SymInt>& shape, size_t begin, size_t end) {
+  return product(shape, begin, end);
+}
 
 const OpSpec* find_op_spec(std::string_view op) {
-  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops, typed_ops}) {
+  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops, typed_ops, reduce_ops}) {
     for (const OpSpec& s : table) {
       if (s.op == op) return &s;
     }
@@ -1011,6 +999,7 @@ std::vector<std::string_view> supported_ops() {
   for (const OpSpec& s : kOps) out.push_back(s.op);
   for (const OpSpec& s : vision_ops) out.push_back(s.op);
   for (const OpSpec& s : typed_ops) out.push_back(s.op);
+  for (const OpSpec& s : reduce_ops) out.push_back(s.op);
   std::sort(out.begin(), out.end());
   return out;
 }

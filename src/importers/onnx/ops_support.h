@@ -3,6 +3,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "importers/onnx/importer.h"
 
@@ -14,10 +15,17 @@ Status require_float_input(const OpContext& c, size_t i);
 Result<std::string> operand_of_type(OpContext& c, const Value& v, Elem elem);
 // An elementwise output keeps its input's folded leading dims (importer.h, Value::folded).
 void keep_folded_like(Value& out, const Value& like);
+// x (run time) as the logical shape `target`: an IR reshape (or a fold, importer.h).
+Result<Value> reshape_to_shape(OpContext& c, const Value& x, const std::vector<SymInt>& target,
+                               const std::string& name);
+// The product of shape[begin:end] (1 when empty).
+SymInt shape_product(const std::vector<SymInt>& shape, size_t begin, size_t end);
 
 // The convolutional networks' ops (ops_vision.cpp).
 extern const std::span<const OpSpec> vision_ops;
 
+// Reductions, ArgMax/ArgMin, Hardmax and CumSum (ops_reduce.cpp).
+extern const std::span<const OpSpec> reduce_ops;
 // Math functions, comparisons, logic and variadic Max/Min/Sum/Mean at run time (ops_typed.cpp).
 extern const std::span<const OpSpec> typed_ops;
 // The run-time forms that handlers of ops.cpp fall back to (ops_typed.cpp): Where on a

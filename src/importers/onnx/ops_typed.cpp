@@ -245,8 +245,115 @@ Status handle_gather_nd(OpContext& c) {
   return {};
 }
 
+// The functions with no attribute or with number attributes (ONNX's names and defaults):
+// planrt's op of the family, its attributes named as in kernels/elementwise_ops.h.
+struct Activation {
+  std::string_view onnx;
+  std::string_view op;
+  struct Param {
+    std::string_view onnx, planrt;
+    double fallback;
+  } params[2];
+};
+
+constexpr Activation kActivations[] = {
+    {"Tan", "tan", {}},
+    {"Acos", "acos", {}},
+    {"Asin", "asin", {}},
+    {"Atan", "atan", {}},
+    {"Sinh", "sinh", {}},
+    {"Cosh", "cosh", {}},
+    {"Asinh", "asinh", {}},
+    {"Acosh", "acosh", {}},
+    {"Atanh", "atanh", {}},
+    {"Softplus", "softplus", {}},
+    {"Softsign", "softsign", {}},
+    {"Mish", "mish", {}},
+    {"LeakyRelu", "leaky_relu", {{"alpha", "alpha", 0.01}}},
+    {"Elu", "elu", {{"alpha", "alpha", 1.0}}},
+    {"Celu", "celu", {{"alpha", "alpha", 1.0}}},
+    {"Selu", "selu", {{"alpha", "alpha", 1.67326319217681884765625}, {"gamma", "gamma", 1.05070102214813232421875}}},
+    {"ThresholdedRelu", "thresholded_relu", {{"alpha", "alpha", 1.0}}},
+    {"Shrink", "shrink", {{"lambd", "lambd", 0.5}, {"bias", "bias", 0.0}}},
+};
+
+Status handle_activation(OpContext& c) {
+  for (const Activation& a : kActivations) {
+    if (a.onnx != c.node.op_type()) continue;
+    if (!elem_is_float(c.input(0).elem)) {
+      return not_supported(c, fmt::format("on {} input (a floating-point function)", elem_name(c.input(0).elem)));
+    }
+    ir::Attrs attrs;
+    for (const Activation::Param& p : a.params) {
+      if (p.onnx.empty()) continue;
+      PLANRT_ASSIGN_OR_RETURN(double v, c.attr_float(p.onnx, p.fallback));
+      attrs[std::string(p.planrt)] = v;
+    }
+    return unary(c, std::string(a.op), std::move(attrs));
+  }
+  return c.error("is not a function planrt knows");
+}
+
+// Trilu on a run-time x: where(keep, x, 0), `keep` a constant bool [rows, cols] (x's last
+// two dims, of fixed size; k known at build time, as Trilu's fold reads it).
+Status handle_trilu(OpContext& c) {
+  const Value& x = c.input(0);
+  PLANRT_RETURN_IF_ERROR(check_dtype(c, 0));
+  PLANRT_ASSIGN_OR_RETURN(int64_t upper, c.attr_int("upper", 1));
+  int64_t k = 0;
+  if (c.has(1)) {
+    PLANRT_ASSIGN_OR_RETURN(std::vector<int64_t> kk, c.known_ints(1, "k"));
+    if (kk.size() != 1) return c.error("k must hold one value");
+    k = kk[0];
+  }
+  if (x.rank() < 2) return c.error("input must have rank >= 2");
+  const SymInt& r = x.shape[x.shape.size() - 2];
+  const SymInt& q = x.shape.back();
+  if (!sym_is_const(r) || !sym_is_const(q)) {
+    return not_supported(c, fmt::format("at run time over a matrix of run-time size {} (its last two "
+                                        "dims must have fixed sizes)", c.im.shape_str(x.shape)));
+  }
+  const int64_t rows = r.coeff, cols = q.coeff;
+  std::vector<uint8_t> keep(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    const int64_t col = i % cols, row = i / cols;
+    keep[static_cast<size_t>(i)] = (upper != 0 ? col - row >= k : col - row <= k) ? 1 : 0;
+  }
+  const std::string& name = c.node.output(0);
+  PLANRT_ASSIGN_OR_RETURN(std::string mask, c.im.constant(Tensor::owning(Elem::Bool, {rows, cols}, std::move(keep)),
+                                                          name + ".keep"));
+  PLANRT_ASSIGN_OR_RETURN(std::string zero, c.im.constant(Tensor::from_f64(x.elem, {}, {0.0}), name + ".zero"));
+  PLANRT_ASSIGN_OR_RETURN(std::string in, c.im.ir_of(x));
+  PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("where", {mask, in, zero}, {}, name));
+  c.out.push_back(std::move(y));
+  return {};
+}
+
+// PRelu(x, slope): slope broadcast to x.
+Status handle_prelu(OpContext& c) { return binary(c, "prelu"); }
+
 // clang-format off
 const OpSpec kTypedOps[] = {
+    {"Acos", 1, 1, 1, {}, handle_activation},
+    {"Acosh", 1, 1, 1, {}, handle_activation},
+    {"Asin", 1, 1, 1, {}, handle_activation},
+    {"Asinh", 1, 1, 1, {}, handle_activation},
+    {"Atan", 1, 1, 1, {}, handle_activation},
+    {"Atanh", 1, 1, 1, {}, handle_activation},
+    {"Celu", 1, 1, 1, {"alpha"}, handle_activation},
+    {"Cosh", 1, 1, 1, {}, handle_activation},
+    {"Elu", 1, 1, 1, {"alpha"}, handle_activation},
+    {"LeakyRelu", 1, 1, 1, {"alpha"}, handle_activation},
+    {"Mish", 1, 1, 1, {}, handle_activation},
+    {"PRelu", 2, 2, 1, {}, handle_prelu},
+    {"Selu", 1, 1, 1, {"alpha", "gamma"}, handle_activation},
+    {"Shrink", 1, 1, 1, {"bias", "lambd"}, handle_activation},
+    {"Sinh", 1, 1, 1, {}, handle_activation},
+    {"Softplus", 1, 1, 1, {}, handle_activation},
+    {"Softsign", 1, 1, 1, {}, handle_activation},
+    {"Tan", 1, 1, 1, {}, handle_activation},
+    {"ThresholdedRelu", 1, 1, 1, {"alpha"}, handle_activation},
+    {"Trilu", 1, 2, 1, {"upper"}, handle_trilu},
     {"Abs", 1, 1, 1, {}, handle_abs},
     {"And", 2, 2, 1, {}, handle_and},
     {"CastLike", 2, 2, 1, {"saturate"}, handle_castlike},

@@ -60,7 +60,15 @@ PLANRT_CPU_KERNEL(matmul);
 PLANRT_CPU_KERNEL(layer_norm);
 PLANRT_CPU_KERNEL(rms_norm);
 PLANRT_CPU_KERNEL(softmax);
+PLANRT_CPU_KERNEL(log_softmax);
+PLANRT_CPU_KERNEL(reduce_sum);
 PLANRT_CPU_KERNEL(reduce_mean);
+PLANRT_CPU_KERNEL(reduce_max);
+PLANRT_CPU_KERNEL(reduce_min);
+PLANRT_CPU_KERNEL(reduce_prod);
+PLANRT_CPU_KERNEL(argmax);
+PLANRT_CPU_KERNEL(argmin);
+PLANRT_CPU_KERNEL(cumsum);
 // attention.cpp
 PLANRT_CPU_KERNEL(scaled_dot_product_attention);
 // embedding.cpp

@@ -1,4 +1,4 @@
-// layer_norm and rms_norm over the last dim, softmax over any dim; f32 data with double
+// layer_norm and rms_norm over the last dim, softmax and log_softmax over any dim; f32 data with double
 // accumulators, so that long rows keep the 1e-5 relative accuracy the tests ask for. The
 // loops are vectorized (sums reassociated across lanes: `omp simd reduction`) and compiled
 // per instruction set (PLANRT_SIMD_CLONES); rows are split over threads.
@@ -21,12 +21,22 @@ const float* optional_data(std::span<const TensorView> inputs, size_t i) {
 
 }  // namespace
 
-PLANRT_SIMD_CLONES
-void softmax_line(const float* x, float* y, int64_t n, int64_t stride) {
-  if (n == 0) return;
+namespace {
+
+// The largest of a line's n > 0 values (inlined into each caller's instruction-set clone).
+PLANRT_VMATH_INLINE float line_max(const float* x, int64_t n, int64_t stride) {
   float max = x[0];
 #pragma omp simd reduction(max : max)
   for (int64_t i = 1; i < n; ++i) max = x[i * stride] > max ? x[i * stride] : max;
+  return max;
+}
+
+}  // namespace
+
+PLANRT_SIMD_CLONES
+void softmax_line(const float* x, float* y, int64_t n, int64_t stride) {
+  if (n == 0) return;
+  const float max = line_max(x, n, stride);
   double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i) {
@@ -126,7 +136,7 @@ Status softmax(const OpAttrs& attrs, std::span<const TensorView> inputs,
   constexpr std::string_view op = "softmax";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
-  PLANRT_ASSIGN_OR_RETURN(SoftmaxPlan plan, plan_softmax(attrs, inputs, outputs));
+  PLANRT_ASSIGN_OR_RETURN(SoftmaxPlan plan, plan_softmax(op, attrs, inputs, outputs));
   const TensorView& x = inputs[0];
   const auto [outer, n, inner] = plan;
   const float* px = x.data_as<const float>();
@@ -139,46 +149,33 @@ Status softmax(const OpAttrs& attrs, std::span<const TensorView> inputs,
   });
 }
 
-// Sums in double, like the norms: the mean of a long row keeps f32 precision.
-namespace {
-
-// sum[i] += rows[j * stride + i] for j < n, i < width: rows in order, lanes side by side.
+// log_softmax: x - max - log(sum(exp(x - max))), the sum in double; a line that is all
+// -inf gives NaN, as in PyTorch.
 PLANRT_SIMD_CLONES
-void sum_rows(const float* __restrict rows, int64_t n, int64_t stride, int64_t width, double* __restrict sum) {
-  for (int64_t j = 0; j < n; ++j) {
-    const float* __restrict row = rows + j * stride;
+void log_softmax_line(const float* x, float* y, int64_t n, int64_t stride) {
+  if (n == 0) return;
+  const float max = line_max(x, n, stride);
+  double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += vmath::exp_nonpositive(x[i * stride] - max);
+  const auto shift = static_cast<float>(static_cast<double>(max) + std::log(sum));
 #pragma omp simd
-    for (int64_t i = 0; i < width; ++i) sum[i] += row[i];
-  }
+  for (int64_t i = 0; i < n; ++i) y[i * stride] = x[i * stride] - shift;
 }
 
-}  // namespace
-
-Status reduce_mean(const OpAttrs& attrs, std::span<const TensorView> inputs,
+Status log_softmax(const OpAttrs& attrs, std::span<const TensorView> inputs,
                    std::span<const TensorView> outputs) {
-  constexpr std::string_view op = "reduce_mean";
+  constexpr std::string_view op = "log_softmax";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
-  PLANRT_ASSIGN_OR_RETURN(ReducePlan plan, plan_reduce_mean(attrs, inputs, outputs));
-  const float* x = inputs[0].data_as<const float>();
-  float* y = outputs[0].data_as<float>();
-  const int64_t outer = plan.outer, n = plan.n, inner = plan.inner;  // the lambda captures these
-  // Tasks of up to kBlock adjacent outputs of one outer index; each sums its n rows in
-  // order, reading them contiguously (the channels-last global pool reduces [H*W] rows of C).
-  constexpr int64_t kBlock = 256;
-  const int64_t blocks = (inner + kBlock - 1) / kBlock;
-  // Each thread sums at least kElementsPerThread elements (threading.h).
-  const int64_t task_elements = std::max<int64_t>(1, n * std::min(kBlock, inner));
-  const int64_t grain = std::max<int64_t>(1, kElementsPerThread / task_elements);
-  return parallel_for(outer * blocks, grain, [&](int64_t begin, int64_t end) {
-    double sum[kBlock];
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t o = task / blocks, i0 = task % blocks * kBlock;
-      const int64_t width = std::min(kBlock, inner - i0);
-      std::fill(sum, sum + width, 0.0);
-      sum_rows(x + o * n * inner + i0, n, inner, width, sum);
-      // n == 0: the mean of nothing is NaN, as torch.mean and ONNX ReduceMean give.
-      for (int64_t i = 0; i < width; ++i) y[o * inner + i0 + i] = static_cast<float>(sum[i] / static_cast<double>(n));
+  PLANRT_ASSIGN_OR_RETURN(SoftmaxPlan plan, plan_softmax(op, attrs, inputs, outputs));
+  const auto [outer, n, inner] = plan;
+  const float* px = inputs[0].data_as<const float>();
+  float* py = outputs[0].data_as<float>();
+  return parallel_for(outer * inner, kRowGrain, [&, n = n, inner = inner](int64_t begin, int64_t end) {
+    for (int64_t line = begin; line < end; ++line) {
+      const int64_t base = (line / inner) * n * inner + line % inner;
+      log_softmax_line(px + base, py + base, n, inner);
     }
   });
 }

@@ -297,6 +297,9 @@ To convert(From v) {
   }
 }
 
+// log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|).
+inline float softplus(float x) { return std::max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))); }
+
 // ---- dispatch by rule ------------------------------------------------------------------------
 
 template <typename Tag>
@@ -317,6 +320,48 @@ Status run_floating(const ElementwisePlan& plan, Fn fn, std::span<const TensorVi
         // nearbyint in the default rounding mode: half to even.
         case Fn::Round: return map1<Tag, Tag>(plan, in, out, [](float x) { return std::nearbyint(x); });
         case Fn::Reciprocal: return map1<Tag, Tag>(plan, in, out, [](float x) { return 1.0f / x; });
+        case Fn::Tan: return map1<Tag, Tag>(plan, in, out, [](float x) { return std::tan(x); });
+        case Fn::Acos: return map1<Tag, Tag>(plan, in, out, [](float x) { return std::acos(x); });
+        case Fn::Asin: return map1<Tag, Tag>(plan, in, out, [](float x) { return std::asin(x); });
+        case Fn::Atan: return map1<Tag, Tag>(plan, in, out, [](float x) { return std::atan(x); });
+        case Fn::Sinh: return map1<Tag, Tag>(plan, in, out, [](float x) { return std::sinh(x); });
+        case Fn::Cosh: return map1<Tag, Tag>(plan, in, out, [](float x) { return std::cosh(x); });
+        case Fn::Asinh: return map1<Tag, Tag>(plan, in, out, [](float x) { return std::asinh(x); });
+        case Fn::Acosh: return map1<Tag, Tag>(plan, in, out, [](float x) { return std::acosh(x); });
+        case Fn::Atanh: return map1<Tag, Tag>(plan, in, out, [](float x) { return std::atanh(x); });
+        case Fn::Softplus: return map1<Tag, Tag>(plan, in, out, [](float x) { return softplus(x); });
+        case Fn::Softsign: return map1<Tag, Tag>(plan, in, out, [](float x) { return x / (1.0f + std::fabs(x)); });
+        case Fn::Mish: return map1<Tag, Tag>(plan, in, out, [](float x) { return x * std::tanh(softplus(x)); });
+        case Fn::LeakyRelu: {
+          const float alpha = plan.alpha;
+          return map1<Tag, Tag>(plan, in, out, [alpha](float x) { return x < 0.0f ? alpha * x : x; });
+        }
+        case Fn::Elu: {
+          const float alpha = plan.alpha;
+          return map1<Tag, Tag>(plan, in, out, [alpha](float x) { return x < 0.0f ? alpha * std::expm1(x) : x; });
+        }
+        case Fn::Celu: {
+          const float alpha = plan.alpha;
+          return map1<Tag, Tag>(plan, in, out, [alpha](float x) {
+            return std::max(0.0f, x) + std::min(0.0f, alpha * std::expm1(x / alpha));
+          });
+        }
+        case Fn::Selu: {
+          const float alpha = plan.alpha, gamma = plan.beta;
+          return map1<Tag, Tag>(plan, in, out, [alpha, gamma](float x) {
+            return gamma * (x <= 0.0f ? alpha * std::expm1(x) : x);
+          });
+        }
+        case Fn::ThresholdedRelu: {
+          const float alpha = plan.alpha;
+          return map1<Tag, Tag>(plan, in, out, [alpha](float x) { return x > alpha ? x : 0.0f; });
+        }
+        case Fn::Shrink: {
+          const float lambd = plan.alpha, bias = plan.beta;
+          return map1<Tag, Tag>(plan, in, out, [lambd, bias](float x) {
+            return x < -lambd ? x + bias : (x > lambd ? x - bias : 0.0f);
+          });
+        }
         case Fn::IsNan: return map1<Tag, BoolByte>(plan, in, out, [](float x) { return x != x; });
         case Fn::IsInf: {
           const InfPlan inf = plan.inf;
@@ -347,6 +392,12 @@ Status run_numeric(const ElementwisePlan& plan, Fn fn, std::span<const TensorVie
           const bool fmod = plan.fmod;
           return map2<Tag, Tag>(plan, in, out, [fmod](V a, V b) { return mod_of(a, b, fmod); });
         }
+        case Fn::PRelu:
+          if constexpr (std::is_integral_v<V>) {
+            return map2<Tag, Tag>(plan, in, out, [](V x, V slope) { return x < 0 ? wrap_mul(x, slope) : x; });
+          } else {
+            return map2<Tag, Tag>(plan, in, out, [](V x, V slope) { return x < 0 ? slope * x : x; });
+          }
         default: break;
       }
       if constexpr (std::is_integral_v<V>) {

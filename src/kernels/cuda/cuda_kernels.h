@@ -1,11 +1,12 @@
 // The CUDA kernels, one function per op of the table; find_cuda_kernel (cuda_kernel.cpp)
 // is the way in from outside the layer. Each follows the CudaKernelFn contract of
-// cuda_kernel.h. Dtypes: the arithmetic, normalization, attention, vision and linear
-// algebra kernels take f32 or bf16 (one dtype per call); add, sub, mul, div, pow and neg also
-// i32, i64 and u8 (their integer forms); the typed elementwise family every dtype its rules
-// admit (f32, f16, bf16, i32, i64, u8, bool; f16 and bf16 computed in f32); data movement
-// (reshape, permute, transpose, concat, slice, expand, pad, embedding, gather_elements, take)
-// any dtype; size any dtype of x (never read), an i64 output.
+// cuda_kernel.h. Dtypes: the arithmetic, normalization, reduction, attention, vision and
+// linear algebra kernels take f32 or bf16 (one dtype per call); add, sub, mul, div, pow and
+// neg also i32, i64 and u8 (their integer forms), cumsum also i32 and i64; the typed
+// elementwise family every dtype its rules admit (f32, f16, bf16, i32, i64, u8, bool; f16
+// and bf16 computed in f32); data movement (reshape, permute, transpose, concat, slice,
+// expand, pad, embedding, gather_elements, take) any dtype; size any dtype of x (never
+// read), an i64 output.
 #pragma once
 
 #include "kernels/cuda/cuda_kernel.h"
@@ -62,7 +63,16 @@ PLANRT_CUDA_KERNEL(matmul);
 PLANRT_CUDA_KERNEL(layer_norm);
 PLANRT_CUDA_KERNEL(rms_norm);
 PLANRT_CUDA_KERNEL(softmax);
+PLANRT_CUDA_KERNEL(log_softmax);
+// reductions.cpp: f32 and bf16; cumsum also i32 and i64. argmax and argmin write i64.
+PLANRT_CUDA_KERNEL(reduce_sum);
 PLANRT_CUDA_KERNEL(reduce_mean);
+PLANRT_CUDA_KERNEL(reduce_max);
+PLANRT_CUDA_KERNEL(reduce_min);
+PLANRT_CUDA_KERNEL(reduce_prod);
+PLANRT_CUDA_KERNEL(argmax);
+PLANRT_CUDA_KERNEL(argmin);
+PLANRT_CUDA_KERNEL(cumsum);
 // attention.cpp
 PLANRT_CUDA_KERNEL(scaled_dot_product_attention);
 // data_movement.cpp

@@ -27,6 +27,8 @@ struct IndexMap {
 
 enum class BinaryOp : int { Add, Sub, Mul, Div, Pow };
 enum class UnaryOp : int { Relu, Silu, GeluErf, GeluTanh, Sqrt, Neg, Exp, Erf, Tanh, Sigmoid };
+// kernels::ReduceFn (op_plans.h) in the launchers' plain terms.
+enum class ReduceOp : int { Sum, Mean, Max, Min, Prod };
 
 // The arithmetic launchers exist for float and for __nv_bfloat16 (storage only: computed
 // in f32, rounded to nearest even on store; math_kernels.cu).
@@ -54,15 +56,42 @@ enum class UnaryOp : int { Relu, Silu, GeluErf, GeluTanh, Sqrt, Neg, Exp, Erf, T
   /* Softmax along a middle dim: x is [outer, n, inner], each (o, i) line normalised. */      \
   cudaError_t softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,      \
                               cudaStream_t stream);                                           \
-  /* y[o, i] = mean over j of x[o, j, i] (x is [outer, n, inner]), summed in f64. */          \
-  cudaError_t reduce_mean(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,          \
-                          cudaStream_t stream);                                               \
+  /* log_softmax (x - max - log(sum(exp(x - max)))) of each contiguous row of n, and along  \
+     a middle dim of x [outer, n, inner]; y may equal x. */                                   \
+  cudaError_t log_softmax_rows(const T* x, T* y, int64_t rows, int64_t n,                     \
+                               cudaStream_t stream);                                          \
+  cudaError_t log_softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,  \
+                                  cudaStream_t stream);                                       \
+  /* y[o, i] = op over j of x[o, j, i] (x is [outer, n, inner]), folded in f64; n == 0       \
+     writes the identity (sum 0, prod 1, max -inf, min +inf, mean NaN); max and min keep a   \
+     NaN. */                                                                                  \
+  cudaError_t reduce(ReduceOp op, const T* x, T* y, int64_t outer, int64_t n, int64_t inner,  \
+                     cudaStream_t stream);                                                    \
   /* y[r, :] = row[:] for r < rows (the bias of linear before a beta = 1 GEMM). */            \
   cudaError_t fill_rows(const T* row, T* y, int64_t rows, int64_t n, cudaStream_t stream);
 
 PLANRT_MATH_LAUNCHER_DECLS(float)
 PLANRT_MATH_LAUNCHER_DECLS(__nv_bfloat16)
 #undef PLANRT_MATH_LAUNCHER_DECLS
+
+// argmax (max) or argmin of each (o, i) line of x [outer, n, inner], n > 0, as the i64
+// index along n: the first of the best, the last with select_last; a NaN beats every number
+// (reduce_kernels.cu).
+cudaError_t arg_reduce(const float* x, int64_t* y, int64_t outer, int64_t n, int64_t inner,
+                       bool max, bool select_last, cudaStream_t stream);
+cudaError_t arg_reduce(const __nv_bfloat16* x, int64_t* y, int64_t outer, int64_t n,
+                       int64_t inner, bool max, bool select_last, cudaStream_t stream);
+// Running sums along n of x [outer, n, inner] (y may equal x): exclusive, y[k] sums x[< k];
+// reverse, the sums run from the end. Floats sum in f64, rounded once per element; integers
+// in their own width, wrapping (reduce_kernels.cu).
+#define PLANRT_CUMSUM_LAUNCHER_DECL(T)                                                        \
+  cudaError_t cumsum(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool exclusive, \
+                     bool reverse, cudaStream_t stream);
+PLANRT_CUMSUM_LAUNCHER_DECL(float)
+PLANRT_CUMSUM_LAUNCHER_DECL(__nv_bfloat16)
+PLANRT_CUMSUM_LAUNCHER_DECL(int32_t)
+PLANRT_CUMSUM_LAUNCHER_DECL(int64_t)
+#undef PLANRT_CUMSUM_LAUNCHER_DECL
 
 // One-pass attention for head dim 64 (d == dv == 64): `heads` (batch x heads) problems
 // q [sq, 64], k and v [sk, 64] -> out [sq, 64], their rows where `layout` puts them

@@ -1,6 +1,7 @@
 // Device code of the arithmetic kernels, f32 and bf16: elementwise (broadcast by index
-// math), the row normalisations and softmax (one block per row, warp-shuffle reductions).
-// Numerics follow the CPU kernels: two-pass layer_norm, max-subtracted softmax, the same
+// math), the row normalisations, softmax and log_softmax (one block per row, warp-shuffle
+// reductions), the reductions (sum, mean, max, min, prod). Numerics follow the CPU kernels:
+// two-pass layer_norm, max-subtracted softmax, reductions folded in double, the same
 // formulas for silu and gelu, and NaN propagating through relu. bf16 tensors are storage
 // only: every kernel widens to f32 on load, computes as for f32, and rounds to nearest even
 // on store (as PyTorch's bf16 elementwise kernels and norms do).
@@ -345,12 +346,17 @@ __global__ void rms_norm_kernel(const T* x, const T* w, T* y, int64_t rows, int6
   }
 }
 
+// Softmax (kLog false) and log_softmax (kLog true: x - max - log(sum(exp(x - max))), the
+// form of the CPU kernel) share their passes: the max, the sum of exponentials, the output.
 // Each thread reads and writes only its own elements, after the block-wide max: y == x is
 // safe (attention normalises its scores in place).
-// bf16: y holds the exponentials between the passes, so a bf16 row is normalised from its
-// rounded exponentials while the sum is of the unrounded ones: two roundings per element,
-// each within bf16's own 2^-8 relative.
-template <typename T>
+// bf16 softmax: y holds the exponentials between the passes, so a bf16 row is normalised
+// from its rounded exponentials while the sum is of the unrounded ones: two roundings per
+// element, each within bf16's own 2^-8 relative. log_softmax stores nothing between the
+// passes and reads x again for the output (one rounding).
+// A NaN in the line reaches every output through the sum (fmaxf skips it in the max); a
+// line all -inf gives NaN (exp(-inf - -inf)), as PyTorch and the CPU kernel.
+template <bool kLog, typename T>
 __global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t n,
                                     int64_t causal_period) {
   __shared__ float shared[32];
@@ -368,18 +374,26 @@ __global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t n,
     float sum = 0.0f;
     for (int64_t i = threadIdx.x; i < live; i += blockDim.x) {
       const float e = expf(widen(xr[i]) - m);
-      yr[i] = narrow<T>(e);
+      if constexpr (!kLog) yr[i] = narrow<T>(e);
       sum += e;
     }
     sum = block_reduce(sum, SumOp<float>{}, shared);
-    const float inv = 1.0f / sum;
-    for (int64_t i = threadIdx.x; i < live; i += blockDim.x) yr[i] = narrow<T>(widen(yr[i]) * inv);
-    for (int64_t i = live + threadIdx.x; i < n; i += blockDim.x) yr[i] = narrow<T>(0.0f);
+    if constexpr (kLog) {
+      const float log_sum = logf(sum);
+      for (int64_t i = threadIdx.x; i < live; i += blockDim.x) {
+        yr[i] = narrow<T>((widen(xr[i]) - m) - log_sum);
+      }
+    } else {
+      const float inv = 1.0f / sum;
+      for (int64_t i = threadIdx.x; i < live; i += blockDim.x) yr[i] = narrow<T>(widen(yr[i]) * inv);
+    }
+    const float masked = kLog ? -INFINITY : 0.0f;  // log(0) for a masked key
+    for (int64_t i = live + threadIdx.x; i < n; i += blockDim.x) yr[i] = narrow<T>(masked);
   }
 }
 
 // One thread per (outer, inner) line; neighbouring threads read neighbouring addresses.
-template <typename T>
+template <bool kLog, typename T>
 __global__ void softmax_strided_kernel(const T* x, T* y, int64_t outer, int64_t n,
                                        int64_t inner) {
   const int64_t lines = outer * inner;
@@ -393,38 +407,70 @@ __global__ void softmax_strided_kernel(const T* x, T* y, int64_t outer, int64_t 
     float sum = 0.0f;
     for (int64_t i = 0; i < n; ++i) {
       const float e = expf(widen(xl[i * inner]) - m);
-      yl[i * inner] = narrow<T>(e);
+      if constexpr (!kLog) yl[i * inner] = narrow<T>(e);
       sum += e;
     }
-    const float inv = 1.0f / sum;
-    for (int64_t i = 0; i < n; ++i) yl[i * inner] = narrow<T>(widen(yl[i * inner]) * inv);
+    if constexpr (kLog) {
+      const float log_sum = logf(sum);
+      for (int64_t i = 0; i < n; ++i) yl[i * inner] = narrow<T>((widen(xl[i * inner]) - m) - log_sum);
+    } else {
+      const float inv = 1.0f / sum;
+      for (int64_t i = 0; i < n; ++i) yl[i * inner] = narrow<T>(widen(yl[i * inner]) * inv);
+    }
   }
 }
 
-// One block per contiguous row (inner == 1), else one thread per strided line; sums in
-// double as the CPU kernel does.
-template <typename T>
-__global__ void reduce_mean_rows_kernel(const T* x, T* y, int64_t rows, int64_t n) {
+// The reductions fold doubles (every f32 and bf16 value is exact in one): sums and
+// products accumulate as the CPU kernel's do, so the mean of a long line keeps f32
+// precision; max and min keep a NaN once seen (torch.amax), where fmax would drop it.
+// kIdentity is what a line of no elements gives (mean: 0, then 0 / 0 = NaN in finish).
+template <ReduceOp F>
+struct Fold {
+  static constexpr double kIdentity = F == ReduceOp::Prod  ? 1.0
+                                      : F == ReduceOp::Max ? -static_cast<double>(INFINITY)
+                                      : F == ReduceOp::Min ? static_cast<double>(INFINITY)
+                                                           : 0.0;
+  __device__ double operator()(double a, double b) const {
+    if constexpr (F == ReduceOp::Sum || F == ReduceOp::Mean) {
+      return a + b;
+    } else if constexpr (F == ReduceOp::Prod) {
+      return a * b;
+    } else {
+      if (a != a || b != b) return a + b;  // NaN
+      return F == ReduceOp::Max ? fmax(a, b) : fmin(a, b);
+    }
+  }
+  __device__ static float finish(double acc, int64_t n) {
+    return static_cast<float>(F == ReduceOp::Mean ? acc / static_cast<double>(n) : acc);
+  }
+};
+
+// One block per contiguous row (inner == 1), else one thread per strided line, its
+// neighbours on the neighbouring lines (coalesced reads).
+template <ReduceOp F, typename T>
+__global__ void reduce_rows_kernel(const T* x, T* y, int64_t rows, int64_t n) {
   __shared__ double shared[32];
+  const Fold<F> fold;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * n;
-    double sum = 0.0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += widen(xr[i]);
-    sum = block_reduce(sum, SumOp<double>{}, shared);
-    if (threadIdx.x == 0) y[r] = narrow<T>(static_cast<float>(sum / static_cast<double>(n)));
+    double acc = Fold<F>::kIdentity;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) acc = fold(acc, widen(xr[i]));
+    acc = block_reduce(acc, fold, shared);
+    if (threadIdx.x == 0) y[r] = narrow<T>(Fold<F>::finish(acc, n));
   }
 }
 
-template <typename T>
-__global__ void reduce_mean_strided_kernel(const T* x, T* y, int64_t outer, int64_t n,
-                                           int64_t inner) {
+template <ReduceOp F, typename T>
+__global__ void reduce_strided_kernel(const T* x, T* y, int64_t outer, int64_t n,
+                                      int64_t inner) {
+  const Fold<F> fold;
   const int64_t lines = outer * inner;
   for (int64_t l = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; l < lines;
        l += int64_t{gridDim.x} * blockDim.x) {
     const T* xl = x + (l / inner) * n * inner + l % inner;
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += widen(xl[i * inner]);
-    y[l] = narrow<T>(static_cast<float>(sum / static_cast<double>(n)));
+    double acc = Fold<F>::kIdentity;
+    for (int64_t i = 0; i < n; ++i) acc = fold(acc, widen(xl[i * inner]));
+    y[l] = narrow<T>(Fold<F>::finish(acc, n));
   }
 }
 
@@ -629,35 +675,54 @@ cudaError_t launch_rms_norm(const T* x, const T* w, T* y, int64_t rows, int64_t 
   return cudaGetLastError();
 }
 
-template <typename T>
+template <bool kLog, typename T>
 cudaError_t launch_softmax_rows(const T* x, T* y, int64_t rows, int64_t n, int64_t causal_period,
                                 cudaStream_t stream) {
   if (rows == 0 || n == 0) return cudaSuccess;
-  softmax_rows_kernel<T><<<grid_for_rows(rows), kThreads, 0, stream>>>(x, y, rows, n,
-                                                                       causal_period);
+  softmax_rows_kernel<kLog, T><<<grid_for_rows(rows), kThreads, 0, stream>>>(x, y, rows, n,
+                                                                             causal_period);
   return cudaGetLastError();
 }
 
-template <typename T>
+template <bool kLog, typename T>
 cudaError_t launch_softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
                                    cudaStream_t stream) {
   if (outer == 0 || n == 0 || inner == 0) return cudaSuccess;
-  softmax_strided_kernel<T><<<grid_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, n,
-                                                                              inner);
+  softmax_strided_kernel<kLog, T><<<grid_for(outer * inner), kThreads, 0, stream>>>(x, y, outer,
+                                                                                    n, inner);
+  return cudaGetLastError();
+}
+
+template <ReduceOp F, typename T>
+cudaError_t launch_reduce(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
+                          cudaStream_t stream) {
+  // n == 0 still writes every output (the identity); no outputs, nothing to launch.
+  if (outer == 0 || inner == 0) return cudaSuccess;
+  if (inner == 1) {
+    reduce_rows_kernel<F, T><<<grid_for_rows(outer), kThreads, 0, stream>>>(x, y, outer, n);
+  } else {
+    reduce_strided_kernel<F, T><<<grid_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, n,
+                                                                                  inner);
+  }
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t launch_reduce_mean(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
-                               cudaStream_t stream) {
-  if (outer == 0 || inner == 0) return cudaSuccess;
-  if (inner == 1) {
-    reduce_mean_rows_kernel<T><<<grid_for_rows(outer), kThreads, 0, stream>>>(x, y, outer, n);
-  } else {
-    reduce_mean_strided_kernel<T><<<grid_for(outer * inner), kThreads, 0, stream>>>(x, y, outer,
-                                                                                    n, inner);
+cudaError_t dispatch_reduce(ReduceOp op, const T* x, T* y, int64_t outer, int64_t n,
+                            int64_t inner, cudaStream_t stream) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return launch_reduce<ReduceOp::Sum>(x, y, outer, n, inner, stream);
+    case ReduceOp::Mean:
+      return launch_reduce<ReduceOp::Mean>(x, y, outer, n, inner, stream);
+    case ReduceOp::Max:
+      return launch_reduce<ReduceOp::Max>(x, y, outer, n, inner, stream);
+    case ReduceOp::Min:
+      return launch_reduce<ReduceOp::Min>(x, y, outer, n, inner, stream);
+    case ReduceOp::Prod:
+      return launch_reduce<ReduceOp::Prod>(x, y, outer, n, inner, stream);
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 template <typename T>
@@ -696,15 +761,23 @@ cudaError_t launch_fill_rows(const T* row, T* y, int64_t rows, int64_t n, cudaSt
   }                                                                                           \
   cudaError_t softmax_rows(const T* x, T* y, int64_t rows, int64_t n, int64_t causal_period,  \
                            cudaStream_t stream) {                                             \
-    return launch_softmax_rows<T>(x, y, rows, n, causal_period, stream);                      \
+    return launch_softmax_rows<false, T>(x, y, rows, n, causal_period, stream);               \
   }                                                                                           \
   cudaError_t softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,      \
                               cudaStream_t stream) {                                          \
-    return launch_softmax_strided<T>(x, y, outer, n, inner, stream);                          \
+    return launch_softmax_strided<false, T>(x, y, outer, n, inner, stream);                   \
   }                                                                                           \
-  cudaError_t reduce_mean(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,          \
-                          cudaStream_t stream) {                                              \
-    return launch_reduce_mean<T>(x, y, outer, n, inner, stream);                              \
+  cudaError_t log_softmax_rows(const T* x, T* y, int64_t rows, int64_t n,                     \
+                               cudaStream_t stream) {                                         \
+    return launch_softmax_rows<true, T>(x, y, rows, n, 0, stream);                            \
+  }                                                                                           \
+  cudaError_t log_softmax_strided(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,  \
+                                  cudaStream_t stream) {                                      \
+    return launch_softmax_strided<true, T>(x, y, outer, n, inner, stream);                    \
+  }                                                                                           \
+  cudaError_t reduce(ReduceOp op, const T* x, T* y, int64_t outer, int64_t n, int64_t inner,  \
+                     cudaStream_t stream) {                                                   \
+    return dispatch_reduce<T>(op, x, y, outer, n, inner, stream);                             \
   }                                                                                           \
   cudaError_t fill_rows(const T* row, T* y, int64_t rows, int64_t n, cudaStream_t stream) {   \
     return launch_fill_rows<T>(row, y, rows, n, stream);                                      \

@@ -1,6 +1,6 @@
-// layer_norm and rms_norm over the last dim, softmax over any dim, f32 and bf16 (weights in
-// the input's dtype): one block per row (warp-shuffle reductions); softmax along a middle
-// dim walks one line per thread.
+// layer_norm and rms_norm over the last dim, softmax and log_softmax over any dim, f32 and
+// bf16 (weights in the input's dtype): one block per row (warp-shuffle reductions); softmax
+// and log_softmax along a middle dim walk one line per thread.
 #include <vector>
 
 #include "kernels/cuda/checks.h"
@@ -46,15 +46,33 @@ cudaError_t launch_rms_norm(const CudaKernelContext& ctx, const NormPlan& plan,
                           outputs[0].data_as<T>(), plan.rows, plan.n, plan.eps, ctx.stream);
 }
 
-template <typename T>
+// kLog: log_softmax, the same launch shapes.
+template <bool kLog, typename T>
 cudaError_t launch_softmax(const CudaKernelContext& ctx, const SoftmaxPlan& plan,
                            const TensorView& x, const TensorView& y) {
   const auto [outer, n, inner] = plan;
+  const T* px = x.data_as<const T>();
+  T* py = y.data_as<T>();
   if (inner == 1) {
-    return launch::softmax_rows(x.data_as<const T>(), y.data_as<T>(), outer, n, 0, ctx.stream);
+    return kLog ? launch::log_softmax_rows(px, py, outer, n, ctx.stream)
+                : launch::softmax_rows(px, py, outer, n, 0, ctx.stream);
   }
-  return launch::softmax_strided(x.data_as<const T>(), y.data_as<T>(), outer, n, inner,
-                                 ctx.stream);
+  return kLog ? launch::log_softmax_strided(px, py, outer, n, inner, ctx.stream)
+              : launch::softmax_strided(px, py, outer, n, inner, ctx.stream);
+}
+
+template <bool kLog>
+Status softmax_op(const CudaKernelContext& ctx, const OpAttrs& attrs,
+                  std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+  constexpr std::string_view op = kLog ? "log_softmax" : "softmax";
+  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(SoftmaxPlan plan, plan_softmax(op, attrs, inputs, outputs));
+  if (plan.outer == 0) return {};
+  return cuda_status(op, "kernel launch",
+                     dtype == DType::BF16
+                         ? launch_softmax<kLog, bf16>(ctx, plan, inputs[0], outputs[0])
+                         : launch_softmax<kLog, float>(ctx, plan, inputs[0], outputs[0]));
 }
 
 }  // namespace
@@ -118,31 +136,12 @@ Status rms_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
 
 Status softmax(const CudaKernelContext& ctx, const OpAttrs& attrs,
                std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
-  constexpr std::string_view op = "softmax";
-  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
-  PLANRT_ASSIGN_OR_RETURN(SoftmaxPlan plan, plan_softmax(attrs, inputs, outputs));
-  if (plan.outer == 0) return {};
-  return cuda_status(op, "kernel launch",
-                     dtype == DType::BF16 ? launch_softmax<bf16>(ctx, plan, inputs[0], outputs[0])
-                                          : launch_softmax<float>(ctx, plan, inputs[0], outputs[0]));
+  return softmax_op<false>(ctx, attrs, inputs, outputs);
 }
 
-Status reduce_mean(const CudaKernelContext& ctx, const OpAttrs& attrs,
+Status log_softmax(const CudaKernelContext& ctx, const OpAttrs& attrs,
                    std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
-  constexpr std::string_view op = "reduce_mean";
-  PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
-  PLANRT_ASSIGN_OR_RETURN(ReducePlan plan, plan_reduce_mean(attrs, inputs, outputs));
-  const TensorView& x = inputs[0];
-  const TensorView& y = outputs[0];
-  const cudaError_t err =
-      dtype == DType::BF16
-          ? launch::reduce_mean(x.data_as<const bf16>(), y.data_as<bf16>(), plan.outer, plan.n,
-                                plan.inner, ctx.stream)
-          : launch::reduce_mean(x.data_as<const float>(), y.data_as<float>(), plan.outer, plan.n,
-                                plan.inner, ctx.stream);
-  return cuda_status(op, "kernel launch", err);
+  return softmax_op<true>(ctx, attrs, inputs, outputs);
 }
 
 }  // namespace planrt::kernels::cuda

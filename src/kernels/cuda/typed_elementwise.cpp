@@ -3,6 +3,7 @@
 // broadcast, output, attributes), then one launch of typed_elementwise_kernels.cu in the
 // plan's element types. Every dtype the family's rules admit has device code (f16 and bf16
 // computed in f32), so NotSupported is only for a dtype planrt may add later.
+#include <optional>
 #include <string>
 
 #include "kernels/cuda/checks.h"
@@ -62,7 +63,10 @@ Result<typed::ElementType> element_type(const ElementwiseOp& op, std::string_vie
   return not_implemented(op, role, dtype);
 }
 
-typed::UnaryFn unary_fn(Fn fn) {
+// The device function of each op (every enumerator listed, no default: a new ElementwiseFn
+// must be given its device function here, or a -Wswitch error says it was not). An op of
+// the other arity, where, cast, or a value outside the enum has none (nullopt).
+std::optional<typed::UnaryFn> unary_fn(Fn fn) {
   switch (fn) {
     case Fn::Cos: return typed::UnaryFn::Cos;
     case Fn::Sin: return typed::UnaryFn::Sin;
@@ -71,17 +75,56 @@ typed::UnaryFn unary_fn(Fn fn) {
     case Fn::Ceil: return typed::UnaryFn::Ceil;
     case Fn::Round: return typed::UnaryFn::Round;
     case Fn::Reciprocal: return typed::UnaryFn::Reciprocal;
+    case Fn::Tan: return typed::UnaryFn::Tan;
+    case Fn::Acos: return typed::UnaryFn::Acos;
+    case Fn::Asin: return typed::UnaryFn::Asin;
+    case Fn::Atan: return typed::UnaryFn::Atan;
+    case Fn::Sinh: return typed::UnaryFn::Sinh;
+    case Fn::Cosh: return typed::UnaryFn::Cosh;
+    case Fn::Asinh: return typed::UnaryFn::Asinh;
+    case Fn::Acosh: return typed::UnaryFn::Acosh;
+    case Fn::Atanh: return typed::UnaryFn::Atanh;
+    case Fn::Softplus: return typed::UnaryFn::Softplus;
+    case Fn::Softsign: return typed::UnaryFn::Softsign;
+    case Fn::Mish: return typed::UnaryFn::Mish;
+    case Fn::LeakyRelu: return typed::UnaryFn::LeakyRelu;
+    case Fn::Elu: return typed::UnaryFn::Elu;
+    case Fn::Celu: return typed::UnaryFn::Celu;
+    case Fn::Selu: return typed::UnaryFn::Selu;
+    case Fn::ThresholdedRelu: return typed::UnaryFn::ThresholdedRelu;
+    case Fn::Shrink: return typed::UnaryFn::Shrink;
     case Fn::Abs: return typed::UnaryFn::Abs;
     case Fn::Sign: return typed::UnaryFn::Sign;
     case Fn::IsNan: return typed::UnaryFn::IsNan;
     case Fn::IsInf: return typed::UnaryFn::IsInf;
+    case Fn::LogicalNot: return typed::UnaryFn::LogicalNot;
     case Fn::Neg: return typed::UnaryFn::Neg;
-    default: return typed::UnaryFn::LogicalNot;  // the one unary op left
+    case Fn::Equal:
+    case Fn::Less:
+    case Fn::LessEqual:
+    case Fn::Greater:
+    case Fn::GreaterEqual:
+    case Fn::LogicalAnd:
+    case Fn::LogicalOr:
+    case Fn::LogicalXor:
+    case Fn::Minimum:
+    case Fn::Maximum:
+    case Fn::Mod:
+    case Fn::PRelu:
+    case Fn::Where:
+    case Fn::Cast:
+    case Fn::Add:
+    case Fn::Sub:
+    case Fn::Mul:
+    case Fn::Div:
+    case Fn::Pow:
+      return std::nullopt;
   }
+  return std::nullopt;
 }
 
 // mod's attribute `fmod` picks the dividend's sign (FMod) over the divisor's (Mod).
-typed::BinaryFn binary_fn(Fn fn, bool fmod) {
+std::optional<typed::BinaryFn> binary_fn(Fn fn, bool fmod) {
   switch (fn) {
     case Fn::Equal: return typed::BinaryFn::Equal;
     case Fn::Less: return typed::BinaryFn::Less;
@@ -94,12 +137,48 @@ typed::BinaryFn binary_fn(Fn fn, bool fmod) {
     case Fn::Minimum: return typed::BinaryFn::Minimum;
     case Fn::Maximum: return typed::BinaryFn::Maximum;
     case Fn::Mod: return fmod ? typed::BinaryFn::FMod : typed::BinaryFn::Mod;
+    case Fn::PRelu: return typed::BinaryFn::PRelu;
     case Fn::Add: return typed::BinaryFn::Add;
     case Fn::Sub: return typed::BinaryFn::Sub;
     case Fn::Mul: return typed::BinaryFn::Mul;
     case Fn::Div: return typed::BinaryFn::Div;
-    default: return typed::BinaryFn::Pow;  // the one binary op left
+    case Fn::Pow: return typed::BinaryFn::Pow;
+    case Fn::Cos:
+    case Fn::Sin:
+    case Fn::Log:
+    case Fn::Floor:
+    case Fn::Ceil:
+    case Fn::Round:
+    case Fn::Reciprocal:
+    case Fn::Tan:
+    case Fn::Acos:
+    case Fn::Asin:
+    case Fn::Atan:
+    case Fn::Sinh:
+    case Fn::Cosh:
+    case Fn::Asinh:
+    case Fn::Acosh:
+    case Fn::Atanh:
+    case Fn::Softplus:
+    case Fn::Softsign:
+    case Fn::Mish:
+    case Fn::LeakyRelu:
+    case Fn::Elu:
+    case Fn::Celu:
+    case Fn::Selu:
+    case Fn::ThresholdedRelu:
+    case Fn::Shrink:
+    case Fn::Abs:
+    case Fn::Sign:
+    case Fn::IsNan:
+    case Fn::IsInf:
+    case Fn::LogicalNot:
+    case Fn::Neg:
+    case Fn::Where:
+    case Fn::Cast:
+      return std::nullopt;
   }
+  return std::nullopt;
 }
 
 // Every input holds n elements: each broadcast dim of an input then has size 1 in the
@@ -132,11 +211,26 @@ Status run(const ElementwiseOp& op, const CudaKernelContext& ctx, const OpAttrs&
   const std::string role = operand_role(op, value_input);
   PLANRT_ASSIGN_OR_RETURN(typed::ElementType in, element_type(op, role, plan.input_dtype));
   PLANRT_ASSIGN_OR_RETURN(typed::ElementType out, element_type(op, "output", plan.output_dtype));
-  const bool implemented =
-      op.fn == Fn::Where || op.fn == Fn::Cast ||
-      (op.arity == 1 ? typed::unary_implemented(unary_fn(op.fn), in)
-                     : typed::binary_implemented(binary_fn(op.fn, plan.fmod), in));
-  if (!implemented) return not_implemented(op, role, plan.input_dtype);
+  // The device function: where and cast have their own launchers; any other op must map to
+  // one of its arity, or the table and this file disagree (a bug, never another op's code).
+  std::optional<typed::UnaryFn> unary;
+  std::optional<typed::BinaryFn> binary;
+  if (op.fn != Fn::Where && op.fn != Fn::Cast) {
+    if (op.arity == 1) {
+      unary = unary_fn(op.fn);
+    } else if (op.arity == 2) {
+      binary = binary_fn(op.fn, plan.fmod);
+    }
+    if (!unary && !binary) {
+      return make_error(ErrorCode::Internal,
+                        "{}: the CUDA kernel has no device function for this op (function {}, "
+                        "arity {})",
+                        op.name, static_cast<int>(op.fn), op.arity);
+    }
+    const bool implemented = unary ? typed::unary_implemented(*unary, in)
+                                   : typed::binary_implemented(*binary, in);
+    if (!implemented) return not_implemented(op, role, plan.input_dtype);
+  }
   if (plan.shape.rank() > typed::kMaxDims) {
     return make_error(ErrorCode::NotSupported, "{}: rank {} exceeds the CUDA kernel's {}", op.name,
                       plan.shape.rank(), typed::kMaxDims);
@@ -153,14 +247,16 @@ Status run(const ElementwiseOp& op, const CudaKernelContext& ctx, const OpAttrs&
                        ctx.stream);
   } else if (op.fn == Fn::Cast) {
     err = typed::cast(in, out, inputs[0].data, y.data, n, ctx.stream);
-  } else if (op.arity == 1) {
-    uint32_t flags = 0;
-    if (plan.inf.positive) flags |= typed::kIsInfPositive;
-    if (plan.inf.negative) flags |= typed::kIsInfNegative;
-    err = typed::unary(unary_fn(op.fn), in, out, inputs[0].data, y.data, n, flags, ctx.stream);
+  } else if (unary) {
+    typed::UnaryParams params;
+    if (plan.inf.positive) params.flags |= typed::kIsInfPositive;
+    if (plan.inf.negative) params.flags |= typed::kIsInfNegative;
+    params.alpha = plan.alpha;
+    params.beta = plan.beta;
+    err = typed::unary(*unary, in, out, inputs[0].data, y.data, n, params, ctx.stream);
   } else {
-    err = typed::binary(binary_fn(op.fn, plan.fmod), in, out, inputs[0].data, inputs[1].data,
-                        y.data, n, walk, ctx.stream);
+    err = typed::binary(*binary, in, out, inputs[0].data, inputs[1].data, y.data, n, walk,
+                        ctx.stream);
   }
   return cuda_status(op.name, "kernel launch", err);
 }

@@ -139,6 +139,13 @@ __device__ __forceinline__ T wrapping_neg(T x) {
 }
 
 template <typename T>
+__device__ __forceinline__ T wrapping_mul(T a, T b) {
+  // u8 promotes to int through its unsigned type: 255 * 255 fits, and the cast keeps the low
+  // bits.
+  return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
+}
+
+template <typename T>
 __device__ __forceinline__ T integer_div(T a, T b) {
   if (b == 0) return 0;  // x / 0 = 0: undefined in ONNX, a trap on the device
   if constexpr (std::is_signed_v<T>) {
@@ -189,8 +196,18 @@ __device__ __forceinline__ V remainder_of(V a, V b) {
   return r;
 }
 
+// std::max(a, b) and std::min(a, b) as the CPU kernel calls them: (a < b) ? b : a and
+// (b < a) ? b : a. fmaxf / fminf would pick the number over a NaN where these keep a.
+__device__ __forceinline__ float std_max(float a, float b) { return a < b ? b : a; }
+__device__ __forceinline__ float std_min(float a, float b) { return b < a ? b : a; }
+
+// log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|), the CPU kernel's softplus.
+__device__ __forceinline__ float softplus_of(float x) {
+  return std_max(x, 0.0f) + log1pf(expf(-fabsf(x)));
+}
+
 template <UnaryFn Fn, typename V>
-__device__ __forceinline__ auto apply_unary(V x, uint32_t flags) {
+__device__ __forceinline__ auto apply_unary(V x, const UnaryParams& p) {
   if constexpr (Fn == UnaryFn::Cos) {
     return cosf(x);
   } else if constexpr (Fn == UnaryFn::Sin) {
@@ -205,6 +222,42 @@ __device__ __forceinline__ auto apply_unary(V x, uint32_t flags) {
     return rintf(x);  // the device rounds to nearest even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2
   } else if constexpr (Fn == UnaryFn::Reciprocal) {
     return 1.0f / x;  // IEEE division: 1 / +-0 = +-inf
+  } else if constexpr (Fn == UnaryFn::Tan) {
+    return tanf(x);
+  } else if constexpr (Fn == UnaryFn::Acos) {
+    return acosf(x);  // NaN outside [-1, 1], as the trigonometric inverses and atanh below
+  } else if constexpr (Fn == UnaryFn::Asin) {
+    return asinf(x);
+  } else if constexpr (Fn == UnaryFn::Atan) {
+    return atanf(x);
+  } else if constexpr (Fn == UnaryFn::Sinh) {
+    return sinhf(x);
+  } else if constexpr (Fn == UnaryFn::Cosh) {
+    return coshf(x);
+  } else if constexpr (Fn == UnaryFn::Asinh) {
+    return asinhf(x);
+  } else if constexpr (Fn == UnaryFn::Acosh) {
+    return acoshf(x);  // NaN below 1
+  } else if constexpr (Fn == UnaryFn::Atanh) {
+    return atanhf(x);  // +-inf at +-1
+  } else if constexpr (Fn == UnaryFn::Softplus) {
+    return softplus_of(x);
+  } else if constexpr (Fn == UnaryFn::Softsign) {
+    return x / (1.0f + fabsf(x));
+  } else if constexpr (Fn == UnaryFn::Mish) {
+    return x * tanhf(softplus_of(x));
+  } else if constexpr (Fn == UnaryFn::LeakyRelu) {
+    return x < 0.0f ? p.alpha * x : x;
+  } else if constexpr (Fn == UnaryFn::Elu) {
+    return x < 0.0f ? p.alpha * expm1f(x) : x;
+  } else if constexpr (Fn == UnaryFn::Celu) {
+    return std_max(0.0f, x) + std_min(0.0f, p.alpha * expm1f(x / p.alpha));
+  } else if constexpr (Fn == UnaryFn::Selu) {
+    return p.beta * (x <= 0.0f ? p.alpha * expm1f(x) : x);  // beta: gamma
+  } else if constexpr (Fn == UnaryFn::ThresholdedRelu) {
+    return x > p.alpha ? x : 0.0f;
+  } else if constexpr (Fn == UnaryFn::Shrink) {
+    return x < -p.alpha ? x + p.beta : (x > p.alpha ? x - p.beta : 0.0f);  // lambd, bias
   } else if constexpr (Fn == UnaryFn::Abs) {
     if constexpr (std::is_floating_point_v<V>) {
       return fabsf(x);
@@ -227,8 +280,8 @@ __device__ __forceinline__ auto apply_unary(V x, uint32_t flags) {
   } else if constexpr (Fn == UnaryFn::IsNan) {
     return x != x;
   } else if constexpr (Fn == UnaryFn::IsInf) {
-    return ((flags & kIsInfPositive) != 0 && x == INFINITY) ||
-           ((flags & kIsInfNegative) != 0 && x == -INFINITY);
+    return ((p.flags & kIsInfPositive) != 0 && x == INFINITY) ||
+           ((p.flags & kIsInfNegative) != 0 && x == -INFINITY);
   } else {
     static_assert(Fn == UnaryFn::LogicalNot);
     return !x;
@@ -273,9 +326,18 @@ __device__ __forceinline__ auto apply_binary(V a, V b) {
   } else if constexpr (Fn == BinaryFn::Sub) {
     return static_cast<V>(static_cast<Unsigned<V>>(a) - static_cast<Unsigned<V>>(b));
   } else if constexpr (Fn == BinaryFn::Mul) {
-    return static_cast<V>(static_cast<Unsigned<V>>(a) * static_cast<Unsigned<V>>(b));
+    return wrapping_mul(a, b);
   } else if constexpr (Fn == BinaryFn::Div) {
     return integer_div(a, b);
+  } else if constexpr (Fn == BinaryFn::PRelu) {
+    // a: x, b: the slope. Floats multiply in f32 (16-bit types widened), integers wrap.
+    if constexpr (std::is_floating_point_v<V>) {
+      return a < 0.0f ? b * a : a;
+    } else if constexpr (std::is_signed_v<V>) {
+      return a < 0 ? wrapping_mul(a, b) : a;
+    } else {
+      return a;  // u8 is never negative
+    }
   } else {
     static_assert(Fn == BinaryFn::Pow);
     return integer_pow(a, b);
@@ -353,9 +415,9 @@ __device__ __forceinline__ void operand_offsets(int64_t i, const OperandMap& map
 
 template <UnaryFn Fn, ElementType In, ElementType Out>
 __global__ void unary_kernel(const StorageOf<In>* x, StorageOf<Out>* y, int64_t n,
-                             uint32_t flags) {
+                             UnaryParams params) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    Elem<Out>::store(y, i, apply_unary<Fn>(Elem<In>::load(x, i), flags));
+    Elem<Out>::store(y, i, apply_unary<Fn>(Elem<In>::load(x, i), params));
   }
 }
 
@@ -424,6 +486,24 @@ cudaError_t with_unary_fn(UnaryFn fn, Body&& body) {
     case UnaryFn::Ceil: return body(Tag<UnaryFn, UnaryFn::Ceil>{});
     case UnaryFn::Round: return body(Tag<UnaryFn, UnaryFn::Round>{});
     case UnaryFn::Reciprocal: return body(Tag<UnaryFn, UnaryFn::Reciprocal>{});
+    case UnaryFn::Tan: return body(Tag<UnaryFn, UnaryFn::Tan>{});
+    case UnaryFn::Acos: return body(Tag<UnaryFn, UnaryFn::Acos>{});
+    case UnaryFn::Asin: return body(Tag<UnaryFn, UnaryFn::Asin>{});
+    case UnaryFn::Atan: return body(Tag<UnaryFn, UnaryFn::Atan>{});
+    case UnaryFn::Sinh: return body(Tag<UnaryFn, UnaryFn::Sinh>{});
+    case UnaryFn::Cosh: return body(Tag<UnaryFn, UnaryFn::Cosh>{});
+    case UnaryFn::Asinh: return body(Tag<UnaryFn, UnaryFn::Asinh>{});
+    case UnaryFn::Acosh: return body(Tag<UnaryFn, UnaryFn::Acosh>{});
+    case UnaryFn::Atanh: return body(Tag<UnaryFn, UnaryFn::Atanh>{});
+    case UnaryFn::Softplus: return body(Tag<UnaryFn, UnaryFn::Softplus>{});
+    case UnaryFn::Softsign: return body(Tag<UnaryFn, UnaryFn::Softsign>{});
+    case UnaryFn::Mish: return body(Tag<UnaryFn, UnaryFn::Mish>{});
+    case UnaryFn::LeakyRelu: return body(Tag<UnaryFn, UnaryFn::LeakyRelu>{});
+    case UnaryFn::Elu: return body(Tag<UnaryFn, UnaryFn::Elu>{});
+    case UnaryFn::Celu: return body(Tag<UnaryFn, UnaryFn::Celu>{});
+    case UnaryFn::Selu: return body(Tag<UnaryFn, UnaryFn::Selu>{});
+    case UnaryFn::ThresholdedRelu: return body(Tag<UnaryFn, UnaryFn::ThresholdedRelu>{});
+    case UnaryFn::Shrink: return body(Tag<UnaryFn, UnaryFn::Shrink>{});
     case UnaryFn::Abs: return body(Tag<UnaryFn, UnaryFn::Abs>{});
     case UnaryFn::Sign: return body(Tag<UnaryFn, UnaryFn::Sign>{});
     case UnaryFn::Neg: return body(Tag<UnaryFn, UnaryFn::Neg>{});
@@ -454,6 +534,7 @@ cudaError_t with_binary_fn(BinaryFn fn, Body&& body) {
     case BinaryFn::Mul: return body(Tag<BinaryFn, BinaryFn::Mul>{});
     case BinaryFn::Div: return body(Tag<BinaryFn, BinaryFn::Div>{});
     case BinaryFn::Pow: return body(Tag<BinaryFn, BinaryFn::Pow>{});
+    case BinaryFn::PRelu: return body(Tag<BinaryFn, BinaryFn::PRelu>{});
   }
   return cudaErrorInvalidValue;
 }
@@ -461,7 +542,7 @@ cudaError_t with_binary_fn(BinaryFn fn, Body&& body) {
 }  // namespace
 
 cudaError_t unary(UnaryFn fn, ElementType in, ElementType out, const void* x, void* y, int64_t n,
-                  uint32_t flags, cudaStream_t stream) {
+                  const UnaryParams& params, cudaStream_t stream) {
   if (!unary_implemented(fn, in) || out != unary_output(fn, in)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   return with_unary_fn(fn, [&](auto fn_tag) {
@@ -471,7 +552,7 @@ cudaError_t unary(UnaryFn fn, ElementType in, ElementType out, const void* x, vo
       if constexpr (unary_implemented(Fn, In)) {
         constexpr ElementType Out = unary_output(Fn, In);
         unary_kernel<Fn, In, Out><<<grid_for(n), kThreads, 0, stream>>>(
-            static_cast<const StorageOf<In>*>(x), static_cast<StorageOf<Out>*>(y), n, flags);
+            static_cast<const StorageOf<In>*>(x), static_cast<StorageOf<Out>*>(y), n, params);
         return cudaGetLastError();
       } else {
         return cudaErrorInvalidValue;

@@ -30,11 +30,19 @@ enum class ElementType : int { F32, F16, BF16, I32, I64, U8, Bool };
 // One input -> one output of the same shape.
 enum class UnaryFn : int {
   Cos, Sin, Log, Floor, Ceil, Round, Reciprocal,  // floating -> same
+  Tan, Acos, Asin, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+  Softplus, Softsign, Mish,
+  LeakyRelu, Elu, Celu, Selu, ThresholdedRelu, Shrink,  // floating -> same; UnaryParams
   Abs, Sign,                                      // any but bool -> same
   Neg,                                            // i32, i64, u8 -> same (floats: launch.h)
   IsNan, IsInf,                                   // floating -> bool
   LogicalNot,                                     // bool -> bool
 };
+// The floating functions are kernels/elementwise_ops.h's, operation for operation as the
+// CPU kernel (kernels/cpu/typed_elementwise.cpp) computes them in f32: softplus is
+// max(x, 0) + log1pf(expf(-|x|)), mish x * tanhf(softplus(x)), elu, celu and selu use
+// expm1f, and the max and min of softplus and celu pick as std::max / std::min do (not as
+// fmaxf / fminf), so that NaN inputs give what the CPU gives.
 
 // Two inputs of one element type, broadcast -> one output.
 enum class BinaryFn : int {
@@ -43,15 +51,27 @@ enum class BinaryFn : int {
   Minimum, Maximum,                               // any but bool -> same; NaN wins
   Mod, FMod,                                      // any but bool -> same (see below)
   Add, Sub, Mul, Div, Pow,                        // i32, i64, u8 -> same (floats: launch.h)
+  PRelu,                                          // any but bool -> same: a < 0 ? b * a : a
 };
 // Mod takes the divisor's sign (Python's %, torch.remainder), FMod the dividend's (C's fmod,
 // torch.fmod): floats are fmodf (exact), then for Mod a non-zero remainder of the other sign
 // than the divisor gets the divisor added; x mod 0 is NaN for floats and 0 for integers, and
 // INT_MIN mod -1 is 0 (no trap). The CPU kernel's mod_of, operation for operation.
 
+// PRelu (x, slope): integers wrap on the multiply (two's complement); u8 is never negative.
+
 // unary's flags: which infinities IsInf counts (ONNX IsInf's detect_positive/negative).
 inline constexpr uint32_t kIsInfPositive = 1u;
 inline constexpr uint32_t kIsInfNegative = 2u;
+
+// unary's attributes: ElementwisePlan's flags for IsInf, and its alpha and beta for the
+// parametric functions (LeakyRelu, Elu, Celu, ThresholdedRelu: alpha; Selu: alpha, gamma in
+// beta; Shrink: lambd in alpha, bias in beta). The others ignore them.
+struct UnaryParams {
+  uint32_t flags = 0;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
 
 constexpr bool is_floating(ElementType t) {
   return t == ElementType::F32 || t == ElementType::F16 || t == ElementType::BF16;
@@ -69,6 +89,24 @@ constexpr bool unary_implemented(UnaryFn fn, ElementType in) {
     case UnaryFn::Ceil:
     case UnaryFn::Round:
     case UnaryFn::Reciprocal:
+    case UnaryFn::Tan:
+    case UnaryFn::Acos:
+    case UnaryFn::Asin:
+    case UnaryFn::Atan:
+    case UnaryFn::Sinh:
+    case UnaryFn::Cosh:
+    case UnaryFn::Asinh:
+    case UnaryFn::Acosh:
+    case UnaryFn::Atanh:
+    case UnaryFn::Softplus:
+    case UnaryFn::Softsign:
+    case UnaryFn::Mish:
+    case UnaryFn::LeakyRelu:
+    case UnaryFn::Elu:
+    case UnaryFn::Celu:
+    case UnaryFn::Selu:
+    case UnaryFn::ThresholdedRelu:
+    case UnaryFn::Shrink:
     case UnaryFn::IsNan:
     case UnaryFn::IsInf:
       return is_floating(in);
@@ -105,6 +143,7 @@ constexpr bool binary_implemented(BinaryFn fn, ElementType in) {
     case BinaryFn::Maximum:
     case BinaryFn::Mod:
     case BinaryFn::FMod:
+    case BinaryFn::PRelu:
       return in != ElementType::Bool;
     case BinaryFn::Add:
     case BinaryFn::Sub:
@@ -127,10 +166,19 @@ constexpr ElementType binary_output(BinaryFn fn, ElementType in) {
     case BinaryFn::Mul:
     case BinaryFn::Div:
     case BinaryFn::Pow:
+    case BinaryFn::PRelu:
       return in;
-    default:
-      return ElementType::Bool;  // the comparisons and the logical ops
+    case BinaryFn::Equal:
+    case BinaryFn::Less:
+    case BinaryFn::LessEqual:
+    case BinaryFn::Greater:
+    case BinaryFn::GreaterEqual:
+    case BinaryFn::LogicalAnd:
+    case BinaryFn::LogicalOr:
+    case BinaryFn::LogicalXor:
+      return ElementType::Bool;
   }
+  return ElementType::Bool;
 }
 
 // The broadcast walk: output element i, taken row-major over `size`, reads operand k at
@@ -145,9 +193,9 @@ struct OperandMap {
 // For the binary and where launchers, map == nullptr is the same-shape fast path: every
 // operand holds the output's n elements in the output's order (no index arithmetic).
 
-// y[i] = fn(x[i]); out must be unary_output(fn, in); flags: kIsInf* for IsInf, else 0.
+// y[i] = fn(x[i]); out must be unary_output(fn, in); params: UnaryParams above.
 cudaError_t unary(UnaryFn fn, ElementType in, ElementType out, const void* x, void* y, int64_t n,
-                  uint32_t flags, cudaStream_t stream);
+                  const UnaryParams& params, cudaStream_t stream);
 
 // y[i] = fn(a[map_0(i)], b[map_1(i)]); a and b are of type `in`, out must be
 // binary_output(fn, in).

@@ -38,6 +38,10 @@ TEST(OpTable, ListsEveryOpOfTheModelFormatWithItsArity) {
       {"hard_swish", 1, 1}, {"pad", 1, 1},
       {"expand", 1, 1},     {"gather_elements", 2, 2},
       {"size", 1, 1},       {"take", 2, 2},
+      {"reduce_sum", 1, 1}, {"reduce_max", 1, 1},
+      {"reduce_min", 1, 1}, {"reduce_prod", 1, 1},
+      {"argmax", 1, 1},     {"argmin", 1, 1},
+      {"cumsum", 1, 1},     {"log_softmax", 1, 1},
   };
   // The typed elementwise family (elementwise_ops.h) is in the op table with its arity.
   size_t family = 0;

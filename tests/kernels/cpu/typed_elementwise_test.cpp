@@ -138,6 +138,27 @@ double reference(ElementwiseFn fn, const std::vector<double>& v, DType dtype) {
     case ElementwiseFn::Ceil: return std::ceil(v[0]);
     case ElementwiseFn::Round: return std::nearbyint(v[0]);
     case ElementwiseFn::Reciprocal: return 1.0 / v[0];
+    case ElementwiseFn::Tan: return std::tan(v[0]);
+    case ElementwiseFn::Acos: return std::acos(v[0]);
+    case ElementwiseFn::Asin: return std::asin(v[0]);
+    case ElementwiseFn::Atan: return std::atan(v[0]);
+    case ElementwiseFn::Sinh: return std::sinh(v[0]);
+    case ElementwiseFn::Cosh: return std::cosh(v[0]);
+    case ElementwiseFn::Asinh: return std::asinh(v[0]);
+    case ElementwiseFn::Acosh: return std::acosh(v[0]);
+    case ElementwiseFn::Atanh: return std::atanh(v[0]);
+    // The parametric functions at their default attributes (elementwise_ops.h).
+    case ElementwiseFn::Softplus: return std::log1p(std::exp(v[0]));
+    case ElementwiseFn::Softsign: return v[0] / (1 + std::fabs(v[0]));
+    case ElementwiseFn::Mish: return v[0] * std::tanh(std::log1p(std::exp(v[0])));
+    case ElementwiseFn::LeakyRelu: return v[0] < 0 ? 0.01 * v[0] : v[0];
+    case ElementwiseFn::Elu:
+    case ElementwiseFn::Celu: return v[0] < 0 ? std::exp(v[0]) - 1 : v[0];
+    case ElementwiseFn::Selu:
+      return 1.05070102214813232421875 * (v[0] <= 0 ? 1.67326319217681884765625 * (std::exp(v[0]) - 1) : v[0]);
+    case ElementwiseFn::ThresholdedRelu: return v[0] > 1 ? v[0] : 0;
+    case ElementwiseFn::Shrink: return v[0] < -0.5 ? v[0] : v[0] > 0.5 ? v[0] : 0;
+    case ElementwiseFn::PRelu: return v[0] < 0 ? v[0] * v[1] : v[0];
     case ElementwiseFn::Abs: return std::fabs(v[0]);
     case ElementwiseFn::Sign: return v[0] > 0 ? 1.0 : v[0] < 0 ? -1.0 : v[0];
     case ElementwiseFn::IsNan: return std::isnan(v[0]);
@@ -200,6 +221,39 @@ TEST(TypedElementwise, EveryOpMatchesTheReferenceInEveryDtypeAndBroadcast) {
       }
     }
   }
+}
+
+TEST(TypedElementwise, ActivationsReadTheirAttributesAndStayFiniteForLargeInputs) {
+  HostTensor x = make(DType::F32, Shape{6}, {-3.0, -0.5, 0.0, 0.25, 2.0, 120.0});
+  struct Case {
+    const char* op;
+    std::vector<std::pair<const char*, double>> attrs;
+    std::function<double(double)> ref;
+  };
+  const Case cases[] = {
+      {"leaky_relu", {{"alpha", 0.2}}, [](double v) { return v < 0 ? 0.2 * v : v; }},
+      {"elu", {{"alpha", 0.5}}, [](double v) { return v < 0 ? 0.5 * std::expm1(v) : v; }},
+      {"celu", {{"alpha", 2.0}}, [](double v) { return std::max(0.0, v) + std::min(0.0, 2.0 * std::expm1(v / 2.0)); }},
+      {"selu", {{"alpha", 2.0}, {"gamma", 3.0}}, [](double v) { return 3.0 * (v <= 0 ? 2.0 * std::expm1(v) : v); }},
+      {"thresholded_relu", {{"alpha", 0.1}}, [](double v) { return v > 0.1 ? v : 0.0; }},
+      {"shrink", {{"lambd", 0.3}, {"bias", 0.1}}, [](double v) { return v < -0.3 ? v + 0.1 : v > 0.3 ? v - 0.1 : 0.0; }},
+      // e^120 overflows f32: softplus and mish must not.
+      {"softplus", {}, [](double v) { return std::max(v, 0.0) + std::log1p(std::exp(-std::fabs(v))); }},
+      {"mish", {}, [](double v) { return v * std::tanh(std::max(v, 0.0) + std::log1p(std::exp(-std::fabs(v)))); }},
+  };
+  for (const Case& c : cases) {
+    OpAttrs attrs;
+    for (const auto& [name, value] : c.attrs) attrs.set(name, value);
+    const auto ref = c.ref;
+    check(c.op, attrs, {x}, Shape{6}, DType::F32, [ref](const std::vector<double>& v) { return ref(v[0]); });
+  }
+  OpAttrs zero;
+  zero.set("alpha", 0.0);
+  HostTensor y(DType::F32, Shape{6});
+  EXPECT_TRUE(IsError(run_op("celu", zero, {x.view()}, {y.view()}), ErrorCode::InvalidArgument, {"celu", "alpha is 0"}));
+  OpAttrs text;
+  text.set("alpha", std::string("big"));
+  EXPECT_FALSE(run_op("leaky_relu", text, {x.view()}, {y.view()}).ok());
 }
 
 TEST(TypedElementwise, ArithmeticOpsTakeIntegersAndWrap) {

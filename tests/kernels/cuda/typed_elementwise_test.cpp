@@ -1,6 +1,8 @@
 // The typed elementwise family's CUDA kernels (kernels/elementwise_ops.h) and the integer
-// forms of add, sub, mul, div, pow and neg, element for element against a small host
-// reference written here (no CPU kernel involved): every op in every dtype its rule admits,
+// forms of add, sub, mul, div, pow and neg, element for element against the CPU kernel
+// (every op of the family, EveryOpOfTheFamilyAgreesWithTheCpuKernel, the parametric ones with
+// their defaults and other attributes) and against a small host reference written here (no
+// CPU kernel involved): every op in every dtype its rule admits,
 // on same-shape, broadcast (rank 0, size-1 dims, many blocks) and empty operands, over value
 // lists holding the edge cases (NaN, +-inf, +-0, halfway points, the integers' ends); then
 // the semantics that matter most against values written out by hand (round half to even,
@@ -133,9 +135,10 @@ int64_t grid_position(float v, DType d) {
 
 // Element-for-element agreement. Integers and bools byte for byte (a bool must be written 0
 // or 1). Floats: NaN matches NaN, infinities exactly, finite values within max_ulps of the
-// output dtype; the sign of a zero only when zero_sign is set.
+// output dtype or within abs_tol of each other (for results below f32's normal range, whose
+// few significant bits make ulps meaningless); the sign of a zero only when zero_sign is set.
 ::testing::AssertionResult same_elements(const HostTensor& got, const HostTensor& want,
-                                         int max_ulps, bool zero_sign) {
+                                         int max_ulps, bool zero_sign, float abs_tol = 0.0f) {
   if (got.dtype() != want.dtype() || !(got.shape() == want.shape())) {
     return ::testing::AssertionFailure() << "got " << dtype_name(got.dtype()) << " "
                                          << got.shape().to_string() << ", want "
@@ -153,7 +156,8 @@ int64_t grid_position(float v, DType d) {
       } else if (!std::isfinite(w) || !std::isfinite(g)) {
         ok = g == w;
       } else {
-        ok = std::abs(grid_position(g, want.dtype()) - grid_position(w, want.dtype())) <= max_ulps;
+        ok = std::abs(grid_position(g, want.dtype()) - grid_position(w, want.dtype())) <= max_ulps ||
+             std::fabs(g - w) <= abs_tol;
         if (zero_sign && w == 0.0f) ok = ok && std::signbit(g) == std::signbit(w);
       }
     } else {
@@ -564,7 +568,16 @@ TEST(TypedElementwiseCuda, TheDeviceCodeCoversEveryDtypeTheRulesAdmit) {
       {"cos", U::Cos, {}},          {"sin", U::Sin, {}},
       {"log", U::Log, {}},          {"floor", U::Floor, {}},
       {"ceil", U::Ceil, {}},        {"round", U::Round, {}},
-      {"reciprocal", U::Reciprocal, {}}, {"abs", U::Abs, {}},
+      {"reciprocal", U::Reciprocal, {}}, {"tan", U::Tan, {}},
+      {"acos", U::Acos, {}},        {"asin", U::Asin, {}},
+      {"atan", U::Atan, {}},        {"sinh", U::Sinh, {}},
+      {"cosh", U::Cosh, {}},        {"asinh", U::Asinh, {}},
+      {"acosh", U::Acosh, {}},      {"atanh", U::Atanh, {}},
+      {"softplus", U::Softplus, {}}, {"softsign", U::Softsign, {}},
+      {"mish", U::Mish, {}},        {"leaky_relu", U::LeakyRelu, {}},
+      {"elu", U::Elu, {}},          {"celu", U::Celu, {}},
+      {"selu", U::Selu, {}},        {"thresholded_relu", U::ThresholdedRelu, {}},
+      {"shrink", U::Shrink, {}},    {"abs", U::Abs, {}},
       {"sign", U::Sign, {}},        {"isnan", U::IsNan, {}},
       {"isinf", U::IsInf, {}},      {"logical_not", U::LogicalNot, {}},
       {"neg", U::Neg, {}},          {"equal", {}, B::Equal},
@@ -573,7 +586,7 @@ TEST(TypedElementwiseCuda, TheDeviceCodeCoversEveryDtypeTheRulesAdmit) {
       {"logical_and", {}, B::LogicalAnd}, {"logical_or", {}, B::LogicalOr},
       {"logical_xor", {}, B::LogicalXor}, {"minimum", {}, B::Minimum},
       {"maximum", {}, B::Maximum},  {"mod", {}, B::Mod},
-      {"add", {}, B::Add},
+      {"prelu", {}, B::PRelu},      {"add", {}, B::Add},
       {"sub", {}, B::Sub},          {"mul", {}, B::Mul},
       {"div", {}, B::Div},          {"pow", {}, B::Pow},
   };
@@ -738,6 +751,237 @@ TEST(TypedElementwiseCuda, CastMatchesTheReferenceBetweenEveryPairOfDtypes) {
       }
     }
   }
+}
+
+// ---- against the CPU kernel ----------------------------------------------------------------
+// Every op of the family (elementwise_ops(): an op added to the table is swept here without
+// a change) on the same host operands through the CPU kernel (kernels/cpu) and the CUDA
+// kernel, in every dtype its rule admits, same-shape, broadcast, rank 0, many blocks and
+// empty; the parametric ops with their defaults and with other attributes.
+
+// The floats of the sweep: float_samples() and the points where the new functions turn:
+// the domain edges of acos, asin, atanh (+-1 and the floats just past them) and acosh (1),
+// the parametric ops' thresholds for the attributes below (+-1.5, 2.5, 1.7), values where
+// e^x is denormal or overflows (+-88, +-100) and near pi / 2 (tan).
+const std::vector<float>& sweep_float_samples() {
+  static const std::vector<float> v = {
+      0.0f,     -0.0f,     1e-30f,    -1e-30f,  0.1f,      -7e-3f,   0.5f,    -0.5f,
+      0.999f,   -0.999f,   1.0f,      -1.0f,    1.0000001f, -1.0000001f, 1.5f, -1.5f,
+      1.7f,     -1.7f,     2.0f,      2.5f,     -2.5f,     3.7f,     -3.7f,   1.5707964f,
+      10.0f,    -10.0f,    20.0f,     -20.0f,   88.0f,     -88.0f,   100.0f,  -100.0f,
+      100.25f,  1e4f,      -1e4f,     1e20f,    -1e20f,    kInf,     -kInf,   kNan};
+  return v;
+}
+int64_t sweep_count(DType d) {
+  return is_floating(d) ? static_cast<int64_t>(sweep_float_samples().size()) : sample_count(d);
+}
+// samples() with sweep_float_samples() for the floats.
+HostTensor sweep_samples(DType d, const Shape& shape, int64_t div = 1, int64_t offset = 0) {
+  if (!is_floating(d)) return samples(d, shape, div, offset);
+  HostTensor t(d, shape);
+  const std::vector<float>& v = sweep_float_samples();
+  for (int64_t k = 0; k < shape.numel(); ++k) {
+    put(t, k, v[static_cast<size_t>((k / div + offset) % static_cast<int64_t>(v.size()))]);
+  }
+  return t;
+}
+
+// The attribute sets each op is swept with: the defaults ({}) and, for the ops with
+// attributes, others (at the thresholds sweep_float_samples() holds).
+std::vector<OpAttrs> sweep_attrs(const ElementwiseOp& op) {
+  std::vector<OpAttrs> out{OpAttrs{}};
+  switch (op.fn) {
+    case ElementwiseFn::LeakyRelu:
+      out.push_back(attrs_of({{"alpha", 0.2}}));
+      out.push_back(attrs_of({{"alpha", -1.5}}));
+      break;
+    case ElementwiseFn::Elu: out.push_back(attrs_of({{"alpha", 0.7}})); break;
+    case ElementwiseFn::Celu:
+      out.push_back(attrs_of({{"alpha", 1.7}}));
+      out.push_back(attrs_of({{"alpha", 0.3}}));
+      break;
+    case ElementwiseFn::Selu: out.push_back(attrs_of({{"alpha", 1.5}, {"gamma", 2.0}})); break;
+    case ElementwiseFn::ThresholdedRelu:
+      out.push_back(attrs_of({{"alpha", 2.5}}));
+      out.push_back(attrs_of({{"alpha", -1.0}}));
+      break;
+    case ElementwiseFn::Shrink: out.push_back(attrs_of({{"lambd", 1.5}, {"bias", 0.25}})); break;
+    case ElementwiseFn::Mod: out.push_back(attrs_of({{"fmod", true}})); break;
+    case ElementwiseFn::IsInf:
+      out.push_back(attrs_of({{"positive", false}}));
+      out.push_back(attrs_of({{"negative", false}}));
+      break;
+    case ElementwiseFn::Cast:
+      out.clear();
+      for (DType to : kAllDtypes) out.push_back(attrs_of({{"dtype", std::string(dtype_name(to))}}));
+      break;
+    default: break;
+  }
+  return out;
+}
+
+// The ulps the two back ends may differ by in f32 and on the 16-bit grids: 0 for the ops
+// built of IEEE operations (+ - * /, comparisons, selections, rounding), which give the same
+// bits; the ops through C's math functions differ by the functions' errors (CUDA's: at most
+// 4 ulp for tanf and acoshf, 3 for sinhf, asinhf, atanhf, 2 for cosf, sinf, expf, tanhf, the
+// inverse trigonometric ones, coshf; 1 for logf, log1pf, expm1f; the host's within 1):
+// 8 ulp in f32, 12 for mish (expf, log1pf and tanhf in a row), and one step of the 16-bit
+// grid once rounded.
+struct Ulps {
+  int f32;
+  int f16;
+};
+Ulps sweep_ulps(ElementwiseFn fn) {
+  using F = ElementwiseFn;
+  switch (fn) {
+    case F::Cos: case F::Sin: case F::Log: case F::Tan: case F::Acos: case F::Asin:
+    case F::Atan: case F::Sinh: case F::Cosh: case F::Asinh: case F::Acosh: case F::Atanh:
+    case F::Softplus: case F::Elu: case F::Celu: case F::Selu:
+      return {8, 1};
+    case F::Mish: return {12, 1};
+    default: return {0, 0};
+  }
+}
+
+// The CPU kernel of `op` on host operands.
+CudaRun run_cpu(std::string_view op, const OpAttrs& attrs, const std::vector<HostTensor>& inputs,
+                DType out_dtype, const Shape& out_shape) {
+  std::vector<TensorView> in;
+  for (const HostTensor& t : inputs) in.push_back(t.view());
+  CudaRun run;
+  run.out = HostTensor(out_dtype, out_shape);
+  std::vector<TensorView> out{run.out.view()};
+  Result<KernelFn> fn = find_cpu_kernel(op);
+  run.status = fn.ok() ? (*fn)(attrs, in, out) : fn.status();
+  return run;
+}
+
+// The operand shapes of an op of `arity` (offsets and divisors as samples() takes them).
+struct SweepCase {
+  std::vector<Shape> shapes;
+  std::vector<int64_t> div, offset;
+};
+std::vector<SweepCase> sweep_cases(int arity, int64_t count) {
+  std::vector<SweepCase> out;
+  if (arity == 1) {
+    for (const Shape& s : {Shape{count}, Shape{3, 1000}, Shape{}, Shape{0, 3}}) {
+      out.push_back({{s}, {1}, {s.rank() == 0 ? 4 : 0}});
+    }
+  } else if (arity == 2) {
+    for (const BinaryCase& c : binary_cases(count)) {
+      out.push_back({{c.a, c.b}, {c.div_a, 1}, {c.offset_a, c.offset_b}});
+    }
+  } else {
+    out.push_back({{{count}, {count}, {count}}, {1, 1, 1}, {1, 0, 3}});
+    out.push_back({{{2, 1, 1}, {count, 1}, {count}}, {1, 1, 1}, {1, 0, 3}});
+    out.push_back({{{}, {count}, {}}, {1, 1, 1}, {1, 0, 3}});
+    out.push_back({{{3, 1}, {1, 1000}, {1, 1}}, {1, 1, 1}, {1, 0, 3}});
+    out.push_back({{{count, 0}, {1}, {count, 1}}, {1, 1, 1}, {1, 0, 3}});
+  }
+  return out;
+}
+
+TEST(TypedElementwiseCuda, EveryOpOfTheFamilyAgreesWithTheCpuKernel) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  for (const ElementwiseOp& op : elementwise_ops()) {
+    const std::vector<DType> dtypes = admitted(op.name);
+    ASSERT_FALSE(dtypes.empty()) << op.name;
+    const Ulps ulps = sweep_ulps(op.fn);
+    for (const OpAttrs& attrs : sweep_attrs(op)) {
+      std::optional<DType> cast_to;
+      if (op.rule == ElementwiseRule::Cast) {
+        Result<DType> to = cast_target(op.name, attrs);
+        ASSERT_TRUE(to.ok()) << to.status().to_string();
+        cast_to = *to;
+      }
+      for (DType d : dtypes) {
+        // The CPU kernel casts an integer to bf16 through f32, rounding twice (2^24 + 2^16 + 1
+        // becomes 2^24, not 2^24 + 2^17); CastsToFloatRoundOnceToNearestEven holds the CUDA
+        // kernel to the single rounding.
+        if (cast_to == DType::BF16 && !is_floating(d) && d != DType::Bool) continue;
+        std::vector<DType> in_dtypes(static_cast<size_t>(op.arity), d);
+        if (op.rule == ElementwiseRule::Where) in_dtypes[0] = DType::Bool;
+        Result<DType> out_dtype = elementwise_output_dtype(op, in_dtypes, cast_to);
+        ASSERT_TRUE(out_dtype.ok()) << out_dtype.status().to_string();
+        for (const SweepCase& c : sweep_cases(op.arity, sweep_count(d))) {
+          Shape shape = c.shapes[0];
+          for (size_t k = 1; k < c.shapes.size(); ++k) shape = broadcast(shape, c.shapes[k]);
+          std::string label = fmt::format("{} {}", op.name, dtype_name(d));
+          for (const Shape& s : c.shapes) label += " " + s.to_string();
+          if (cast_to) label += fmt::format(" to {}", dtype_name(*cast_to));
+          SCOPED_TRACE(label);
+          std::vector<HostTensor> inputs;
+          for (size_t k = 0; k < c.shapes.size(); ++k) {
+            inputs.push_back(sweep_samples(in_dtypes[k], c.shapes[k], c.div[k], c.offset[k]));
+          }
+          CudaRun cpu = run_cpu(op.name, attrs, inputs, *out_dtype, shape);
+          ASSERT_TRUE(cpu.status.ok()) << "CPU: " << cpu.status.to_string();
+          // The CPU kernel's bool -> bool cast and its where over bools copy the bytes (2
+          // stays 2); the CUDA kernel writes 0 or 1, as elementwise_ops.h says every kernel
+          // does: the CPU's bools are read as bools, the CUDA kernel's bytes must be 0 or 1.
+          if (*out_dtype == DType::Bool) {
+            for (int64_t i = 0; i < shape.numel(); ++i) put(cpu.out, i, get<bool>(cpu.out, i));
+          }
+          CudaRun cuda = run_cuda(r, op.name, attrs, inputs, *out_dtype, shape);
+          ASSERT_TRUE(cuda.status.ok()) << "CUDA: " << cuda.status.to_string();
+          EXPECT_TRUE(same_elements(cuda.out, cpu.out, *out_dtype == DType::F32 ? ulps.f32 : ulps.f16,
+                                    /*zero_sign=*/false, /*abs_tol=*/1e-30f));
+        }
+      }
+    }
+  }
+}
+
+// The new activations' attributes reach the device, against values written out by hand
+// (exact in f32, f16 and bf16).
+TEST(TypedElementwiseCuda, TheActivationsTakeTheirAttributes) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  for (DType d : {DType::F32, DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(d));
+    expect_exact(r, "leaky_relu", attrs_of({{"alpha", 0.25}}), {floats(d, {-4.0f, -0.5f, 0.0f, 3.0f, -kInf, kNan})},
+                 floats(d, {-1.0f, -0.125f, 0.0f, 3.0f, -kInf, kNan}));
+    expect_exact(r, "elu", attrs_of({{"alpha", 0.5}}), {floats(d, {-kInf, 2.0f, 0.0f, kInf})},
+                 floats(d, {-0.5f, 2.0f, 0.0f, kInf}));
+    // max(0, x) + min(0, alpha * (e^(x / alpha) - 1)).
+    expect_exact(r, "celu", attrs_of({{"alpha", 2.0}}), {floats(d, {-kInf, 3.0f, 0.0f})},
+                 floats(d, {-2.0f, 3.0f, 0.0f}));
+    // gamma * (x <= 0 ? alpha * (e^x - 1) : x).
+    expect_exact(r, "selu", attrs_of({{"alpha", 2.0}, {"gamma", 0.5}}), {floats(d, {3.0f, 0.0f, -kInf, 1.0f})},
+                 floats(d, {1.5f, 0.0f, -1.0f, 0.5f}));
+    expect_exact(r, "thresholded_relu", attrs_of({{"alpha", 2.5}}), {floats(d, {2.5f, 2.75f, -3.0f, 10.0f, kInf})},
+                 floats(d, {0.0f, 2.75f, 0.0f, 10.0f, kInf}));
+    expect_exact(r, "shrink", attrs_of({{"lambd", 1.5}, {"bias", 0.25}}),
+                 {floats(d, {-2.0f, -1.5f, 0.0f, 1.5f, 2.0f, 1.75f, -kInf})},
+                 floats(d, {-1.75f, 0.0f, 0.0f, 0.0f, 1.75f, 1.5f, -kInf}));
+    // shrink's defaults: lambd 0.5, bias 0.
+    expect_exact(r, "shrink", {}, {floats(d, {-2.0f, -0.5f, 0.25f, 0.75f})}, floats(d, {-2.0f, 0.0f, 0.0f, 0.75f}));
+    expect_exact(r, "softsign", {}, {floats(d, {-3.0f, 1.0f, 0.0f, kNan})}, floats(d, {-0.75f, 0.5f, 0.0f, kNan}));
+    // The domain edges.
+    expect_exact(r, "acos", {}, {floats(d, {1.0f, 2.0f, -1.5f, kNan})}, floats(d, {0.0f, kNan, kNan, kNan}));
+    expect_exact(r, "asin", {}, {floats(d, {0.0f, 2.0f, -kInf})}, floats(d, {0.0f, kNan, kNan}));
+    expect_exact(r, "atanh", {}, {floats(d, {1.0f, -1.0f, 2.0f, 0.0f})}, floats(d, {kInf, -kInf, kNan, 0.0f}));
+    expect_exact(r, "acosh", {}, {floats(d, {1.0f, 0.5f, kInf})}, floats(d, {0.0f, kNan, kInf}));
+    // softplus and mish do not overflow for large x, and vanish for large -x.
+    expect_exact(r, "softplus", {}, {floats(d, {100.0f, kInf, -kInf, 1000.0f})}, floats(d, {100.0f, kInf, 0.0f, 1000.0f}));
+    expect_exact(r, "mish", {}, {floats(d, {100.0f, kInf, 0.0f, -1000.0f})}, floats(d, {100.0f, kInf, 0.0f, -0.0f}));
+    // prelu: x < 0 ? slope * x : x, the slope broadcast over x's rows.
+    HostTensor x(d, {2, 3});
+    const float xv[] = {-2.0f, 3.0f, -4.0f, -1.0f, 0.0f, kInf};
+    for (int i = 0; i < 6; ++i) put(x, i, xv[i]);
+    HostTensor want(d, {2, 3});
+    const float wv[] = {-1.0f, 3.0f, 1.0f, -0.5f, 0.0f, kInf};
+    for (int i = 0; i < 6; ++i) put(want, i, wv[i]);
+    expect_exact(r, "prelu", {}, {x, floats(d, {0.5f, 7.0f, -0.25f})}, want);
+  }
+  // prelu over integers: the multiply wraps; u8 is never negative.
+  expect_exact(r, "prelu", {}, {ints(DType::I32, {INT32_MIN, -3, 5, -1}), ints(DType::I32, {-1, 2, -9, INT32_MIN})},
+               ints(DType::I32, {INT32_MIN, -6, 5, INT32_MIN}));
+  expect_exact(r, "prelu", {}, {ints(DType::I64, {INT64_MIN, -3, 7}), ints(DType::I64, {2, -4, -1})},
+               ints(DType::I64, {0, 12, 7}));
+  expect_exact(r, "prelu", {}, {ints(DType::U8, {200, 0, 255}), ints(DType::U8, {3, 5, 2})},
+               ints(DType::U8, {200, 0, 255}));
 }
 
 // ---- values written out by hand ------------------------------------------------------------
@@ -1055,6 +1299,14 @@ TEST(TypedElementwiseCuda, BadCallsAreRejectedBeforeAnythingRuns) {
   EXPECT_TRUE(IsError(call("add", {}, {boolean, boolean}, out_bool), ErrorCode::NotSupported,
                       {"add", "bool"}));
   EXPECT_TRUE(IsError(call("sqrt", {}, {i32}, out_i32), ErrorCode::NotSupported, {"sqrt", "i32"}));
+  EXPECT_TRUE(IsError(call("tan", {}, {i32}, out_i32), ErrorCode::InvalidArgument,
+                      {"tan", "x has dtype i32", "floating"}));
+  EXPECT_TRUE(IsError(call("mish", {}, {boolean}, out_bool), ErrorCode::InvalidArgument,
+                      {"mish", "x has dtype bool"}));
+  EXPECT_TRUE(IsError(call("prelu", {}, {boolean, boolean}, out_bool), ErrorCode::InvalidArgument,
+                      {"prelu", "bool"}));
+  EXPECT_TRUE(IsError(call("prelu", {}, {f, i32}, out_f), ErrorCode::InvalidArgument,
+                      {"prelu", "f32", "i32", "one dtype"}));
   EXPECT_TRUE(IsError(call("add", {}, {f16, f16}, r.device_output(DType::F16, {4})),
                       ErrorCode::NotSupported, {"add", "f16"}));
   // Attributes.
@@ -1064,6 +1316,10 @@ TEST(TypedElementwiseCuda, BadCallsAreRejectedBeforeAnythingRuns) {
                       ErrorCode::InvalidArgument, {"cast", "f64"}));
   EXPECT_TRUE(IsError(call("isinf", attrs_of({{"positive", int64_t{3}}}), {f}, out_bool),
                       ErrorCode::InvalidArgument, {"isinf", "positive"}));
+  EXPECT_TRUE(IsError(call("celu", attrs_of({{"alpha", 0.0}}), {f}, out_f), ErrorCode::InvalidArgument,
+                      {"celu", "alpha is 0"}));
+  EXPECT_TRUE(IsError(call("leaky_relu", attrs_of({{"alpha", std::string("big")}}), {f}, out_f),
+                      ErrorCode::InvalidArgument, {"leaky_relu", "alpha"}));
   EXPECT_TRUE(IsError(call("mod", attrs_of({{"fmod", std::string("yes")}}), {f, f}, out_f),
                       ErrorCode::InvalidArgument, {"mod", "fmod"}));
   EXPECT_TRUE(IsError(call("mod", {}, {boolean, boolean}, out_bool), ErrorCode::InvalidArgument,
