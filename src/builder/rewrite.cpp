@@ -6,6 +6,7 @@
 #include <new>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,14 @@ std::string head_permute_layout(const ir::Node& n, bool merge) {
   return swap ? "bshd" : seq_first ? "sbhd" : "";
 }
 
+// An attention over three operands q, k, v (not yet one packed input), with or without a
+// mask (input 3).
+bool attention_with_operands(const ir::Node& n) {
+  return n.op == "scaled_dot_product_attention" && (n.inputs.size() == 3 || n.inputs.size() == 4) &&
+         !n.inputs[1].empty() && !n.inputs[2].empty();
+}
+std::span<const std::string> operands_of(const ir::Node& attn) { return std::span(attn.inputs).first(3); }
+
 int absorb_attention_permutes(ir::Method& method) {
   Uses uses(method);
   std::vector<bool> removed(method.nodes.size(), false);
@@ -55,13 +64,11 @@ int absorb_attention_permutes(ir::Method& method) {
   int rewritten = 0;
   for (size_t i = 0; i < method.nodes.size(); ++i) {
     ir::Node& attn = method.nodes[i];
-    if (attn.op != "scaled_dot_product_attention" || attn.inputs.size() != 3 ||
-        attn.outputs.size() != 1 || attn.attrs.contains("layout")) {
-      continue;
-    }
-    // Each input a head split read only by this attention (as often as it reads it).
+    if (!attention_with_operands(attn) || attn.outputs.size() != 1 || attn.attrs.contains("layout")) continue;
+    // Each of q, k, v a head split read only by this attention (as often as it reads it); a
+    // mask (input 3) means the same in every layout and stays.
     std::vector<ir::Node*> splits;
-    for (const std::string& in : attn.inputs) {
+    for (const std::string& in : operands_of(attn)) {
       ir::Node* p = permute_producing(in);
       const auto reads_here = std::count(attn.inputs.begin(), attn.inputs.end(), in);
       if (p == nullptr || uses.read_count(in) != reads_here || !same_place(*p, attn)) break;
@@ -309,7 +316,7 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
   for (size_t i = 0; i < method.nodes.size(); ++i) {
     ir::Node& attn = method.nodes[i];
     auto layout = attn.attrs.find("layout");
-    if (attn.op != "scaled_dot_product_attention" || attn.inputs.size() != 3 || attn.outputs.size() != 1 ||
+    if (!attention_with_operands(attn) || attn.outputs.size() != 1 ||
         attn.attrs.contains("heads") || layout == attn.attrs.end() ||
         !std::holds_alternative<std::string>(layout->second) ||
         (std::get<std::string>(layout->second) != "bshd" && std::get<std::string>(layout->second) != "sbhd")) {
@@ -318,7 +325,7 @@ int absorb_attention_reshapes(ir::Method& method, const ir::CheckedMethod& types
     const bool seq_first = std::get<std::string>(layout->second) == "sbhd";
     std::vector<ir::Node*> splits;
     int64_t heads = 0;
-    for (const std::string& in : attn.inputs) {
+    for (const std::string& in : operands_of(attn)) {
       auto p = uses.producer.find(in);
       if (p == uses.producer.end() || removed[p->second]) break;
       ir::Node& split = method.nodes[p->second];
@@ -494,12 +501,10 @@ int pack_attention_projections(ir::Model& model, ir::Method& method, RewriteStat
   int packed = 0;
   for (size_t i = 0; i < method.nodes.size(); ++i) {
     ir::Node& attn = method.nodes[i];
-    if (attn.op != "scaled_dot_product_attention" || attn.inputs.size() != 3 || !attn.attrs.contains("heads")) {
-      continue;
-    }
+    if (!attention_with_operands(attn) || !attn.attrs.contains("heads")) continue;
     std::vector<ir::Node*> proj;
     std::vector<const ir::Constant*> weights, biases;
-    for (const std::string& in : attn.inputs) {
+    for (const std::string& in : operands_of(attn)) {
       auto p = uses.producer.find(in);
       if (p == uses.producer.end() || removed[p->second] || uses.read_count(in) != 1) break;
       ir::Node& lin = method.nodes[p->second];
@@ -554,7 +559,9 @@ int pack_attention_projections(ir::Model& model, ir::Method& method, RewriteStat
     if (made->second.size() > 1) q.inputs.push_back(made->second[1]);
     q.outputs = {fresh(q.outputs[0])};
     removed[index_of(proj[1])] = removed[index_of(proj[2])] = true;
-    attn.inputs = {q.outputs[0]};
+    // One packed input; with a mask, k and v absent before it (kernels::attention_is_packed).
+    attn.inputs = attn.inputs.size() > 3 ? std::vector<std::string>{q.outputs[0], "", "", attn.inputs[3]}
+                                         : std::vector<std::string>{q.outputs[0]};
     ++packed;
   }
   if (packed > 0) drop_removed(method, removed);

@@ -482,7 +482,9 @@ Result<InferredNode> sdpa(Ctx& c) {
     if (seq_major) c.out.attrs["layout"] = *name;  // kept only when not the default
   }
   PLANRT_ASSIGN_OR_RETURN(int64_t heads, attr_int(c, "heads", 0));
-  const bool packed = c.in.size() == 1;
+  // Inputs q, k, v, mask?; or one packed q|k|v input with k and v absent (then mask?).
+  const bool packed = c.in.size() == 1 || (c.in.size() > 2 && !c.present(1) && !c.present(2));
+  if (c.in.size() == 2) return bad("takes q, k, v and an optional mask; or packed q|k|v, absent k and v, and a mask");
   if (heads < 0 || (heads > 0 && !seq_major) || (packed && heads == 0)) {
     return bad(fmt::format("attribute 'heads' ({}) must be positive, and needs layout \"bshd\" or \"sbhd\"; one "
                            "packed q|k|v input needs it",
@@ -500,7 +502,11 @@ Result<InferredNode> sdpa(Ctx& c) {
   }
   for (size_t i = 1; i < operands; ++i) PLANRT_RETURN_IF_ERROR(rank_is(c, i, c.shape(0).size()));
   PLANRT_RETURN_IF_ERROR(floating(c, 0));
-  PLANRT_RETURN_IF_ERROR(same_dtype(c));
+  for (size_t i = 1; i < operands; ++i) {
+    if (c.type(i).dtype != c.type(0).dtype) {
+      return bad(fmt::format("dtype mismatch: {} but {}", c.describe(i), c.describe(0)));
+    }
+  }
   // The operands as [..., S, H, D] (attribute heads: split from a static last dim).
   std::vector<SymShape> qkv;
   for (size_t i = 0; i < 3; ++i) {
@@ -540,12 +546,32 @@ Result<InferredNode> sdpa(Ctx& c) {
   if (k[r - 1] != q[r - 1]) return mismatch(0, 1, "head dim");
   if (v[seq] != k[seq]) return mismatch(1, 2, "sequence length");
   if (c.present(3)) {
-    if (seq_major) return bad("a mask input needs layout \"bhsd\"");
-    SymShape scores(q.begin(), q.end() - 1);
-    scores.push_back(k[r - 2]);
+    // The mask broadcasts to the scores [batch dims..., H, Sq, Sk] in every layout
+    // (kernels/attention_layout.h), bool (true: attend) or additive in q's dtype.
+    if (c.type(3).dtype != DType::Bool && c.type(3).dtype != c.type(0).dtype) {
+      return bad(fmt::format("{}: a mask is bool (true: attend) or {} like q (added to the scores)",
+                             c.describe(3), dtype_name(c.type(0).dtype)));
+    }
+    SymShape scores;
+    for (size_t d = batch_begin; d < batch_end; ++d) scores.push_back(q[d]);
+    if (seq_major) scores.push_back(q[r - 2]);
+    scores.push_back(q[seq]);
+    scores.push_back(k[seq]);
     auto b = broadcast_shapes(c.shape(3), scores, c.dims);
-    if (!b.ok() || *b != scores) {
-      return bad(fmt::format("{} does not broadcast to the scores' shape {}", c.describe(3),
+    if (!b.ok() || *b != scores || c.shape(3).size() < 2 || c.shape(3).back() != k[seq]) {
+      return bad(fmt::format("{} does not broadcast to the scores' shape {} (its last dim the keys)", c.describe(3),
+                             c.shape_str(scores)));
+    }
+    // Its batch dims (before the heads') are all 1 or all the scores' (kernels::plan_attention_mask).
+    const SymShape& ms = c.shape(3);
+    const size_t lead = ms.size() - 2, batch_dims = scores.size() - 3;
+    bool all_one = true, all_equal = lead == scores.size() - 2;
+    for (size_t i = 0; i + 1 < lead; ++i) {
+      all_one = all_one && ms[i] == Dim::fixed(1);
+      all_equal = all_equal && ms[i] == scores[batch_dims + 1 - lead + i];
+    }
+    if (!all_one && !all_equal) {
+      return bad(fmt::format("{}: a mask's batch dims are all 1 or all those of the scores {}", c.describe(3),
                              c.shape_str(scores)));
     }
   }

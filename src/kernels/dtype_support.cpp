@@ -36,6 +36,9 @@ Status check_kernel_dtypes(KernelBackend backend, std::string_view op, std::span
       ok = ok || d == DType::I32 || d == DType::I64;
       takes = cpu ? "f32, i32 and i64" : "f32, bf16, i32 and i64";
     }
+    if (op == "scaled_dot_product_attention" && i > 0 && d == DType::Bool) {
+      ok = true;  // the mask (shape inference checks that only the mask is bool)
+    }
     if (is_integer_arithmetic(op)) {
       // The integer forms (elementwise_ops.h); the CPU also computes f16 and bf16 there.
       ok = ok || is_integer(d) || (cpu && is_floating(d));

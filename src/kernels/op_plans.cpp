@@ -363,6 +363,53 @@ Result<Shape> split_heads(std::string_view op, const TensorView& x, int64_t head
 // the output [..., Sq, H, Dv]; with attribute heads = H the last two dims are one
 // ([..., S, H * D]), and one input alone is a packed projection [..., S, 3 * H * D] holding
 // q, k and v side by side in each row. The plan's strides say where each head's rows are.
+// The mask's strides over the flat heads (dims heads_shape, the last one H), the query rows
+// and the keys (kernels/attention_layout.h): its last dim Sk, the one before Sq or 1, and its
+// leading dims, right-aligned against heads_shape, 1 or equal, with the batch dims (all but
+// H) either all 1 or all present.
+Result<AttentionMask> plan_attention_mask(const TensorView& mask, DType dtype, const Shape& heads_shape, int64_t sq,
+                                          int64_t sk) {
+  constexpr std::string_view op = "scaled_dot_product_attention";
+  AttentionMask m;
+  if (mask.dtype == DType::Bool) {
+    m.kind = AttentionMaskKind::Bool;
+  } else if (mask.dtype == dtype) {
+    m.kind = AttentionMaskKind::Additive;
+  } else {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: the mask is {}; expected bool (true: attend) or the operands' dtype {} (added to the "
+                      "scores)", op, dtype_name(mask.dtype), dtype_name(dtype));
+  }
+  const Shape& ms = mask.sizes;
+  const int lead = ms.rank() - 2;
+  const int n = heads_shape.rank();
+  auto refuse = [&](std::string_view why) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: the mask {} does not broadcast to the scores [{}{}{}, {}] ({})", op, ms.to_string(),
+                      heads_shape.to_string().substr(1, heads_shape.to_string().size() - 2), n > 0 ? ", " : "",
+                      sq, sk, why);
+  };
+  if (ms.rank() < 2 || lead > n) return refuse("its rank");
+  if (ms.size(-1) != sk) return refuse("its last dim must be the keys, Sk");
+  if (ms.size(-2) != sq && ms.size(-2) != 1) return refuse("its query dim must be Sq or 1");
+  if (!mask.is_contiguous()) return refuse("it is not contiguous");
+  const int64_t h = n > 0 ? heads_shape[n - 1] : 1;
+  const int64_t mh = lead > 0 ? ms[lead - 1] : 1;
+  if (mh != 1 && mh != h) return refuse("its head dim must be H or 1");
+  bool all_one = true, all_equal = lead - 1 == n - 1;
+  for (int i = 0; i + 1 < lead; ++i) {
+    const int64_t want = heads_shape[n - lead + i];
+    all_one = all_one && ms[i] == 1;
+    all_equal = all_equal && ms[i] == want;
+  }
+  if (!all_one && !all_equal) return refuse("its batch dims must be all 1 or all those of the scores");
+  m.heads_per_batch = std::max<int64_t>(h, 1);
+  m.row = ms.size(-2) == 1 ? 0 : sk;
+  m.head = mh == 1 ? 0 : ms.size(-2) * sk;
+  m.batch = all_one ? 0 : mh * ms.size(-2) * sk;
+  return m;
+}
+
 Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                      std::span<const TensorView> outputs) {
   constexpr std::string_view op = "scaled_dot_product_attention";
@@ -375,13 +422,17 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
   const bool seq_first = layout == "sbhd";
   const bool seq_major = layout == "bshd" || seq_first;
   PLANRT_ASSIGN_OR_RETURN(int64_t heads_attr, with_op(op, attrs.get_int("heads", 0)));
-  const bool packed = inputs.size() == 1;
-  const bool absent = std::any_of(inputs.begin(), inputs.end(), [](const TensorView& t) { return t.is_none(); });
+  const bool packed = attention_is_packed(inputs);
+  const size_t operands = std::min<size_t>(inputs.size(), 3);
+  const bool absent = inputs[0].is_none() ||
+                      (!packed && std::any_of(inputs.begin(), inputs.begin() + operands,
+                                              [](const TensorView& t) { return t.is_none(); }));
   if (heads_attr < 0 || (heads_attr > 0 && !seq_major) || (packed && heads_attr == 0) ||
-      (inputs.size() != 1 && inputs.size() != 3) || absent) {
+      (inputs.size() != 1 && inputs.size() != 3 && inputs.size() != 4) || absent) {
     return make_error(ErrorCode::InvalidArgument,
-                      "{}: takes q, k, v, or with layout \"bshd\" or \"sbhd\" and attribute heads > 0 one packed "
-                      "[..., S, 3 x heads x D] input alone; got {} input(s){}, layout {}, heads {}",
+                      "{}: takes q, k, v and an optional mask, or with layout \"bshd\" or \"sbhd\" and "
+                      "attribute heads > 0 one packed [..., S, 3 x heads x D] input (k and v absent); got {} "
+                      "input(s){}, layout {}, heads {}",
                       op, inputs.size(), absent ? " (one absent)" : "", layout, heads_attr);
   }
   // The operands as [..., S, H, D] (bshd) or [..., S, D] (bhsd).
@@ -462,6 +513,12 @@ Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const Tenso
   Shape expected = inputs[0].sizes;  // [..., Sq, H, Dv], or [..., Sq, H x Dv] with heads
   expected[expected.rank() - 1] = heads_attr > 0 ? heads_attr * plan.dv : plan.dv;
   PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], inputs[0].dtype, expected));
+  if (inputs.size() > 3 && !inputs[3].is_none()) {
+    // The flat heads' dims: [batch dims..., H] (bhsd: q's leading dims, the last one H).
+    Shape heads_shape = seq_major ? batch_dims(qs) : drop_last(qs, 2);
+    if (seq_major) (void)heads_shape.push_back(qs.size(-2));
+    PLANRT_ASSIGN_OR_RETURN(l.mask, plan_attention_mask(inputs[3], inputs[0].dtype, heads_shape, plan.sq, plan.sk));
+  }
   PLANRT_ASSIGN_OR_RETURN(plan.causal, with_op(op, attrs.get_bool("causal", false)));
   PLANRT_ASSIGN_OR_RETURN(plan.scale,
                           with_op(op, attrs.get_float("scale", 1.0 / std::sqrt(double(plan.d)))));

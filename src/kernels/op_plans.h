@@ -152,11 +152,22 @@ struct AttentionPlan {
 };
 Result<AttentionPlan> plan_attention(const OpAttrs& attrs, std::span<const TensorView> inputs,
                                      std::span<const TensorView> outputs);
+// Inputs: q, k, v and an optional mask (input 3; kernels/attention_layout.h says how it
+// broadcasts), or one packed q|k|v input with k and v absent (attribute heads).
+inline bool attention_is_packed(std::span<const TensorView> inputs) {
+  return inputs.size() == 1 || (inputs.size() > 2 && inputs[1].is_none() && inputs[2].is_none());
+}
 // The tensor operand `which` (0 q, 1 k, 2 v) lies in: its own input, or the one packed input
 // (the plan's strides then start each operand at its place in the row).
 inline const TensorView& attention_source(std::span<const TensorView> inputs, size_t which) {
-  return inputs.size() == 1 ? inputs[0] : inputs[which];
+  return attention_is_packed(inputs) ? inputs[0] : inputs[which];
 }
+// The mask input's data (plan.layout.mask says how to read it), or null when there is none.
+inline const void* attention_mask_data(std::span<const TensorView> inputs) {
+  return inputs.size() > 3 && !inputs[3].is_none() ? inputs[3].data : nullptr;
+}
+Result<AttentionMask> plan_attention_mask(const TensorView& mask, DType dtype, const Shape& heads_shape, int64_t sq,
+                                          int64_t sk);
 
 // gather_elements(x, indices) along `dim` (attribute, default 0): out[i] = x[i with its `dim`
 // entry replaced by indices[i]] (ONNX GatherElements, torch.gather). indices are i32 or i64

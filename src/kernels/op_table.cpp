@@ -38,7 +38,7 @@ constexpr OpInfo kOps[] = {
     {"reshape",                       1,  1, 1},
     {"permute",                       1,  1, 1},
     {"transpose",                     1,  1, 1},
-    {"scaled_dot_product_attention",  1,  3, 1},  // q, k, v; or one packed qkv (attribute heads)
+    {"scaled_dot_product_attention",  1,  4, 1},  // q, k, v, mask?; or packed qkv, -, -, mask? (attribute heads)
     {"embedding",                     2,  2, 1},  // ids, table[V, D]
     {"concat",                        1, -1, 1},  // xs... (variadic)
     {"slice",                         1,  1, 1},

@@ -17,7 +17,7 @@ std::string input_role(std::string_view op, size_t index) {
     return pick({"a", "b"});
   }
   if (op == "pow") return pick({"base", "exponent"});
-  if (op == "scaled_dot_product_attention") return pick({"q", "k", "v"});
+  if (op == "scaled_dot_product_attention") return pick({"q", "k", "v", "mask"});
   if (op == "embedding") return pick({"ids", "table"});
   if (op == "concat") return fmt::format("xs[{}]", index);
   return pick({"x"});

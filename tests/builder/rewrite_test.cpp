@@ -50,6 +50,16 @@ TEST(Rewrite, HeadPermutesAroundAttentionBecomeItsBshdLayout) {
   EXPECT_EQ(rewrite_method(m), 0);                        // nothing left to rewrite
 }
 
+// A mask (input 3) means the same in every layout ([B, H, Sq, Sk]): it stays as it is.
+TEST(Rewrite, AMaskInputStaysThroughTheLayoutRewrite) {
+  ir::Method m = attention_method();
+  m.nodes[3].inputs.push_back("mask");
+  EXPECT_EQ(rewrite_method(m), 1);
+  ASSERT_EQ(ops(m), (std::vector<std::string>{"scaled_dot_product_attention", "reshape"}));
+  EXPECT_EQ(m.nodes[0].inputs, (std::vector<std::string>{"q", "k", "v", "mask"}));
+  EXPECT_EQ(std::get<std::string>(m.nodes[0].attrs.at("layout")), "bshd");
+}
+
 TEST(Rewrite, OneProjectionForQueriesAndKeysIsSplitOnce) {
   ir::Method m = attention_method();
   m.nodes.erase(m.nodes.begin() + 1);  // k is q's split
@@ -123,7 +133,6 @@ TEST(Rewrite, GraphsItCannotFuseStayAsWritten) {
       {"a split on another device", [](ir::Method& m) { m.nodes[2].device = Device{DeviceType::CUDA, 1}; }},
       {"a layout already chosen",
        [](ir::Method& m) { m.nodes[3].attrs["layout"] = std::string("bhsd"); }},
-      {"a mask input", [](ir::Method& m) { m.nodes[3].inputs.push_back("mask"); }},
       // Removing the permutes would join the two cpu nodes around them into one segment.
       {"another backend's node between the splits and the merge",
        [](ir::Method& m) {

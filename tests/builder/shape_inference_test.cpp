@@ -152,10 +152,14 @@ TEST(ShapeInference, SdpaSbhdLayout) {
                   "sequence length"));
   const Attrs heads2{{"layout", std::string("sbhd")}, {"heads", int64_t{2}}};
   EXPECT_EQ(sdpa({f32({S, c(4), c(48)})}, heads2), "[S, 4, 16]");  // packed: q|k|v of 2 x 8
-  EXPECT_TRUE(has(sdpa({f32({S, c(2), c(3), c(8)}), f32({S, c(2), c(3), c(8)}), f32({S, c(2), c(3), c(8)}),
-                        f32({c(2), c(3), S, S})},
-                       sbhd),
-                  "needs layout \"bhsd\""));
+  // A mask broadcasts to the scores [B, H, Sq, Sk] in every layout: bool, or q's dtype.
+  const TensorType q_sbhd = f32({S, c(2), c(3), c(8)}), kv_sbhd = f32({T, c(2), c(3), c(8)});
+  EXPECT_EQ(sdpa({q_sbhd, kv_sbhd, kv_sbhd, TensorType{DType::Bool, {c(2), c(1), c(1), T}}}, sbhd), "[S, 2, 3, 8]");
+  EXPECT_EQ(sdpa({q_sbhd, kv_sbhd, kv_sbhd, f32({c(2), c(3), S, T})}, sbhd), "[S, 2, 3, 8]");
+  EXPECT_TRUE(has(sdpa({q_sbhd, kv_sbhd, kv_sbhd, f32({c(2), c(3), S, S})}, sbhd), "does not broadcast to the scores"));
+  EXPECT_TRUE(has(sdpa({q_sbhd, kv_sbhd, kv_sbhd, TensorType{DType::I64, {c(2), c(1), c(1), T}}}, sbhd),
+                  "a mask is bool"));
+  EXPECT_TRUE(has(sdpa({q_sbhd, kv_sbhd, kv_sbhd, f32({c(3), c(1), c(1), S, T})}, sbhd), "does not broadcast"));
 }
 
 // Attribute heads (layout bshd): [.., S, H*D] operands, or one packed [.., S, 3*H*D] input;
@@ -179,11 +183,16 @@ TEST(ShapeInference, SdpaHeadsAttributeAndPackedInput) {
                   "a multiple of 3 x 6148914691236517207"));
   // Splitting the last dim of a rank-8 operand would make rank 9.
   EXPECT_TRUE(has(sdpa({f32({c(1), c(1), c(1), c(1), c(1), c(1), S, c(48)})}, heads2), "rank at most 7"));
-  // Two inputs, or k and v absent: q, k and v, or the packed input alone.
-  EXPECT_TRUE(has(sdpa({f32({c(1), S, c(48)}), f32({c(1), S, c(48)})}, heads2), "one packed q|k|v input alone"));
-  const TensorType q = f32({c(1), S, c(48)});
-  std::vector<Operand> absent{{"q", &q}, {"", nullptr}, {"", nullptr}};
-  Result<InferredNode> r = infer_node("scaled_dot_product_attention", absent, heads2, kDims);
+  // Two inputs, or only one of k and v absent: q, k and v, or the packed input alone (k and
+  // v absent, then a mask).
+  EXPECT_TRUE(has(sdpa({f32({c(1), S, c(48)}), f32({c(1), S, c(48)})}, heads2), "packed q|k|v, absent k and v"));
+  const TensorType q = f32({c(1), S, c(48)}), flat = f32({c(1), S, c(16)});
+  const TensorType mask{DType::Bool, {c(1), c(1), c(1), S}};
+  std::vector<Operand> packed_with_mask{{"q", &q}, {"", nullptr}, {"", nullptr}, {"mask", &mask}};
+  ASSERT_OK_AND_ASSIGN(InferredNode ok, infer_node("scaled_dot_product_attention", packed_with_mask, heads2, kDims));
+  EXPECT_EQ(shape_to_string(ok.outputs[0].shape, kDims), "[1, S, 16]");
+  std::vector<Operand> k_absent{{"q", &flat}, {"", nullptr}, {"v", &flat}};
+  Result<InferredNode> r = infer_node("scaled_dot_product_attention", k_absent, heads2, kDims);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(has(r.status().message(), "expected q, k and v"));
 }

@@ -4,7 +4,8 @@ the GPU machine: transformers 5.17, torch 2.11, both exporters): each export is 
 `planrt build` (batch and sequence dims bounded, free at run time), run with `planrt run` on
 the padded batch the export was made with, and compared with transformers' own f32 output,
 row by row over the positions the attention mask keeps (a padded position's output is
-whatever the model computes there, which no user reads).
+whatever the model computes there, which no user reads); the attention must run fused, its
+mask inside it (no softmax step left).
 
   hf_exports_test.py PLANRT NAME [--gpu]    NAME is MODEL_EXPORTER (bert_dynamo, ...); exit 0
                                             on success; --gpu: cuda:0 (77 without a GPU)
@@ -61,6 +62,13 @@ def check(planrt, name, gpu):
                                capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"{name} {' '.join(partition)}: build failed: {r.stderr.strip()}")
+                return 1
+            # Attention runs fused, its mask inside (no softmax over a score tensor left); an
+            # engine partition's steps are its delegate calls.
+            steps = subprocess.run([planrt, "inspect", "--steps", prog], capture_output=True, text=True).stdout
+            ops = [line.split()[1] for line in steps.splitlines() if line[:6].strip().isdigit() and len(line.split()) > 1]
+            if "delegate" not in ops and ("softmax" in ops or "scaled_dot_product_attention" not in ops):
+                print(f"{name} {' '.join(partition)}: attention not fused: ops {sorted(set(ops))}")
                 return 1
             cmd = [planrt, "run", prog, "--output-dir", os.path.join(work, "out")]
             for k, v in inputs.items():

@@ -96,15 +96,19 @@ class OnnxImport : public ::testing::Test {
     out << bytes;
   }
 
+  // The model built for the CPU, written and loaded.
+  Result<Module> built_module(const builder::Model& model) {
+    PLANRT_ASSIGN_OR_RETURN(builder::BuiltProgram built, builder::build_program(model));
+    const std::string prog = (dir_ / "m.prog").string();
+    PLANRT_RETURN_IF_ERROR(built.write(prog));
+    return Module::load(prog);
+  }
+
   // Runs the model's method on the CPU with one f32 input.
   std::vector<float> run(const builder::Model& model, const std::vector<float>& x, Shape shape) {
-    Result<builder::BuiltProgram> built = builder::build_program(model);
-    EXPECT_TRUE(built.ok()) << built.status().to_string();
-    if (!built.ok()) return {};
-    const std::string prog = (dir_ / "m.prog").string();
-    EXPECT_TRUE(built->write(prog).ok());
-    Result<Module> module = Module::load(prog);
+    Result<Module> module = built_module(model);
     EXPECT_TRUE(module.ok()) << module.status().to_string();
+    if (!module.ok()) return {};
     Result<Tensor> in = Tensor::from_view(TensorView::contiguous(const_cast<float*>(x.data()), DType::F32, shape));
     const std::vector<TensorView> inputs{in->view()};
     Result<std::vector<Tensor>> out = module->execute("forward", inputs);
@@ -459,11 +463,7 @@ TEST_F(OnnxImport, RunTimeBoolAndIntegerValuesComputeAsOnnxSays) {
   for (const char* op : {"isnan", "where", "logical_not", "equal", "cast", "mul"}) {
     EXPECT_TRUE(ops.contains(op)) << op << " in " << fmt::format("{}", fmt::join(ops, ", "));
   }
-  Result<builder::BuiltProgram> built = builder::build_program(*m);
-  ASSERT_TRUE(built.ok()) << built.status().to_string();
-  const std::string prog = (dir_ / "m.prog").string();
-  ASSERT_TRUE(built->write(prog).ok());
-  Result<Module> module = Module::load(prog);
+  Result<Module> module = built_module(*m);
   ASSERT_TRUE(module.ok()) << module.status().to_string();
   std::vector<float> x{1, NAN, 3, 4, -1, -2, NAN, -4};
   std::vector<uint8_t> keep{1, 1, 0, 1, 1, 0, 1, 1};
@@ -570,6 +570,146 @@ TEST_F(OnnxImport, ReductionsOverAnyAxesHardmaxAndCumSumComputeAsOnnxSays) {
   }
   const auto* running = static_cast<const int64_t*>((*out)[4].data());
   EXPECT_EQ(std::vector<int64_t>(running, running + 6), (std::vector<int64_t>{0, 1, 3, 0, 4, 9}));
+}
+
+// softmax(q k^T * scale + mask) v with the masks exporters write becomes one attention with a
+// mask input (no score tensor): transformers' where(keep, 0, lowest) with its IsNaN guard,
+// the inverted where(drop, lowest, 0), and an additive float mask; a mask the attention
+// cannot take as it is (a bias per query row, [S, 1]: its last dim is not the keys) keeps
+// the decomposed form. Each computes what ONNX says, padded keys weighing nothing.
+TEST_F(OnnxImport, AttentionMasksAsExportersWriteThemRunInsideTheAttention) {
+  constexpr int64_t kB = 2, kH = 2, kS = 5, kD = 4;
+  enum class Form { KeepWhereGuarded, DropWhere, Additive, Unfusable };
+  for (Form form : {Form::KeepWhereGuarded, Form::DropWhere, Form::Additive, Form::Unfusable}) {
+    SCOPED_TRACE(static_cast<int>(form));
+    model_.mutable_graph()->Clear();
+    for (const char* name : {"q", "k", "v"}) input(name, {std::string("B"), kH, std::string("S"), kD});
+    if (form == Form::Additive) {
+      input("bias", {std::string("B"), int64_t{1}, int64_t{1}, std::string("S")});
+    } else if (form == Form::Unfusable) {
+      input("bias", {std::string("S"), int64_t{1}});
+    } else {
+      input("keep", {std::string("B"), std::string("S")}, ::onnx::TensorProto::BOOL);
+    }
+    ::onnx::TensorProto* axes = graph().add_initializer();
+    axes->set_name("axes");
+    axes->set_data_type(::onnx::TensorProto::INT64);
+    axes->add_dims(2);
+    const int64_t axes_values[2] = {1, 2};
+    axes->set_raw_data(std::string(reinterpret_cast<const char*>(axes_values), sizeof(axes_values)));
+    initializer("zero", {}, {0.0f});
+    initializer("lowest", {}, {-3.4028235e38f});
+    initializer("scale", {}, {0.5f});
+    node("Transpose", {"k"}, {"kt"})->add_attribute()->CopyFrom([] {
+      ::onnx::AttributeProto a;
+      a.set_name("perm");
+      a.set_type(::onnx::AttributeProto::INTS);
+      for (int64_t x : {0, 1, 3, 2}) a.add_ints(x);
+      return a;
+    }());
+    node("MatMul", {"q", "kt"}, {"qk"});
+    node("Mul", {"qk", "scale"}, {"scores"});
+    std::string mask = "bias";
+    if (form == Form::KeepWhereGuarded || form == Form::DropWhere) {
+      node("Unsqueeze", {"keep"}, {"keep4"});
+      graph().mutable_node(graph().node_size() - 1)->add_input("axes");
+      if (form == Form::KeepWhereGuarded) {
+        node("Where", {"keep4", "zero", "lowest"}, {"mask"});
+      } else {
+        node("Not", {"keep4"}, {"drop4"});
+        node("Where", {"drop4", "lowest", "zero"}, {"mask"});
+      }
+      mask = "mask";
+    }
+    node("Add", {"scores", mask}, {"masked"});
+    node("Softmax", {"masked"}, {"p"})->add_attribute()->CopyFrom([] {
+      ::onnx::AttributeProto a;
+      a.set_name("axis");
+      a.set_type(::onnx::AttributeProto::INT);
+      a.set_i(-1);
+      return a;
+    }());
+    std::string weights = "p";
+    if (form == Form::KeepWhereGuarded) {
+      node("IsNaN", {"p"}, {"nan"});
+      node("Where", {"nan", "zero", "p"}, {"guarded"});
+      weights = "guarded";
+    }
+    node("MatMul", {weights, "v"}, {"y"});
+    output("y");
+    OnnxImportOptions o;
+    o.dims["B"] = {1, kB};
+    o.dims["S"] = {1, 8};
+    Result<builder::Model> m = read_model_onnx(save(), o);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    std::set<std::string> ops;
+    size_t attention_inputs = 0;
+    for (const auto& n : m->graph().methods[0].nodes) {
+      ops.insert(n.op);
+      if (n.op == "scaled_dot_product_attention") attention_inputs = n.inputs.size();
+    }
+    const std::string listed = fmt::format("{}", fmt::join(ops, ", "));
+    if (form == Form::Unfusable) {
+      EXPECT_TRUE(ops.contains("softmax")) << listed;
+    } else {
+      EXPECT_FALSE(ops.contains("softmax")) << listed;
+      EXPECT_EQ(attention_inputs, 4u) << listed;
+    }
+    // Run it: batch 0 keeps every key, batch 1 its first two.
+    Result<Module> module = built_module(*m);
+    ASSERT_TRUE(module.ok()) << module.status().to_string();
+    std::vector<float> q(kB * kH * kS * kD), k(q.size()), v(q.size());
+    for (size_t i = 0; i < q.size(); ++i) {
+      q[i] = std::sin(0.7 * i), k[i] = std::cos(0.3 * i), v[i] = std::sin(0.11 * i + 1);
+    }
+    std::vector<uint8_t> keep(kB * kS, 1);
+    for (int64_t j = 2; j < kS; ++j) keep[kS + j] = 0;
+    // The additive forms: 0 / -1e9 by batch and key ([B,1,1,S]), or by query row ([S, 1]).
+    std::vector<float> bias(form == Form::Unfusable ? kS : kB * kS);
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = form == Form::Unfusable ? 0.3f * i : (keep[i] ? 0.0f : -1e9f);
+    const Shape qs{kB, kH, kS, kD};
+    std::vector<Tensor> held;
+    auto hold = [&](void* data, DType dtype, const Shape& shape) {
+      Result<Tensor> t = Tensor::from_view(TensorView::contiguous(data, dtype, shape));
+      ASSERT_TRUE(t.ok()) << t.status().to_string();
+      held.push_back(std::move(*t));
+    };
+    for (std::vector<float>* t : {&q, &k, &v}) hold(t->data(), DType::F32, qs);
+    if (form == Form::Additive) {
+      hold(bias.data(), DType::F32, {kB, 1, 1, kS});
+    } else if (form == Form::Unfusable) {
+      hold(bias.data(), DType::F32, {kS, 1});
+    } else {
+      hold(keep.data(), DType::Bool, {kB, kS});
+    }
+    std::vector<TensorView> inputs;
+    for (const Tensor& t : held) inputs.push_back(t.view());
+    Result<std::vector<Tensor>> out = module->execute("forward", inputs);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    const float* y = static_cast<const float*>((*out)[0].data());
+    for (int64_t b = 0; b < kB; ++b) {
+      for (int64_t h = 0; h < kH; ++h) {
+        for (int64_t i = 0; i < kS; ++i) {
+          const int64_t head = (b * kH + h) * kS;
+          std::vector<double> w(kS);
+          double mx = -INFINITY, sum = 0;
+          for (int64_t j = 0; j < kS; ++j) {
+            double dot = 0;
+            for (int64_t d = 0; d < kD; ++d) dot += q[(head + i) * kD + d] * k[(head + j) * kD + d];
+            const double add = form == Form::Unfusable ? bias[i] : keep[b * kS + j] ? 0.0 : -1e30;
+            w[j] = 0.5 * dot + add;
+            mx = std::max(mx, w[j]);
+          }
+          for (double& e : w) sum += (e = std::exp(e - mx));
+          for (int64_t d = 0; d < kD; ++d) {
+            double want = 0;
+            for (int64_t j = 0; j < kS; ++j) want += w[j] / sum * v[(head + j) * kD + d];
+            EXPECT_NEAR(y[(head + i) * kD + d], want, 1e-5) << b << "," << h << "," << i << "," << d;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_F(OnnxImport, APartitionNeedingAGpuOnTheHostIsRefused) {

@@ -73,7 +73,7 @@ class Graph {
   }
 
   const ir::Constant* constant(const std::string& name) const { return model_.find_constant(name); }
-  // The value of a one-element floating constant (f32 or bf16).
+  // The value of a one-element floating constant (f32, bf16 or f16).
   std::optional<double> scalar(const std::string& name) const {
     const ir::Constant* c = constant(name);
     if (c == nullptr || c->bytes.size() != element_size(c->dtype)) return std::nullopt;
@@ -82,10 +82,10 @@ class Graph {
       std::memcpy(&v, c->bytes.data(), 4);
       return v;
     }
-    if (c->dtype == DType::BF16) {
+    if (c->dtype == DType::BF16 || c->dtype == DType::F16) {
       uint16_t bits;
       std::memcpy(&bits, c->bytes.data(), 2);
-      return bf16_bits_to_f32(bits);
+      return c->dtype == DType::BF16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
     }
     return std::nullopt;
   }
@@ -691,7 +691,51 @@ std::string strip_scale(Graph& g, std::string value, double& scale) {
   }
 }
 
-// o = matmul(softmax(scale * matmul(q, kT)), v)  ->  scaled_dot_product_attention(q, k, v).
+// The product with v that reads softmax output `p`: directly, or through transformers'
+// guard against fully masked rows, where(isnan(p), 0, p) (the fused attention gives those
+// rows zeros, which is what the guard makes of them).
+ir::Node* product_with_v(Graph& g, const std::string& p) {
+  auto reads_first = [](ir::Node* n, const std::string& value) { return n != nullptr && n->inputs[0] == value ? n : nullptr; };
+  if (ir::Node* pv = reads_first(g.only_reader(p, "matmul"), p)) return pv;
+  if (g.readers(p) != 2) return nullptr;
+  ir::Node* isnan = nullptr;
+  for (ir::Node* n : g.readers_of(p)) {
+    if (n->op == "isnan") isnan = n;
+  }
+  if (isnan == nullptr || g.readers(isnan->outputs[0]) != 1) return nullptr;
+  ir::Node* guard = g.only_reader(isnan->outputs[0], "where");
+  if (guard == nullptr || guard->inputs.size() != 3 || guard->inputs[0] != isnan->outputs[0] ||
+      guard->inputs[2] != p) {
+    return nullptr;
+  }
+  std::optional<double> zero = g.scalar(guard->inputs[1]);
+  if (!zero || *zero != 0.0) return nullptr;
+  return reads_first(g.only_reader(guard->outputs[0], "matmul"), guard->outputs[0]);
+}
+
+// The mask an additive term `m` of the scores stands for: where(c, 0, fill) with a fill
+// small enough that e^(fill + s) is 0 in f32 (-1e4 and below: BERT's -10000, f16's and f32's
+// lowest, -inf) is the bool mask c (where(c, fill, 0): not c); any other term is additive.
+// Rows whose keys are all masked then give zeros where the softmax of finite fills would
+// average v (the only difference; docs/onnx.md).
+struct MaskTerm {
+  std::string value;
+  bool negate = false;  // the mask is not(value)
+};
+MaskTerm mask_of(Graph& g, const std::map<std::string, ir::TensorType>& types, const std::string& m) {
+  constexpr double kMaskingFill = -1e4;
+  ir::Node* w = g.producer(m, "where");
+  auto ct = w != nullptr ? types.find(w->inputs[0]) : types.end();
+  if (w == nullptr || ct == types.end() || ct->second.dtype != DType::Bool) return {m};
+  std::optional<double> a = g.scalar(w->inputs[1]), b = g.scalar(w->inputs[2]);
+  if (a && b && *a == 0.0 && *b <= kMaskingFill) return {w->inputs[0]};
+  if (a && b && *b == 0.0 && *a <= kMaskingFill) return {w->inputs[0], true};
+  return {m};
+}
+
+// o = matmul(softmax(scale * matmul(q, kT) [+ mask]), v)  ->  scaled_dot_product_attention(q,
+// k, v [, mask]); the mask as kernels/attention_layout.h takes it (bool or additive,
+// broadcast to the scores).
 void fuse_attention(Graph& g, const std::map<std::string, ir::TensorType>& types, bool fused,
                     const std::set<std::string>& causal_softmax) {
   for (size_t i = 0; i < g.method().nodes.size(); ++i) {
@@ -703,10 +747,21 @@ void fuse_attention(Graph& g, const std::map<std::string, ir::TensorType>& types
     auto dim = sm.attrs.find("dim");
     const int64_t* d = dim == sm.attrs.end() ? nullptr : std::get_if<int64_t>(&dim->second);
     if (d == nullptr || (*d != -1 && *d != rank - 1)) continue;
-    ir::Node* pv = g.only_reader(sm.outputs[0], "matmul");
-    if (pv == nullptr || pv->inputs[0] != sm.outputs[0]) continue;
+    ir::Node* pv = product_with_v(g, sm.outputs[0]);
+    if (pv == nullptr) continue;
     double scale = 1.0;
     std::string scores = strip_scale(g, sm.inputs[0], scale);
+    std::string added;  // the scores' additive term, when softmax reads scores + term
+    if (ir::Node* add = g.producer(sm.inputs[0], "add"); add != nullptr && g.readers(sm.inputs[0]) == 1) {
+      for (size_t side : {0u, 1u}) {
+        double s = 1.0;
+        std::string x = strip_scale(g, add->inputs[side], s);
+        if (g.producer(x, "matmul") != nullptr && g.readers(x) == 1) {
+          scores = x, scale = s, added = add->inputs[1 - side];
+          break;
+        }
+      }
+    }
     ir::Node* qk = g.producer(scores, "matmul");
     if (qk == nullptr || g.readers(scores) != 1) continue;
     std::string q = strip_scale(g, qk->inputs[0], scale);
@@ -720,6 +775,25 @@ void fuse_attention(Graph& g, const std::map<std::string, ir::TensorType>& types
     if (qs.size() != static_cast<size_t>(rank) || ks.size() != qs.size() || vs.size() != qs.size()) continue;
     if (!std::equal(qs.begin(), qs.end() - 2, ks.begin()) || !std::equal(qs.begin(), qs.end() - 2, vs.begin())) continue;
     if (ks[rank - 2] != qs[rank - 1] || vs[rank - 2] != ks[rank - 1]) continue;
+    MaskTerm mask;
+    if (!added.empty()) {
+      // Only a mask the attention takes as it is (shape inference's rule): else the
+      // decomposed form stays, which computes the same.
+      mask = mask_of(g, types, added);
+      auto mt = types.find(mask.value);
+      ir::TensorType k_type = ktt->second;
+      std::swap(k_type.shape[rank - 1], k_type.shape[rank - 2]);
+      if (mt == types.end()) continue;
+      const std::vector<ir::Operand> operands{{q, &qt->second}, {kt, &k_type}, {v, &vt->second}, {mask.value, &mt->second}};
+      if (!ir::infer_node("scaled_dot_product_attention", operands, {}, g.method().dims).ok()) continue;
+      if (mask.negate) {
+        ir::Node n;
+        n.op = "logical_not";
+        n.inputs = {mask.value};
+        n.outputs = {mask.value + ".keep"};
+        mask.value = g.insert_before(pv, std::move(n));
+      }
+    }
     // k = kT with its last two dims swapped: compose with kT's own permute when it has one.
     std::vector<int64_t> swap(static_cast<size_t>(rank));
     for (int64_t j = 0; j < rank; ++j) swap[j] = j;
@@ -753,6 +827,7 @@ void fuse_attention(Graph& g, const std::map<std::string, ir::TensorType>& types
     ir::Node attn;
     attn.op = "scaled_dot_product_attention";
     attn.inputs = {q, k, v};
+    if (!mask.value.empty()) attn.inputs.push_back(mask.value);
     attn.attrs["scale"] = scale;
     attn.attrs["causal"] = causal_softmax.contains(sm.outputs[0]);
     attn.attrs["fused"] = fused;

@@ -31,11 +31,34 @@ constexpr int64_t kQueryBlock = 128;
 constexpr int64_t kKeyBlock = 512;
 constexpr float kMasked = -std::numeric_limits<float>::infinity();
 
+// The mask input of one head, read at query row q (kernels/attention_layout.h).
+struct HeadMask {
+  const void* data = nullptr;  // null: no mask
+  AttentionMaskKind kind = AttentionMaskKind::None;
+  const AttentionMask* layout = nullptr;
+  int64_t head = 0;
+
+  // Applies keys k0 .. k0 + cols of query row q to its scores.
+  void apply(float* s, int64_t q, int64_t k0, int64_t cols) const {
+    const int64_t at = layout->row_offset(head, q) + k0;
+    if (kind == AttentionMaskKind::Bool) {
+      const auto* keep = static_cast<const uint8_t*>(data) + at;
+#pragma omp simd
+      for (int64_t j = 0; j < cols; ++j) s[j] = keep[j] != 0 ? s[j] : kMasked;
+    } else {
+      const float* add = static_cast<const float*>(data) + at;
+#pragma omp simd
+      for (int64_t j = 0; j < cols; ++j) s[j] += add[j];
+    }
+  }
+};
+
 // Folds one tile of scores [rows, cols] (keys k0.., queries q0..) into the running max and
 // sum of each row and rescales the rows of o accumulated so far; leaves e^(s - max) in the
-// tile for the product with v.
+// tile for the product with v. A row whose keys are all masked so far has max -inf and
+// weighs nothing (sum 0): its e^(s - max) are taken as 0, not NaN.
 PLANRT_SIMD_CLONES
-void fold_tile(float* scores, int64_t rows, int64_t cols, int64_t q0, int64_t k0, bool causal,
+void fold_tile(float* scores, int64_t rows, int64_t cols, int64_t q0, int64_t k0, bool causal, const HeadMask& mask,
                bool first, float* row_max, float* row_sum, float* o, int64_t dv, int64_t ldo) {
   for (int64_t r = 0; r < rows; ++r) {
     float* s = scores + r * cols;
@@ -43,20 +66,26 @@ void fold_tile(float* scores, int64_t rows, int64_t cols, int64_t q0, int64_t k0
       // Key j is masked for query i when j > i (top-left aligned, as the other kernels).
       for (int64_t j = std::max<int64_t>(0, q0 + r + 1 - k0); j < cols; ++j) s[j] = kMasked;
     }
+    if (mask.data != nullptr) mask.apply(s, q0 + r, k0, cols);
     float m = first ? kMasked : row_max[r];
 #pragma omp simd reduction(max : m)
     for (int64_t j = 0; j < cols; ++j) m = s[j] > m ? s[j] : m;
     float sum = 0.0f;
+    if (m == kMasked) {
+      std::fill(s, s + cols, 0.0f);
+    } else {
 #pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < cols; ++j) {
-      const float e = vmath::exp_nonpositive(s[j] - m);
-      s[j] = e;
-      sum += e;
+      for (int64_t j = 0; j < cols; ++j) {
+        const float e = vmath::exp_nonpositive(s[j] - m);
+        s[j] = e;
+        sum += e;
+      }
     }
     if (first) {
       row_sum[r] = sum;
     } else {
-      const float factor = vmath::exp_nonpositive(row_max[r] - m);
+      // A row with no key yet (max -inf) has accumulated nothing to rescale.
+      const float factor = row_max[r] == kMasked ? 0.0f : vmath::exp_nonpositive(row_max[r] - m);
       row_sum[r] = row_sum[r] * factor + sum;
       float* orow = o + r * ldo;
       if (factor != 1.0f) {
@@ -71,7 +100,7 @@ void fold_tile(float* scores, int64_t rows, int64_t cols, int64_t q0, int64_t k0
 PLANRT_SIMD_CLONES
 void normalize_rows(float* o, int64_t rows, int64_t dv, int64_t ldo, const float* row_sum) {
   for (int64_t r = 0; r < rows; ++r) {
-    const float inv = 1.0f / row_sum[r];
+    const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;  // no key: zeros
     float* orow = o + r * ldo;
 #pragma omp simd
     for (int64_t c = 0; c < dv; ++c) orow[c] *= inv;
@@ -90,7 +119,7 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
                                     std::span<const TensorView> outputs) {
   constexpr std::string_view op = "scaled_dot_product_attention";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs));
+  PLANRT_RETURN_IF_ERROR(require_f32_inputs(op, inputs.first(std::min<size_t>(inputs.size(), 3))));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
   // `fused` concerns the CUDA kernel only: this one is tiled either way. (Named copies, not a
   // structured binding: the loop's lambda captures them, which clang before 16 refuses.)
@@ -110,6 +139,7 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
   const float* q = inputs[0].data_as<const float>();
   const float* k = attention_source(inputs, 1).data_as<const float>();
   const float* v = attention_source(inputs, 2).data_as<const float>();
+  const void* mask_data = attention_mask_data(inputs);
   const int64_t key_block = std::min(sk, kKeyBlock);
   const int64_t query_blocks = (sq + kQueryBlock - 1) / kQueryBlock;
 
@@ -144,6 +174,7 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
       const float* kh = k + layout.head_offset(layout.k, h);
       const float* vh = v + layout.head_offset(layout.v, h);
       float* oh = out + layout.head_offset(layout.out, h) + q0 * ldo;
+      const HeadMask mask{mask_data, layout.mask.kind, &layout.mask, h};
       // Causal: keys past the block's last query are masked for every row of it.
       const int64_t keys = causal ? std::min(sk, q0 + rows) : sk;
       for (int64_t k0 = 0; k0 < keys; k0 += key_block) {
@@ -152,7 +183,7 @@ Status scaled_dot_product_attention(const OpAttrs& attrs, std::span<const Tensor
         Status s = gemm_nt(rows, cols, d, static_cast<float>(scale), qh, ldq, kh + k0 * ldk, ldk,
                            0.0f, tile.scores.get(), cols);
         if (s.ok()) {
-          fold_tile(tile.scores.get(), rows, cols, q0, k0, causal, first, tile.row_max,
+          fold_tile(tile.scores.get(), rows, cols, q0, k0, causal, mask, first, tile.row_max,
                     tile.row_sum, oh, dv, ldo);
           s = gemm_nn(rows, dv, cols, 1.0f, tile.scores.get(), cols, vh + k0 * ldv, ldv,
                       first ? 0.0f : 1.0f, oh, ldo);

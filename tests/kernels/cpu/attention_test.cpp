@@ -14,6 +14,7 @@ using testing::IsError;
 using testing::kTolerance;
 using testing::relative_error;
 using testing::run_op;
+using testing::swap_middle;
 
 // softmax(scale * q k^T + mask) v per (batch, head), in double; causal keeps key j for
 // query i when j <= i (top-left aligned).
@@ -133,17 +134,6 @@ TEST(Attention, ExplicitScaleAndValueWidthDifferentFromKeyWidth) {
   expect_sdpa_matches({1, 2, 6, 5, 12, 7}, attrs, false, 0.3);
 }
 
-// [b, x, y, d] -> [b, y, x, d]: the head split (bshd -> bhsd) and the merge back.
-HostTensor swap_middle(const HostTensor& t) {
-  const Shape& s = t.shape();
-  HostTensor out(DType::F32, {s[0], s[2], s[1], s[3]});
-  for (int64_t b = 0; b < s[0]; ++b)
-    for (int64_t x = 0; x < s[1]; ++x)
-      for (int64_t y = 0; y < s[2]; ++y)
-        for (int64_t d = 0; d < s[3]; ++d)
-          out.f()[((b * s[2] + y) * s[1] + x) * s[3] + d] = t.f()[((b * s[1] + x) * s[2] + y) * s[3] + d];
-  return out;
-}
 
 // layout "bshd" reads [B, S, H, D] where it lies: the same result as the default layout on
 // the permuted operands (the unoptimised path the builder's rewrite replaces), with more
@@ -334,7 +324,8 @@ TEST(Attention, HeadsAttributeChecksItsOperands) {
   attrs.set("heads", int64_t{3});
   EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {good.view(), good.view()}, {y.view()}),
                       ErrorCode::InvalidArgument, {"2 input(s)"}));
-  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {good.view(), TensorView::none(), TensorView::none()},
+  // k absent but v given: neither three operands nor the packed form (k and v both absent).
+  EXPECT_TRUE(IsError(run_op("scaled_dot_product_attention", attrs, {good.view(), TensorView::none(), good.view()},
                              {y.view()}),
                       ErrorCode::InvalidArgument, {"(one absent)"}));
   HostTensor rank1 = HostTensor::random({36}, 4);

@@ -57,6 +57,17 @@ Status run_op(std::string_view op, const OpAttrs& attrs, std::vector<TensorView>
   return (*fn)(attrs, inputs, outputs);
 }
 
+HostTensor swap_middle(const HostTensor& t) {
+  const Shape& s = t.shape();
+  HostTensor out(DType::F32, {s[0], s[2], s[1], s[3]});
+  for (int64_t b = 0; b < s[0]; ++b)
+    for (int64_t x = 0; x < s[1]; ++x)
+      for (int64_t y = 0; y < s[2]; ++y)
+        for (int64_t d = 0; d < s[3]; ++d)
+          out.f()[((b * s[2] + y) * s[1] + x) * s[3] + d] = t.f()[((b * s[1] + x) * s[2] + y) * s[3] + d];
+  return out;
+}
+
 double relative_error(const HostTensor& out, const std::vector<double>& ref) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   if (out.dtype() != DType::F32 || static_cast<size_t>(out.numel()) != ref.size()) return kInf;

@@ -51,6 +51,10 @@ class HostTensor {
 Status run_op(std::string_view op, const OpAttrs& attrs, std::vector<TensorView> inputs,
               std::vector<TensorView> outputs);
 
+// A 4-d f32 tensor [b, x, y, d] as [b, y, x, d]: attention's head split (bshd -> bhsd) and
+// the merge back.
+HostTensor swap_middle(const HostTensor& t);
+
 // ||out - ref|| / ||ref|| (the plain ||out - ref|| when ref is all zeros); +inf when any
 // value is NaN or the sizes differ, so NaN never passes a bound.
 double relative_error(const HostTensor& out, const std::vector<double>& ref);

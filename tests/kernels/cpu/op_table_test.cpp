@@ -26,7 +26,7 @@ TEST(OpTable, ListsEveryOpOfTheModelFormatWithItsArity) {
       {"softmax", 1, 1},    {"gelu", 1, 1},
       {"relu", 1, 1},       {"silu", 1, 1},
       {"reshape", 1, 1},    {"permute", 1, 1},
-      {"transpose", 1, 1},  {"scaled_dot_product_attention", 1, 3},
+      {"transpose", 1, 1},  {"scaled_dot_product_attention", 1, 4},
       {"embedding", 2, 2},  {"concat", 1, -1},
       {"slice", 1, 1},      {"sqrt", 1, 1},
       {"neg", 1, 1},        {"exp", 1, 1},
