@@ -712,6 +712,36 @@ TEST_F(OnnxImport, AttentionMasksAsExportersWriteThemRunInsideTheAttention) {
   }
 }
 
+// The losses (ops_loss.cpp) name what they take; their results are ONNX's node tests'.
+TEST_F(OnnxImport, LossesThatCannotBeComputedSayWhatTheyTake) {
+  auto set_reduction = [](::onnx::NodeProto* n, const std::string& r) {
+    auto* a = n->add_attribute();
+    a->set_name("reduction");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(r);
+  };
+  struct Case {
+    std::vector<std::variant<int64_t, std::string>> target_dims;
+    int32_t target_elem;
+    std::string reduction;
+    std::string_view says, and_says;
+  };
+  const std::vector<Case> cases{
+      {{int64_t{3}}, ::onnx::TensorProto::INT64, "average", "reduction is 'average'", "\"mean\""},
+      {{int64_t{3}}, ::onnx::TensorProto::FLOAT, "mean", "target is float", "int64 or int32"},
+      {{int64_t{3}, int64_t{2}}, ::onnx::TensorProto::INT64, "mean", "target [N, d...]", "ranks 2 and 2"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.says);
+    model_.mutable_graph()->Clear();
+    input("x", {int64_t{3}, int64_t{4}});
+    input("t", c.target_dims, c.target_elem);
+    set_reduction(node("NegativeLogLikelihoodLoss", {"x", "t"}, {"loss"}), c.reduction);
+    output("loss");
+    EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::InvalidArgument, {c.says, c.and_says}));
+  }
+}
+
 TEST_F(OnnxImport, APartitionNeedingAGpuOnTheHostIsRefused) {
   input("x", {int64_t{2}});
   node("Relu", {"x"}, {"y"});

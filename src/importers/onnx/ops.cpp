@@ -986,7 +986,7 @@ SymInt shape_product(const std::vector<SymInt>& shape, size_t begin, size_t end)
 }
 
 const OpSpec* find_op_spec(std::string_view op) {
-  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops, typed_ops, reduce_ops}) {
+  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops, typed_ops, reduce_ops, loss_ops}) {
     for (const OpSpec& s : table) {
       if (s.op == op) return &s;
     }
@@ -1000,6 +1000,7 @@ std::vector<std::string_view> supported_ops() {
   for (const OpSpec& s : vision_ops) out.push_back(s.op);
   for (const OpSpec& s : typed_ops) out.push_back(s.op);
   for (const OpSpec& s : reduce_ops) out.push_back(s.op);
+  for (const OpSpec& s : loss_ops) out.push_back(s.op);
   std::sort(out.begin(), out.end());
   return out;
 }

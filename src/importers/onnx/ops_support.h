@@ -26,6 +26,8 @@ extern const std::span<const OpSpec> vision_ops;
 
 // Reductions, ArgMax/ArgMin, Hardmax and CumSum (ops_reduce.cpp).
 extern const std::span<const OpSpec> reduce_ops;
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (ops_loss.cpp).
+extern const std::span<const OpSpec> loss_ops;
 // Math functions, comparisons, logic and variadic Max/Min/Sum/Mean at run time (ops_typed.cpp).
 extern const std::span<const OpSpec> typed_ops;
 // The run-time forms that handlers of ops.cpp fall back to (ops_typed.cpp): Where on a
