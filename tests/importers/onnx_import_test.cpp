@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <string>
 #include <variant>
@@ -739,6 +740,48 @@ TEST_F(OnnxImport, LossesThatCannotBeComputedSayWhatTheyTake) {
     set_reduction(node("NegativeLogLikelihoodLoss", {"x", "t"}, {"loss"}), c.reduction);
     output("loss");
     EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::InvalidArgument, {c.says, c.and_says}));
+  }
+}
+
+// The ops built from layout ops (ops_layout.cpp) name what they cannot take; their results
+// are ONNX's node tests'.
+TEST_F(OnnxImport, LayoutOpsThatCannotBeBuiltSayWhy) {
+  auto attr_int = [](::onnx::NodeProto* n, const char* name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(v);
+  };
+  auto ints = [&](const std::string& name, std::vector<int64_t> values) {
+    ::onnx::TensorProto* t = graph().add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 8));
+  };
+  struct Case {
+    std::string why;
+    std::function<void()> make;
+    std::string_view says;
+  };
+  const std::vector<Case> cases{
+      {"blocksize 0", [&] { attr_int(node("DepthToSpace", {"x"}, {"y"}), "blocksize", 0); }, "blocksize is 0"},
+      {"channels", [&] { attr_int(node("DepthToSpace", {"x"}, {"y"}), "blocksize", 3); }, "blocksize^2 = 9"},
+      {"space", [&] { attr_int(node("SpaceToDepth", {"x"}, {"y"}), "blocksize", 4); }, "multiples of blocksize 4"},
+      {"repeats", [&] { ints("r", {2, 2}); node("Tile", {"x", "r"}, {"y"}); }, "repeats has 2 entries"},
+      {"eye", [&] { node("EyeLike", {"x"}, {"y"}); }, "takes a 2-D tensor"},
+      {"depth", [&] { ints("d", {0}); ints("v", {0, 1}); node("OneHot", {"i", "d", "v"}, {"y"}); }, "depth must be one positive"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    model_.mutable_graph()->Clear();
+    input("x", {int64_t{1}, int64_t{8}, int64_t{6}, int64_t{6}});
+    input("i", {int64_t{3}}, ::onnx::TensorProto::INT64);
+    c.make();
+    output("y");
+    Status s = read_model_onnx(save()).status();
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find(c.says), std::string::npos) << s.to_string();
   }
 }
 

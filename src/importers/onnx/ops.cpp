@@ -12,6 +12,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "importers/onnx/importer.h"
+#include "importers/onnx/fold_support.h"
 #include "importers/onnx/ops_support.h"
 
 namespace planrt::importers::onnx {
@@ -864,7 +865,15 @@ Status handle_dropout(OpContext& c) {
     if (!training.known) return not_supported(c, "with training_mode computed at run time");
     if (training.known->to_i64().at(0) != 0) return not_supported(c, "in training mode");
   }
-  return handle_identity(c);
+  PLANRT_RETURN_IF_ERROR(handle_identity(c));
+  if (c.node.output_size() > 1 && !c.node.output(1).empty()) {
+    // The mask: every element kept, in inference.
+    const Value& x = c.input(0);
+    Value keep = fold::make_known(Tensor::from_i64(Elem::Bool, {}, {1}));
+    PLANRT_ASSIGN_OR_RETURN(Value mask, expand_to(c, keep, x.shape, c.node.output(1)));
+    c.out.push_back(std::move(mask));
+  }
+  return {};
 }
 
 Status handle_cast(OpContext& c) {
@@ -878,35 +887,8 @@ Status handle_cast(OpContext& c) {
 // Expand of a run-time value, or of a constant to a shape with dims (a class token to the
 // batch): ONNX's bidirectional broadcast, emitted as planrt's expand.
 Status handle_expand(OpContext& c) {
-  const Value& x = c.input(0);
   PLANRT_ASSIGN_OR_RETURN(std::vector<SymInt> target, c.sym_ints(1, "shape"));
-  const size_t rank = std::max(target.size(), x.shape.size());
-  std::vector<SymInt> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const SymInt one = sym_const(1);
-    const SymInt& a = i + x.shape.size() >= rank ? x.shape[i + x.shape.size() - rank] : one;
-    const SymInt& b = i + target.size() >= rank ? target[i + target.size() - rank] : one;
-    if (a == one || a == b) {
-      out[i] = b;
-    } else if (b == one) {
-      out[i] = a;
-    } else {
-      return c.error(fmt::format("{} does not broadcast to {}", c.im.shape_str(x.shape), c.im.shape_str(target)));
-    }
-  }
-  PLANRT_ASSIGN_OR_RETURN(ir::SymShape ir_out, c.im.to_ir_shape(out));
-  ir::ShapeSpec spec;
-  for (const ir::Dim& d : ir_out) {
-    if (d.is_static()) {
-      spec.push_back({d.value, ""});
-    } else if (d.value == 1) {
-      spec.push_back({0, c.im.dims()[d.dim].name});
-    } else {
-      return not_supported(c, fmt::format("to {} (a dim that is a multiple of a named dim)", c.im.shape_str(out)));
-    }
-  }
-  PLANRT_ASSIGN_OR_RETURN(std::string in, c.im.ir_of(x));
-  PLANRT_ASSIGN_OR_RETURN(Value y, c.im.emit("expand", {in}, {{"shape", spec}}, out_name(c)));
+  PLANRT_ASSIGN_OR_RETURN(Value y, expand_to(c, c.input(0), target, out_name(c)));
   c.out.push_back(std::move(y));
   return {};
 }
@@ -981,12 +963,42 @@ Result<Value> reshape_to_shape(OpContext& c, const Value& x, const std::vector<S
                                const std::string& name) {
   return reshape_to(c, x, target, name);
 }
+Result<Value> expand_to(OpContext& c, const Value& x, const std::vector<SymInt>& target, const std::string& name) {
+  const size_t rank = std::max(target.size(), x.shape.size());
+  std::vector<SymInt> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const SymInt one = sym_const(1);
+    const SymInt& a = i + x.shape.size() >= rank ? x.shape[i + x.shape.size() - rank] : one;
+    const SymInt& b = i + target.size() >= rank ? target[i + target.size() - rank] : one;
+    if (a == one || a == b) {
+      out[i] = b;
+    } else if (b == one) {
+      out[i] = a;
+    } else {
+      return c.error(fmt::format("{} does not broadcast to {}", c.im.shape_str(x.shape), c.im.shape_str(target)));
+    }
+  }
+  PLANRT_ASSIGN_OR_RETURN(ir::SymShape ir_out, c.im.to_ir_shape(out));
+  ir::ShapeSpec spec;
+  for (const ir::Dim& d : ir_out) {
+    if (d.is_static()) {
+      spec.push_back({d.value, ""});
+    } else if (d.value == 1) {
+      spec.push_back({0, c.im.dims()[d.dim].name});
+    } else {
+      return not_supported(c, fmt::format("to {} (a dim that is a multiple of a named dim)", c.im.shape_str(out)));
+    }
+  }
+  PLANRT_ASSIGN_OR_RETURN(std::string in, c.im.ir_of(x));
+  return c.im.emit("expand", {in}, {{"shape", spec}}, name);
+}
+
 SymInt shape_product(const std::vector<SymInt>& shape, size_t begin, size_t end) {
   return product(shape, begin, end);
 }
 
 const OpSpec* find_op_spec(std::string_view op) {
-  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops, typed_ops, reduce_ops, loss_ops}) {
+  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops, typed_ops, reduce_ops, loss_ops, layout_ops}) {
     for (const OpSpec& s : table) {
       if (s.op == op) return &s;
     }
@@ -1001,6 +1013,7 @@ std::vector<std::string_view> supported_ops() {
   for (const OpSpec& s : typed_ops) out.push_back(s.op);
   for (const OpSpec& s : reduce_ops) out.push_back(s.op);
   for (const OpSpec& s : loss_ops) out.push_back(s.op);
+  for (const OpSpec& s : layout_ops) out.push_back(s.op);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -18,6 +18,8 @@ void keep_folded_like(Value& out, const Value& like);
 // x (run time) as the logical shape `target`: an IR reshape (or a fold, importer.h).
 Result<Value> reshape_to_shape(OpContext& c, const Value& x, const std::vector<SymInt>& target,
                                const std::string& name);
+// x broadcast to `target` (ONNX's bidirectional Expand), as planrt's expand.
+Result<Value> expand_to(OpContext& c, const Value& x, const std::vector<SymInt>& target, const std::string& name);
 // The product of shape[begin:end] (1 when empty).
 SymInt shape_product(const std::vector<SymInt>& shape, size_t begin, size_t end);
 
@@ -26,6 +28,9 @@ extern const std::span<const OpSpec> vision_ops;
 
 // Reductions, ArgMax/ArgMin, Hardmax and CumSum (ops_reduce.cpp).
 extern const std::span<const OpSpec> reduce_ops;
+// DepthToSpace, SpaceToDepth, Tile, OneHot, EyeLike, InstanceNormalization and
+// GlobalMaxPool from planrt's layout and other ops (ops_layout.cpp).
+extern const std::span<const OpSpec> layout_ops;
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (ops_loss.cpp).
 extern const std::span<const OpSpec> loss_ops;
 // Math functions, comparisons, logic and variadic Max/Min/Sum/Mean at run time (ops_typed.cpp).

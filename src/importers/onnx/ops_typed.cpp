@@ -329,8 +329,22 @@ Status handle_trilu(OpContext& c) {
   return {};
 }
 
-// PRelu(x, slope): slope broadcast to x.
-Status handle_prelu(OpContext& c) { return binary(c, "prelu"); }
+// PRelu(x, slope): slope broadcast to x. Before opset 7 a slope [C] is per channel (dim 1
+// of x), not broadcast from the right: it is reshaped to [C, 1, ...] first.
+Status handle_prelu(OpContext& c) {
+  const Value& x = c.input(0);
+  const Value& slope = c.input(1);
+  if (c.im.opset() < 7 && x.rank() > 2 && slope.rank() == 1 && slope.shape[0] == x.shape[1] &&
+      !(slope.shape[0] == x.shape.back())) {
+    std::vector<SymInt> per_channel(static_cast<size_t>(x.rank() - 1), sym_const(1));
+    per_channel[0] = slope.shape[0];
+    PLANRT_ASSIGN_OR_RETURN(Value column, reshape_to_shape(c, slope, per_channel, c.node.output(0) + ".slope"));
+    PLANRT_RETURN_IF_ERROR(check_dtype(c, 0));
+    if (column.elem != x.elem) return c.error("takes x and slope of one type");
+    return emit_typed(c, "prelu", {&x, &column}, {x.elem, x.elem}, {}, c.node.output(0));
+  }
+  return binary(c, "prelu");
+}
 
 // clang-format off
 const OpSpec kTypedOps[] = {
