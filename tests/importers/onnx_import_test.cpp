@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <variant>
@@ -783,6 +784,139 @@ TEST_F(OnnxImport, LayoutOpsThatCannotBeBuiltSayWhy) {
     EXPECT_FALSE(s.ok());
     EXPECT_NE(s.message().find(c.says), std::string::npos) << s.to_string();
   }
+}
+
+// Einsum (ops_einsum.cpp) against a direct sum over every assignment of the letters, for
+// the contractions models write: batched products, attention scores, transposes, sums,
+// "..." and three operands; a diagonal is refused by name.
+TEST_F(OnnxImport, EinsumComputesEveryContractionAsWritten) {
+  struct Case {
+    std::string equation;
+    std::vector<std::vector<int64_t>> shapes;
+  };
+  const std::vector<Case> cases{
+      {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}},
+      {"bhqd,bhkd->bhqk", {{2, 2, 3, 4}, {2, 2, 5, 4}}},
+      {"i,i", {{6}, {6}}},
+      {"ij->ji", {{3, 4}}},
+      {"ij->i", {{3, 4}}},
+      {"ij", {{3, 4}}},
+      {"ji", {{3, 4}}},
+      {"...ij,...jk->...ik", {{2, 3, 2, 4}, {2, 3, 4, 3}}},
+      {"abc,cd,de->abe", {{2, 3, 4}, {4, 5}, {5, 2}}},
+      {"ij,ij->ij", {{3, 4}, {3, 4}}},
+      {"ij,jk", {{3, 4}, {4, 2}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.equation);
+    model_.mutable_graph()->Clear();
+    std::vector<std::string> names;
+    for (size_t i = 0; i < c.shapes.size(); ++i) {
+      names.push_back(fmt::format("x{}", i));
+      std::vector<std::variant<int64_t, std::string>> dims(c.shapes[i].begin(), c.shapes[i].end());
+      input(names.back(), dims);
+    }
+    ::onnx::NodeProto* n = node("Einsum", names, {"y"});
+    auto* a = n->add_attribute();
+    a->set_name("equation");
+    a->set_type(::onnx::AttributeProto::STRING);
+    a->set_s(c.equation);
+    output("y");
+    Result<builder::Model> m = read_model_onnx(save());
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    Result<Module> module = built_module(*m);
+    ASSERT_TRUE(module.ok()) << module.status().to_string();
+    // Inputs, and the letters of each term ("..." as the letters A, B, ...).
+    std::vector<std::vector<float>> data;
+    std::vector<Tensor> held;
+    std::vector<TensorView> views;
+    for (size_t i = 0; i < c.shapes.size(); ++i) {
+      int64_t count = 1;
+      for (int64_t d : c.shapes[i]) count *= d;
+      data.emplace_back(static_cast<size_t>(count));
+      for (int64_t j = 0; j < count; ++j) data.back()[j] = std::sin(1.3 * j + static_cast<double>(i));
+    }
+    for (size_t i = 0; i < c.shapes.size(); ++i) {
+      Result<Tensor> t = Tensor::from_view(TensorView::contiguous(data[i].data(), DType::F32, *Shape::from(c.shapes[i])));
+      ASSERT_TRUE(t.ok());
+      held.push_back(std::move(*t));
+    }
+    for (const Tensor& t : held) views.push_back(t.view());
+    Result<std::vector<Tensor>> out = module->execute("forward", views);
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    const std::string eq = c.equation;
+    const size_t arrow = eq.find("->");
+    std::vector<std::string> terms;
+    std::string lhs = eq.substr(0, arrow);
+    for (size_t start = 0;;) {
+      const size_t comma = lhs.find(',', start);
+      terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    auto expand = [](std::string t, size_t rank) {
+      const size_t at = t.find("...");
+      if (at == std::string::npos) return t;
+      const size_t unnamed = rank - (t.size() - 3);
+      return t.substr(0, at) + std::string("ABCDEFGH").substr(8 - unnamed) + t.substr(at + 3);
+    };
+    std::map<char, int64_t> size;
+    size_t ellipsis = 0;
+    for (size_t i = 0; i < terms.size(); ++i) {
+      if (terms[i].find("...") != std::string::npos) ellipsis = std::max(ellipsis, c.shapes[i].size() - (terms[i].size() - 3));
+      terms[i] = expand(terms[i], c.shapes[i].size());
+      for (size_t d = 0; d < terms[i].size(); ++d) size[terms[i][d]] = c.shapes[i][d];
+    }
+    std::string result;
+    if (arrow != std::string::npos) {
+      result = eq.substr(arrow + 2);
+      const size_t at = result.find("...");
+      if (at != std::string::npos) result = result.substr(0, at) + std::string("ABCDEFGH").substr(8 - ellipsis) + result.substr(at + 3);
+    } else {
+      std::map<char, int> count;
+      for (const std::string& t : terms) {
+        for (char l : t) ++count[l];
+      }
+      for (const auto& [l, k] : count) {
+        if (k == 1) result += l;
+      }
+    }
+    std::string letters;
+    for (const auto& [l, n] : size) letters += l;
+    int64_t out_count = 1;
+    for (char l : result) out_count *= size[l];
+    std::vector<double> want(static_cast<size_t>(out_count), 0.0);
+    std::map<char, int64_t> at;
+    std::function<void(size_t)> walk = [&](size_t li) {
+      if (li == letters.size()) {
+        double p = 1;
+        for (size_t i = 0; i < terms.size(); ++i) {
+          int64_t flat = 0;
+          for (char l : terms[i]) flat = flat * size[l] + at[l];
+          p *= data[i][static_cast<size_t>(flat)];
+        }
+        int64_t flat = 0;
+        for (char l : result) flat = flat * size[l] + at[l];
+        want[static_cast<size_t>(flat)] += p;
+        return;
+      }
+      for (at[letters[li]] = 0; at[letters[li]] < size[letters[li]]; ++at[letters[li]]) walk(li + 1);
+    };
+    walk(0);
+    ASSERT_EQ((*out)[0].view().numel(), out_count);
+    const float* y = static_cast<const float*>((*out)[0].data());
+    for (int64_t i = 0; i < out_count; ++i) EXPECT_NEAR(y[i], want[static_cast<size_t>(i)], 1e-4) << i;
+  }
+  // A diagonal is refused by name.
+  model_.mutable_graph()->Clear();
+  input("x", {int64_t{3}, int64_t{3}});
+  ::onnx::NodeProto* n = node("Einsum", {"x"}, {"y"});
+  auto* a = n->add_attribute();
+  a->set_name("equation");
+  a->set_type(::onnx::AttributeProto::STRING);
+  a->set_s("ii->i");
+  output("y");
+  EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::NotSupported, {"'ii'", "diagonal"}));
 }
 
 TEST_F(OnnxImport, APartitionNeedingAGpuOnTheHostIsRefused) {

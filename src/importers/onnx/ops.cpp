@@ -998,7 +998,7 @@ SymInt shape_product(const std::vector<SymInt>& shape, size_t begin, size_t end)
 }
 
 const OpSpec* find_op_spec(std::string_view op) {
-  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops, typed_ops, reduce_ops, loss_ops, layout_ops}) {
+  for (std::span<const OpSpec> table : {std::span<const OpSpec>(kOps), vision_ops, typed_ops, reduce_ops, loss_ops, layout_ops, einsum_ops}) {
     for (const OpSpec& s : table) {
       if (s.op == op) return &s;
     }
@@ -1014,6 +1014,7 @@ std::vector<std::string_view> supported_ops() {
   for (const OpSpec& s : reduce_ops) out.push_back(s.op);
   for (const OpSpec& s : loss_ops) out.push_back(s.op);
   for (const OpSpec& s : layout_ops) out.push_back(s.op);
+  for (const OpSpec& s : einsum_ops) out.push_back(s.op);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -31,6 +31,8 @@ extern const std::span<const OpSpec> reduce_ops;
 // DepthToSpace, SpaceToDepth, Tile, OneHot, EyeLike, InstanceNormalization and
 // GlobalMaxPool from planrt's layout and other ops (ops_layout.cpp).
 extern const std::span<const OpSpec> layout_ops;
+// Einsum as permutes, reshapes, reductions and matmuls (ops_einsum.cpp).
+extern const std::span<const OpSpec> einsum_ops;
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (ops_loss.cpp).
 extern const std::span<const OpSpec> loss_ops;
 // Math functions, comparisons, logic and variadic Max/Min/Sum/Mean at run time (ops_typed.cpp).
