@@ -10,6 +10,10 @@
 // with the optional causal mask (one kernel, in place), then scores @ v (strided-batched
 // GEMM). Those scores live in temporary memory, at most kScoreBudget bytes at a time: heads
 // are processed in groups that fit (one head at least).
+// The optional mask (input 3, kernels/attention_layout.h) is applied by planrt's kernels
+// only: the fused ones read it where they have a score; the unfused path masks each group's
+// score rows in its softmax (launch::attention_softmax_rows); cuDNN is not asked. A query
+// row whose keys are all masked gives zeros on every path.
 #include <algorithm>
 #include <limits>
 
@@ -44,6 +48,7 @@ Result<bool> ran_on_cudnn(const CudaKernelContext& ctx, const AttentionPlan& pla
   constexpr std::string_view op = "scaled_dot_product_attention";
   const AttentionLayout& layout = plan.layout;
   if (!ctx.cudnn_attention || ctx.cudnn == nullptr || ctx.cudnn->get() == nullptr || plan.causal) return false;
+  if (layout.mask.kind != AttentionMaskKind::None) return false;  // planrt's kernel applies masks
   const auto* bq = static_cast<const __nv_bfloat16*>(q) + layout.q.start;
   const auto* bk = static_cast<const __nv_bfloat16*>(k) + layout.k.start;
   const auto* bv = static_cast<const __nv_bfloat16*>(v) + layout.v.start;
@@ -98,7 +103,8 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
                                     std::span<const TensorView> outputs) {
   constexpr std::string_view op = "scaled_dot_product_attention";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  // q, k and v share one dtype; the mask is bool or that dtype (plan_attention checks it).
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs.first(std::min<size_t>(inputs.size(), 3))));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
   const auto [heads, sq, sk, d, dv, causal, scale, fused_attr, layout] = plan;
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, sk, d));
@@ -118,6 +124,7 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
     return cuda_status(op, "cudaMemsetAsync",
                        cudaMemsetAsync(outputs[0].data, 0, outputs[0].nbytes(), ctx.stream));
   }
+  const void* mask = attention_mask_data(inputs);  // null: none
   if (dtype == DType::BF16) {
     using bf16 = __nv_bfloat16;
     PLANRT_ASSIGN_OR_RETURN(bool on_cudnn,
@@ -127,7 +134,7 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
     return cuda_status(op, "kernel launch",
                        launch::fused_attention(inputs[0].data_as<const bf16>(),
                                                attention_source(inputs, 1).data_as<const bf16>(),
-                                               attention_source(inputs, 2).data_as<const bf16>(),
+                                               attention_source(inputs, 2).data_as<const bf16>(), mask,
                                                outputs[0].data_as<bf16>(), heads, sq, sk,
                                                static_cast<float>(scale), causal, layout,
                                                ctx.stream));
@@ -138,7 +145,7 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   const float* pv = attention_source(inputs, 2).data_as<const float>();
   if (fused) {  // no temporary memory
     return cuda_status(op, "kernel launch",
-                       launch::fused_attention(pq, pk, pv, out, heads, sq, sk,
+                       launch::fused_attention(pq, pk, pv, mask, out, heads, sq, sk,
                                                static_cast<float>(scale), causal, layout,
                                                ctx.stream));
   }
@@ -157,7 +164,9 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
         layout.k.head, 0.0f, s, sq * sk, count, {layout.q.row, layout.k.row, 0}));
     PLANRT_RETURN_IF_ERROR(cuda_status(
         op, "kernel launch",
-        launch::softmax_rows(s, s, count * sq, sk, causal ? sq : 0, ctx.stream)));
+        mask == nullptr ? launch::softmax_rows(s, s, count * sq, sk, causal ? sq : 0, ctx.stream)
+                        : launch::attention_softmax_rows(s, count, sq, sk, causal, mask, layout.mask, h,
+                                                         ctx.stream)));
     PLANRT_RETURN_IF_ERROR(gemm_strided(
         op, ctx, BLayout::KN, sq, dv, sk, 1.0f, s, sq * sk, pv + layout.head_offset(layout.v, h),
         layout.v.head, 0.0f, out + layout.head_offset(layout.out, h), layout.out.head, count,

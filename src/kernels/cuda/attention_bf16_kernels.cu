@@ -19,6 +19,10 @@
 // spent more of its time on the instructions around the products than on them.
 // The output stays in f32 registers until the end; exponentials are base 2 with log2(e)
 // folded into the scale.
+// The optional mask (kernels/attention_layout.h) is a template parameter, as in the f32
+// kernel (attention_kernels.cu, which says why an additive mask keeps the scores in natural
+// units): with one, every warp tests its keys of every tile (bool: -inf where the mask is 0;
+// additive: the bf16 value added, in f32); without one, nothing changes.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 with .bf16): lane l, g = l / 4, t = l % 4.
 //   A (16 x 16, row): reg0 (row g, cols 2t, 2t+1), reg1 (g + 8, 2t..), reg2 (g, 2t + 8..),
@@ -30,6 +34,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/attention_dispatch.cuh"
 #include "kernels/cuda/launch.h"
@@ -135,15 +140,28 @@ __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+constexpr float kLog2e = 1.4426950408889634f;
+
+// A difference of two scores in base-2 units: the additive mask's scores are natural units.
+template <AttentionMaskKind Mask>
+__device__ __forceinline__ float in_log2_units(float x) {
+  if constexpr (Mask == AttentionMaskKind::Additive) {
+    return x * kLog2e;
+  } else {
+    return x;
+  }
+}
+
 // RowWarps warps own 16 query rows each (64 or 128 rows per block: 128 halves the key and
 // value traffic, which every block reads whole, where there are enough blocks to fill the
 // device); KeySplit warps share each row group, each taking 64 / KeySplit keys of every tile
 // (for short sequences, where there are too few blocks), merged at the end.
-template <bool Causal, bool Vec, int RowWarps, int KeySplit>
+// score_scale: scale * log2(e), or scale with an additive mask (natural units).
+template <bool Causal, bool Vec, AttentionMaskKind Mask, int RowWarps, int KeySplit>
 __global__ void __launch_bounds__(32 * RowWarps * KeySplit)
-    fused_attention_bf16_d64_kernel(const bf16* q, const bf16* k, const bf16* v, bf16* out,
-                                    int64_t heads, int64_t sq, int64_t sk, float scale_log2,
-                                    AttentionLayout layout) {
+    fused_attention_bf16_d64_kernel(const bf16* q, const bf16* k, const bf16* v, const void* mask,
+                                    bf16* out, int64_t heads, int64_t sq, int64_t sk,
+                                    float score_scale, AttentionLayout layout) {
   constexpr int kRows = 16 * RowWarps;
   constexpr int kRowThreads = 32 * RowWarps;
   constexpr int kBlockThreads = kRowThreads * KeySplit;
@@ -174,6 +192,14 @@ __global__ void __launch_bounds__(32 * RowWarps * KeySplit)
     const bf16* kh = k + layout.head_offset(layout.k, head);
     const bf16* vh = v + layout.head_offset(layout.v, head);
     bf16* oh = out + layout.head_offset(layout.out, head);
+    // The mask's rows of this head: keys contiguous, query rows layout.mask.row apart.
+    const uint8_t* keep_h = nullptr;
+    const bf16* add_h = nullptr;
+    if constexpr (Mask == AttentionMaskKind::Bool) {
+      keep_h = static_cast<const uint8_t*>(mask) + layout.mask.row_offset(head, 0);
+    } else if constexpr (Mask == AttentionMaskKind::Additive) {
+      add_h = static_cast<const bf16*>(mask) + layout.mask.row_offset(head, 0);
+    }
 
 #pragma unroll
     for (int rows = 0; rows < kRows; rows += kKeys) {
@@ -235,25 +261,36 @@ __global__ void __launch_bounds__(32 * RowWarps * KeySplit)
         }
       }
 
-      // A key is masked past the end or (causal) past its query row; only a warp whose keys
-      // of this tile reach past the end or past its first row tests them (uniform per warp).
+      // A key is masked past the end, (causal) past its query row, or by the mask; only a
+      // warp whose keys of this tile reach past the end or past its first row, or any warp
+      // under a mask, tests them (uniform per warp).
       const int64_t first_key = int64_t{tile} * kKeys + part * kWarpKeys;
       const int64_t last_key = first_key + kWarpKeys - 1;
-      const bool masked_keys = last_key >= sk || (Causal && last_key > q0 + warp * 16);
+      const bool masked_keys = Mask != AttentionMaskKind::None || last_key >= sk ||
+                               (Causal && last_key > q0 + warp * 16);
       const int64_t key0 = first_key + 2 * t;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {  // row g (c0, c1), row g + 8 (c2, c3)
         const int64_t row = row_lo + 8 * half;
+        // Rows past the end (computed, never written) read no mask.
+        const bool row_in = Mask != AttentionMaskKind::None && row < sq;
+        const int64_t mask_row = row * layout.mask.row;
         float tile_max = -INFINITY;
 #pragma unroll
         for (int j = 0; j < kKeyBlocks; ++j) {
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& x = s[j][2 * half + e];
-            x *= scale_log2;
+            x *= score_scale;
             if (masked_keys) {
               const int64_t key = key0 + 8 * j + e;
-              if (key >= sk || (Causal && key > row)) x = -INFINITY;
+              bool masked = key >= sk || (Causal && key > row);
+              if constexpr (Mask == AttentionMaskKind::Bool) {
+                if (!masked && row_in) masked = keep_h[mask_row + key] == 0;
+              } else if constexpr (Mask == AttentionMaskKind::Additive) {
+                if (!masked && row_in) x += __bfloat162float(add_h[mask_row + key]);
+              }
+              if (masked) x = -INFINITY;
             }
             tile_max = fmaxf(tile_max, x);
           }
@@ -264,7 +301,8 @@ __global__ void __launch_bounds__(32 * RowWarps * KeySplit)
         const float m_new = fmaxf(m[half], tile_max);
         // A row with every key so far masked keeps weight 0 instead of exp2(-inf + inf).
         const bool empty = m_new == -INFINITY;
-        const float alpha = empty ? 1.0f : fast_exp2(m[half] - m_new);
+        // (m -inf and m_new finite: exp2(-inf) = 0, nothing accumulated to keep.)
+        const float alpha = empty ? 1.0f : fast_exp2(in_log2_units<Mask>(m[half] - m_new));
         const float shift = empty ? 0.0f : m_new;  // exp2(-inf - 0) = 0 for an empty row
         float sum = 0.0f;
 #pragma unroll
@@ -272,7 +310,7 @@ __global__ void __launch_bounds__(32 * RowWarps * KeySplit)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& x = s[j][2 * half + e];
-            x = fast_exp2(x - shift);
+            x = fast_exp2(in_log2_units<Mask>(x - shift));
             sum += x;
           }
         }
@@ -341,8 +379,8 @@ __global__ void __launch_bounds__(32 * RowWarps * KeySplit)
             const float l_other = theirs[(34 + half) * kRowThreads];
             const float m_new = fmaxf(m[half], m_other);
             // A side that saw only masked keys (max -inf) adds nothing.
-            const float mine_w = m[half] == -INFINITY ? 0.0f : fast_exp2(m[half] - m_new);
-            const float other_w = m_other == -INFINITY ? 0.0f : fast_exp2(m_other - m_new);
+            const float mine_w = m[half] == -INFINITY ? 0.0f : fast_exp2(in_log2_units<Mask>(m[half] - m_new));
+            const float other_w = m_other == -INFINITY ? 0.0f : fast_exp2(in_log2_units<Mask>(m_other - m_new));
 #pragma unroll
             for (int j = 0; j < 8; ++j) {
 #pragma unroll
@@ -379,23 +417,25 @@ __global__ void __launch_bounds__(32 * RowWarps * KeySplit)
   }
 }
 
-template <bool Causal, bool Vec, int RowWarps, int KeySplit>
-cudaError_t launch_fused(const bf16* q, const bf16* k, const bf16* v, bf16* out, int64_t heads,
-                         int64_t sq, int64_t sk, float scale_log2, const AttentionLayout& layout,
-                         cudaStream_t stream) {
+template <bool Causal, bool Vec, AttentionMaskKind Mask, int RowWarps, int KeySplit>
+cudaError_t launch_fused(const bf16* q, const bf16* k, const bf16* v, const void* mask, bf16* out,
+                         int64_t heads, int64_t sq, int64_t sk, float scale,
+                         const AttentionLayout& layout, cudaStream_t stream) {
   constexpr int kRows = 16 * RowWarps;
   const dim3 grid(static_cast<unsigned>((sq + kRows - 1) / kRows),
                   static_cast<unsigned>(heads < kMaxGridY ? heads : kMaxGridY));
-  fused_attention_bf16_d64_kernel<Causal, Vec, RowWarps, KeySplit>
-      <<<grid, 32 * RowWarps * KeySplit, 0, stream>>>(q, k, v, out, heads, sq, sk, scale_log2, layout);
+  const float score_scale = Mask == AttentionMaskKind::Additive ? scale : attention_scale_log2(scale);
+  fused_attention_bf16_d64_kernel<Causal, Vec, Mask, RowWarps, KeySplit>
+      <<<grid, 32 * RowWarps * KeySplit, 0, stream>>>(q, k, v, mask, out, heads, sq, sk, score_scale,
+                                                      layout);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t fused_attention(const bf16* q, const bf16* k, const bf16* v, bf16* out,
-                            int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
-                            const AttentionLayout& layout, cudaStream_t stream) {
+cudaError_t fused_attention(const bf16* q, const bf16* k, const bf16* v, const void* mask,
+                            bf16* out, int64_t heads, int64_t sq, int64_t sk, float scale,
+                            bool causal, const AttentionLayout& layout, cudaStream_t stream) {
   if (heads == 0 || sq == 0) return cudaSuccess;
   // 16-byte copies need 16-byte aligned input rows (8 elements; a 64-element row is 128
   // bytes); the output is written 2 bytes at a time either way.
@@ -412,14 +452,16 @@ cudaError_t fused_attention(const bf16* q, const bf16* k, const bf16* v, bf16* o
   }
   if (queried != cudaSuccess) return queried;
   const bool wide_rows = (sq + 127) / 128 * heads * 4 >= int64_t{3} * sms;
-  return with_attention_flags(causal, vec, [&](auto causal_c, auto vec_c) {
-    constexpr bool kCausal = decltype(causal_c)::value;
-    constexpr bool kVec = decltype(vec_c)::value;
-    const float scale_log2 = attention_scale_log2(scale);
-    if (wide_rows) {
-      return launch_fused<kCausal, kVec, 8, 1>(q, k, v, out, heads, sq, sk, scale_log2, layout, stream);
-    }
-    return launch_fused<kCausal, kVec, 4, 2>(q, k, v, out, heads, sq, sk, scale_log2, layout, stream);
+  return with_attention_mask(mask, layout.mask.kind, [&](auto mask_c) {
+    return with_attention_flags(causal, vec, [&](auto causal_c, auto vec_c) {
+      constexpr bool kCausal = decltype(causal_c)::value;
+      constexpr bool kVec = decltype(vec_c)::value;
+      constexpr AttentionMaskKind kMask = decltype(mask_c)::value;
+      if (wide_rows) {
+        return launch_fused<kCausal, kVec, kMask, 8, 1>(q, k, v, mask, out, heads, sq, sk, scale, layout, stream);
+      }
+      return launch_fused<kCausal, kVec, kMask, 4, 2>(q, k, v, mask, out, heads, sq, sk, scale, layout, stream);
+    });
   });
 }
 

@@ -1,12 +1,14 @@
 // What the two fused attention kernels (attention_kernels.cu, f32; attention_bf16_kernels.cu,
-// bf16) share on the host side: the base-2 scale and the choice among the four
-// instantiations of a kernel (causal or not, 16-byte copies or not).
+// bf16) share on the host side: the base-2 scale and the choice among the instantiations of
+// a kernel (causal or not, 16-byte copies or not, and the kind of mask).
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include <cuda_runtime_api.h>
+
+#include "kernels/attention_layout.h"
 
 namespace planrt::kernels::cuda::launch {
 
@@ -25,6 +27,16 @@ cudaError_t with_attention_flags(bool causal, bool vec, Launch&& launch) {
   using No = std::false_type;
   if (causal) return vec ? launch(Yes{}, Yes{}) : launch(Yes{}, No{});
   return vec ? launch(No{}, Yes{}) : launch(No{}, No{});
+}
+
+// launch(std::integral_constant<AttentionMaskKind, Kind>) for the mask's kind: None where
+// there is no mask data, so that the kernels without a mask do no per-score work for it.
+template <typename Launch>
+cudaError_t with_attention_mask(const void* mask, AttentionMaskKind kind, Launch&& launch) {
+  using K = AttentionMaskKind;
+  if (mask == nullptr || kind == K::None) return launch(std::integral_constant<K, K::None>{});
+  if (kind == K::Bool) return launch(std::integral_constant<K, K::Bool>{});
+  return launch(std::integral_constant<K, K::Additive>{});
 }
 
 }  // namespace planrt::kernels::cuda::launch

@@ -13,10 +13,21 @@
 // end), writes the probabilities to shared memory transposed, and accumulates its 4 x 8
 // slice of the output (columns tx*4..+3 and 32+tx*4..+3) from them and the value tile.
 // Exponentials are base 2 with log2(e) folded into the scale.
+//
+// The optional mask (kernels/attention_layout.h) is a template parameter: without one the
+// kernel does no per-score work for it. A bool mask sets the scores of the keys it drops to
+// -inf, as the causal mask does; an additive one is added to the scaled score. With an
+// additive mask the scores stay in natural units (scale * q.k + mask, as the CPU kernel adds
+// them) and log2(e) multiplies the differences in the exponentials instead: folded into the
+// score, a large finite mask value (-3.4e38, transformers' "min of the dtype") would overflow
+// to -inf and a row of only such keys would weigh nothing instead of averaging them. A row
+// whose keys are all masked keeps max -inf and sum 0 and gives zeros.
+// The unfused path's softmax under a mask (attention_softmax_rows) is at the end.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/attention_dispatch.cuh"
 #include "kernels/cuda/launch.h"
@@ -72,10 +83,23 @@ __device__ __forceinline__ void load_tile(float* dst, int pitch, const float* sr
   }
 }
 
-template <bool Causal, bool Vec>
+constexpr float kLog2e = 1.4426950408889634f;
+
+// A difference of two scores in base-2 units: the additive mask's scores are natural units.
+template <AttentionMaskKind Mask>
+__device__ __forceinline__ float in_log2_units(float x) {
+  if constexpr (Mask == AttentionMaskKind::Additive) {
+    return x * kLog2e;
+  } else {
+    return x;
+  }
+}
+
+// score_scale: scale * log2(e), or scale with an additive mask (natural units).
+template <bool Causal, bool Vec, AttentionMaskKind Mask>
 __global__ void __launch_bounds__(kThreads, 2)
-    fused_attention_d64_kernel(const float* q, const float* k, const float* v, float* out,
-                               int64_t heads, int64_t sq, int64_t sk, float scale_log2,
+    fused_attention_d64_kernel(const float* q, const float* k, const float* v, const void* mask,
+                               float* out, int64_t heads, int64_t sq, int64_t sk, float score_scale,
                                AttentionLayout layout) {
   extern __shared__ float4 shared4[];
   float* shared = reinterpret_cast<float*>(shared4);
@@ -97,6 +121,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     const float* kh = k + layout.head_offset(layout.k, head);
     const float* vh = v + layout.head_offset(layout.v, head);
     float* oh = out + layout.head_offset(layout.out, head);
+    // The mask's rows of this head: keys contiguous, query rows layout.mask.row apart.
+    const uint8_t* keep_h = nullptr;
+    const float* add_h = nullptr;
+    if constexpr (Mask == AttentionMaskKind::Bool) {
+      keep_h = static_cast<const uint8_t*>(mask) + layout.mask.row_offset(head, 0);
+    } else if constexpr (Mask == AttentionMaskKind::Additive) {
+      add_h = static_cast<const float*>(mask) + layout.mask.row_offset(head, 0);
+    }
 
     load_tile<Vec>(q_s, kPitch, qh, layout.q.row, q0, sq);
     load_tile<Vec>(k_s, kPitch, kh, layout.k.row, 0, sk);
@@ -163,12 +195,21 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int64_t row = q0 + ty * 4 + i;
+        // Rows past the end (computed, never written) read no mask.
+        const bool row_in = Mask != AttentionMaskKind::None && row < sq;
+        const int64_t mask_row = row * layout.mask.row;
         float tile_max = -INFINITY;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
           const int64_t key = key0 + 8 * j;
-          const bool masked = key >= sk || (Causal && key > row);
-          s[i][j] = masked ? -INFINITY : s[i][j] * scale_log2;
+          bool masked = key >= sk || (Causal && key > row);
+          float x = s[i][j] * score_scale;
+          if constexpr (Mask == AttentionMaskKind::Bool) {
+            if (!masked && row_in) masked = keep_h[mask_row + key] == 0;
+          } else if constexpr (Mask == AttentionMaskKind::Additive) {
+            if (!masked && row_in) x += add_h[mask_row + key];
+          }
+          s[i][j] = masked ? -INFINITY : x;
           tile_max = fmaxf(tile_max, s[i][j]);
         }
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
@@ -177,11 +218,12 @@ __global__ void __launch_bounds__(kThreads, 2)
         const float m_new = fmaxf(m[i], tile_max);
         // A row with every key so far masked keeps weight 0 instead of exp2(-inf + inf).
         const bool empty = m_new == -INFINITY;
-        const float alpha = empty ? 1.0f : exp2f(m[i] - m_new);
+        // (m -inf and m_new finite: exp2(-inf) = 0, nothing accumulated to keep.)
+        const float alpha = empty ? 1.0f : exp2f(in_log2_units<Mask>(m[i] - m_new));
         float sum = 0.0f;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-          s[i][j] = empty ? 0.0f : exp2f(s[i][j] - m_new);
+          s[i][j] = empty ? 0.0f : exp2f(in_log2_units<Mask>(s[i][j] - m_new));
           sum += s[i][j];
         }
         l[i] = l[i] * alpha + sum;
@@ -246,32 +288,123 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-template <bool Causal, bool Vec>
-cudaError_t launch_fused(const float* q, const float* k, const float* v, float* out,
-                         int64_t heads, int64_t sq, int64_t sk, float scale_log2,
+template <bool Causal, bool Vec, AttentionMaskKind Mask>
+cudaError_t launch_fused(const float* q, const float* k, const float* v, const void* mask, float* out,
+                         int64_t heads, int64_t sq, int64_t sk, float scale,
                          const AttentionLayout& layout, cudaStream_t stream) {
-  auto kernel = fused_attention_d64_kernel<Causal, Vec>;
+  auto kernel = fused_attention_d64_kernel<Causal, Vec, Mask>;
+  const float score_scale = Mask == AttentionMaskKind::Additive ? scale : attention_scale_log2(scale);
   // Above the 48 KiB default: allowed per function (cheap; repeated calls are no-ops).
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(kSharedBytes));
   if (err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((sq + kRows - 1) / kRows),
                   static_cast<unsigned>(heads < kMaxGridY ? heads : kMaxGridY));
-  kernel<<<grid, kThreads, kSharedBytes, stream>>>(q, k, v, out, heads, sq, sk, scale_log2, layout);
+  kernel<<<grid, kThreads, kSharedBytes, stream>>>(q, k, v, mask, out, heads, sq, sk, score_scale, layout);
   return cudaGetLastError();
+}
+
+// The unfused path's softmax under a mask: one block per score row (query `r % sq` of flat
+// head `first_head + r / sq`), in place. The first pass masks the row (causal, then the mask)
+// and writes the masked scores back, the second their exponentials, the third divides by
+// their sum; every thread touches only its own elements, so no pass needs the row's other
+// values but through the block-wide max and sum. A row with no key left (max -inf) gives
+// zeros, not exp(-inf - -inf) = NaN.
+constexpr int kSoftmaxThreads = 256;
+constexpr int64_t kMaxSoftmaxBlocks = int64_t{1} << 20;
+
+// The block-wide max (Max) or sum of v; `shared` holds 32 floats.
+template <bool Max>
+__device__ __forceinline__ float block_reduce(float v, float* shared) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = Max ? fmaxf(v, other) : v + other;
+  }
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  __syncthreads();  // the previous reduction's readers are done with `shared`
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  const float identity = Max ? -INFINITY : 0.0f;
+  v = lane < kSoftmaxThreads / 32 ? shared[lane] : identity;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = Max ? fmaxf(v, other) : v + other;
+  }
+  return v;
+}
+
+template <AttentionMaskKind Mask>
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    masked_softmax_rows_kernel(float* scores, int64_t rows, int64_t sq, int64_t sk, bool causal,
+                               const void* mask, AttentionMask mask_layout, int64_t first_head) {
+  static_assert(Mask != AttentionMaskKind::None, "without a mask, launch::softmax_rows");
+  __shared__ float shared[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float* sr = scores + r * sk;
+    const int64_t query = r % sq;
+    const int64_t at = mask_layout.row_offset(first_head + r / sq, query);
+    const int64_t live = causal && query + 1 < sk ? query + 1 : sk;  // keys [0, live) unmasked
+    float m = -INFINITY;
+    for (int64_t i = threadIdx.x; i < sk; i += kSoftmaxThreads) {
+      float x = -INFINITY;
+      if (i < live) {
+        x = sr[i];
+        if constexpr (Mask == AttentionMaskKind::Bool) {
+          if (static_cast<const uint8_t*>(mask)[at + i] == 0) x = -INFINITY;
+        } else {
+          x += static_cast<const float*>(mask)[at + i];
+        }
+      }
+      sr[i] = x;
+      m = fmaxf(m, x);
+    }
+    m = block_reduce<true>(m, shared);
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < sk; i += kSoftmaxThreads) {
+      const float e = m == -INFINITY ? 0.0f : expf(sr[i] - m);
+      sr[i] = e;
+      sum += e;
+    }
+    sum = block_reduce<false>(sum, shared);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (int64_t i = threadIdx.x; i < sk; i += kSoftmaxThreads) sr[i] *= inv;
+  }
 }
 
 }  // namespace
 
-cudaError_t fused_attention(const float* q, const float* k, const float* v, float* out,
-                            int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
-                            const AttentionLayout& layout, cudaStream_t stream) {
+cudaError_t attention_softmax_rows(float* scores, int64_t heads, int64_t sq, int64_t sk,
+                                   bool causal, const void* mask,
+                                   const AttentionMask& mask_layout, int64_t first_head,
+                                   cudaStream_t stream) {
+  const int64_t rows = heads * sq;
+  if (rows == 0 || sk == 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(rows < kMaxSoftmaxBlocks ? rows : kMaxSoftmaxBlocks));
+  if (mask == nullptr || mask_layout.kind == AttentionMaskKind::None) return cudaErrorInvalidValue;
+  if (mask_layout.kind == AttentionMaskKind::Bool) {
+    masked_softmax_rows_kernel<AttentionMaskKind::Bool><<<grid, kSoftmaxThreads, 0, stream>>>(
+        scores, rows, sq, sk, causal, mask, mask_layout, first_head);
+  } else {
+    masked_softmax_rows_kernel<AttentionMaskKind::Additive><<<grid, kSoftmaxThreads, 0, stream>>>(
+        scores, rows, sq, sk, causal, mask, mask_layout, first_head);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t fused_attention(const float* q, const float* k, const float* v, const void* mask,
+                            float* out, int64_t heads, int64_t sq, int64_t sk, float scale,
+                            bool causal, const AttentionLayout& layout, cudaStream_t stream) {
   if (heads == 0 || sq == 0) return cudaSuccess;
   // Vec: 16-byte copies in and float4 stores out (every row start 16-byte aligned).
   const bool vec = all_aligned16(q, k, v, out) && layout.strides_multiple_of(4);
-  return with_attention_flags(causal, vec, [&](auto causal_c, auto vec_c) {
-    return launch_fused<decltype(causal_c)::value, decltype(vec_c)::value>(
-        q, k, v, out, heads, sq, sk, attention_scale_log2(scale), layout, stream);
+  return with_attention_mask(mask, layout.mask.kind, [&](auto mask_c) {
+    return with_attention_flags(causal, vec, [&](auto causal_c, auto vec_c) {
+      return launch_fused<decltype(causal_c)::value, decltype(vec_c)::value, decltype(mask_c)::value>(
+          q, k, v, mask, out, heads, sq, sk, scale, layout, stream);
+    });
   });
 }
 

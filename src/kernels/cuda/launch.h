@@ -96,17 +96,27 @@ PLANRT_CUMSUM_LAUNCHER_DECL(int64_t)
 // One-pass attention for head dim 64 (d == dv == 64): `heads` (batch x heads) problems
 // q [sq, 64], k and v [sk, 64] -> out [sq, 64], their rows where `layout` puts them
 // (kernels/attention_layout.h); sk > 0. Online softmax, no score matrix, no temporary
-// memory (attention_kernels.cu).
-cudaError_t fused_attention(const float* q, const float* k, const float* v, float* out,
-                            int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
-                            const AttentionLayout& layout, cudaStream_t stream);
+// memory (attention_kernels.cu). `mask` (null: none) is read as layout.mask says: bool bytes
+// (nonzero: attend) or additive values of the operands' dtype; a query row left without a
+// key gives zeros.
+cudaError_t fused_attention(const float* q, const float* k, const float* v, const void* mask,
+                            float* out, int64_t heads, int64_t sq, int64_t sk, float scale,
+                            bool causal, const AttentionLayout& layout, cudaStream_t stream);
 // The same for bf16 operands on the tensor cores (attention_bf16_kernels.cu): scores and
 // the output accumulate in f32, the probabilities enter the second product as bf16, as in
-// FlashAttention.
+// FlashAttention. An additive mask is bf16.
 cudaError_t fused_attention(const __nv_bfloat16* q, const __nv_bfloat16* k,
-                            const __nv_bfloat16* v, __nv_bfloat16* out, int64_t heads, int64_t sq,
-                            int64_t sk, float scale, bool causal, const AttentionLayout& layout,
-                            cudaStream_t stream);
+                            const __nv_bfloat16* v, const void* mask, __nv_bfloat16* out,
+                            int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
+                            const AttentionLayout& layout, cudaStream_t stream);
+// The unfused f32 path's softmax under a mask, in place: `scores` holds heads x sq rows of
+// sk (flat heads first_head.. of `mask_layout`), already scaled; each row gets the causal
+// mask (keys past its query, when causal), the mask (bool: -inf where 0; additive f32: added)
+// and its softmax; a row left without a key gives zeros (attention_kernels.cu).
+cudaError_t attention_softmax_rows(float* scores, int64_t heads, int64_t sq, int64_t sk,
+                                   bool causal, const void* mask,
+                                   const AttentionMask& mask_layout, int64_t first_head,
+                                   cudaStream_t stream);
 
 // Batched-GEMM pointer arrays for count products: a[i] = a + map_a(i), b[i] = b + map_b(i),
 // c[i] = c + i * c_stride, all in elements of elem_size bytes (map strides included).
