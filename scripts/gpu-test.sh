@@ -5,7 +5,9 @@
 # PyTorch and torch.compile, report included), bench/kernel_profile.sh --smoke (Nsight
 # Compute), bench/cuda/gemm_algorithm_ab.sh --smoke (timed against heuristic GEMMs) and
 # bench/onnx_encoder.py --smoke (an exported encoder against the template and PyTorch),
-# bench/vision_models.py --smoke (an exported resnet18 against PyTorch on CUDA). A
+# bench/vision_models.py --smoke (an exported resnet18 against PyTorch on CUDA),
+# bench/hf_bert.py --smoke (a Hugging Face BERT export on a padded batch against transformers,
+# torch.compile and ONNX Runtime's CPU provider; needs transformers). A
 # benchmark that errors or fails its own checks fails the lane. Run it on a machine with an
 # NVIDIA GPU, torch and ncu.
 #
@@ -91,6 +93,7 @@ step kernel-profile-smoke env PLANRT="$planrt_cli" bench/kernel_profile.sh --smo
 step gemm-algorithm-smoke env PLANRT="$planrt_cli" WORK="$out/gemm_algorithm_ab" bench/cuda/gemm_algorithm_ab.sh --smoke 1 128
 step onnx-encoder-smoke "$py" bench/onnx_encoder.py --planrt "$planrt_cli" --smoke
 step vision-models-smoke "$py" bench/vision_models.py --planrt "$planrt_cli" --smoke
+step hf-bert-smoke "$py" bench/hf_bert.py --planrt "$planrt_cli" --smoke
 
 summary() {  # ctest's own summary line: "100% tests passed out of N" or "..., K tests failed out of N"
   [ -f "$out/$1.log" ] || return 0  # a step not selected
