@@ -18,7 +18,7 @@ its largest magnitude), for every runtime. One process, one machine: the ratios 
 figures to read.
 
   python3 bench/hf_bert.py --planrt build/gpu/tools/planrt [--batch 8] [--seq 128]
-      [--layers 12] [--threads 1 2] [--iterations 30] [--warmup 5] [--out FILE.jsonl]
+      [--layers 12] [--threads 1 2] [--iterations 30] [--cpu-iterations N] [--warmup 5] [--out FILE.jsonl]
       [--smoke]   # 2 layers, batch 2, seq 32, a few iterations: checks the path only
 
 Needs torch, transformers and onnx (the GPU machine), onnxruntime for the CPU rows (skipped
@@ -96,11 +96,14 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--iterations", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--cpu-iterations", type=int, default=None, help="the CPU rows' (default: --iterations)")
     ap.add_argument("--out")
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args()
     if args.smoke:
         args.batch, args.seq, args.layers, args.iterations, args.warmup, args.threads = 2, 32, 2, 3, 1, [1]
+        args.cpu_iterations = None
+    cpu_iterations = args.cpu_iterations or args.iterations
     import transformers
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -145,7 +148,8 @@ def main():
             print("onnxruntime not installed: the CPU rows have no peer", file=sys.stderr)
         for t in args.threads:
             line = dict(base, device="cpu", threads=t, cpu=os.uname().machine)
-            j, y = run_planrt(args.planrt, cpu_prog, paths, os.path.join(work, f"cpu{t}"), args.iterations,
+            line["iterations"] = cpu_iterations
+            j, y = run_planrt(args.planrt, cpu_prog, paths, os.path.join(work, f"cpu{t}"), cpu_iterations,
                               args.warmup, ["--backend-option", f"cpu.num_threads={t}"])
             line["planrt_ms"] = j["latency_ms"]["median"]
             line["planrt_rel_error"] = rel_error(y, ref, mask)
@@ -156,7 +160,7 @@ def main():
                 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                 sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
                 feed = {n: inputs[n].numpy() for n in paths}
-                ms, out = median_ms(lambda: sess.run(None, feed)[0], args.iterations, args.warmup)
+                ms, out = median_ms(lambda: sess.run(None, feed)[0], cpu_iterations, args.warmup)
                 line["onnxruntime_ms"] = ms
                 line["onnxruntime_rel_error"] = rel_error(out, ref, mask)
                 line["planrt_over_onnxruntime"] = line["planrt_ms"] / ms
