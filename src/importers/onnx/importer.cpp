@@ -816,41 +816,47 @@ Result<builder::Model> Importer::run() {
 
 namespace planrt::importers {
 
-Result<builder::Model> parse_model_onnx(std::span<const uint8_t> bytes, const std::string& base_dir,
-                                        const OnnxImportOptions& options) {
+namespace {
+
+// The import of `bytes`; `path`: the file they came from (null: bytes given directly), which
+// the errors about the bytes themselves name ("'m.onnx' is not an ONNX model") and the rest
+// take as their context ("importing 'm.onnx': node 3 ...").
+Result<builder::Model> import_bytes(std::span<const uint8_t> bytes, const std::string& base_dir,
+                                    const OnnxImportOptions& options, const std::string* path) {
+  const std::string subject = path != nullptr ? fmt::format("'{}' is", *path) : std::string("the model is");
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
     return make_error(ErrorCode::NotSupported,
-                      "the model is {} bytes; protobuf reads at most 2 GiB: store the weights as "
+                      "{} {} bytes; protobuf reads at most 2 GiB: store the weights as "
                       "external data (onnx.save_model(..., save_as_external_data=True))",
-                      bytes.size());
+                      subject, bytes.size());
   }
+  // Bytes given directly keep the message that reads on its own: "not an ONNX model: ...".
+  const std::string not_a_model = path != nullptr ? subject + " not an ONNX model" : "not an ONNX model";
   auto model = std::make_shared<::onnx::ModelProto>();
   if (!model->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return make_error(ErrorCode::InvalidArgument,
-                      "not an ONNX model: protobuf cannot parse it (truncated or another format)");
+    return make_error(ErrorCode::InvalidArgument, "{}: protobuf cannot parse it (truncated or another format)",
+                      not_a_model);
   }
   if (!model->has_graph() || model->ir_version() <= 0) {
-    return make_error(ErrorCode::InvalidArgument, "not an ONNX model: it has no {}",
+    return make_error(ErrorCode::InvalidArgument, "{}: it has no {}", not_a_model,
                       model->has_graph() ? "IR version" : "graph");
   }
   onnx::Importer importer(std::move(model), base_dir.empty() ? "." : base_dir, options);
-  return importer.run();
+  Result<builder::Model> out = importer.run();
+  if (!out.ok() && path != nullptr) return out.status().with_context(fmt::format("importing '{}'", *path));
+  return out;
+}
+
+}  // namespace
+
+Result<builder::Model> parse_model_onnx(std::span<const uint8_t> bytes, const std::string& base_dir,
+                                        const OnnxImportOptions& options) {
+  return import_bytes(bytes, base_dir, options, nullptr);
 }
 
 Result<builder::Model> read_model_onnx(const std::string& path, const OnnxImportOptions& options) {
   PLANRT_ASSIGN_OR_RETURN(format::MappedFile file, format::MappedFile::open(path));
-  Result<builder::Model> out =
-      parse_model_onnx(file.bytes(), std::filesystem::path(path).parent_path().string(), options);
-  if (!out.ok()) {
-    // "'m.onnx' is not an ONNX model", "importing 'm.onnx': node 3 ...".
-    const std::string& m = out.status().message();
-    if (m.starts_with("not an ONNX model") || m.starts_with("the model is")) {
-      return Status(out.status().code(), fmt::format("'{}' is {}", path,
-                                                     m.starts_with("the model is") ? m.substr(13) : m));
-    }
-    return out.status().with_context(fmt::format("importing '{}'", path));
-  }
-  return out;
+  return import_bytes(file.bytes(), std::filesystem::path(path).parent_path().string(), options, &path);
 }
 
 Result<OnnxTensorFile> read_onnx_tensor(const std::string& path) {
