@@ -6,6 +6,7 @@
 #include "builder/graph.h"
 #include "builder/lower.h"
 #include "format/fb_types.h"
+#include "format/program_verifier.h"
 #include "format/safetensors.h"
 #include "format/writer.h"
 #include "planrt/builder/builder.h"
@@ -127,6 +128,9 @@ Result<BuiltProgram> build_program(const Model& model, const BuildOptions& optio
       spec->value = "true";
       impl->program.compile_specs.push_back(std::move(spec));
     }
+    // What a default load would refuse for its size is refused here, with its message.
+    PLANRT_RETURN_IF_ERROR(format::verify_sizes(impl->program, format::ReadLimits{})
+                               .with_context("the program would not load"));
     impl->external = options.external_weights;
     for (const ir::Constant* c : lowered.constants) {
       if (c->bytes.size() != c->nbytes()) {

@@ -19,6 +19,20 @@ using Ids = flatbuffers::Vector<uint32_t>;
 
 Status invalid(std::string message) { return Status(ErrorCode::InvalidProgram, std::move(message)); }
 
+// The size limit's one predicate and message, for the verifier and verify_sizes: `what`
+// ("method 'forward' buffer 0", "... segment 1 ('engine0') graph") asks for `bytes` of
+// `unit`.
+Status check_size(const std::string& what, uint64_t bytes, uint64_t limit, std::string_view unit) {
+  if (bytes <= limit) return {};
+  return invalid(fmt::format("{} asks for {} {}, above the limit of {}", what, bytes, unit, limit));
+}
+std::string method_where(std::string_view name) { return fmt::format("method '{}'", name); }
+std::string segment_where(const std::string& method, uint32_t index, std::string_view name) {
+  std::string where = fmt::format("{} segment {}", method, index);
+  if (!name.empty()) where += fmt::format(" ('{}')", name);
+  return where;
+}
+
 // The values an instruction list refers to: a method's, or a segment graph's (whose
 // Planned values live in one scratch buffer and whose dims are the method's).
 struct Scope {
@@ -406,8 +420,7 @@ Status check_values_and_instructions(const Scope& s, const Ids* inputs, const Id
 }
 
 Status check_segment(const Scope& method_scope, uint32_t index, const fb::Segment& seg) {
-  std::string where = fmt::format("{} segment {}", method_scope.where, index);
-  if (!str(seg.name()).empty()) where += fmt::format(" ('{}')", str(seg.name()));
+  const std::string where = segment_where(method_scope.where, index, str(seg.name()));
   if (str(seg.backend()).empty()) return invalid(fmt::format("{} has an empty backend name", where));
   if (!to_device(seg.device())) {
     return invalid(fmt::format("{} has an unknown device type {}", where,
@@ -441,10 +454,8 @@ Status check_segment(const Scope& method_scope, uint32_t index, const fb::Segmen
                                  "instructions", where, offsets, steps));
     }
   }
-  if (g->scratch_bytes() > method_scope.limits->max_planned_buffer_bytes) {
-    return invalid(fmt::format("{} graph asks for {} scratch bytes, above the limit of {}", where,
-                               g->scratch_bytes(), method_scope.limits->max_planned_buffer_bytes));
-  }
+  PLANRT_RETURN_IF_ERROR(check_size(where + " graph", g->scratch_bytes(),
+                                    method_scope.limits->max_planned_buffer_bytes, "scratch bytes"));
   Scope gs = method_scope;
   gs.where = where + " graph";
   gs.values = g->values();
@@ -473,7 +484,7 @@ Status check_dims(const std::string& where, const Dims* dims) {
 
 Status check_method(const fb::Program& program, const fb::Method& m, const ReadLimits& limits) {
   Scope s;
-  s.where = fmt::format("method '{}'", str(m.name()));
+  s.where = method_where(str(m.name()));
   s.values = m.values();
   s.dims = m.dims();
   s.program = &program;
@@ -486,10 +497,8 @@ Status check_method(const fb::Program& program, const fb::Method& m, const ReadL
       return invalid(fmt::format("{} buffer {} has an unknown device type {}", s.where, b,
                                  static_cast<int>(buf.device()->type())));
     }
-    if (buf.size_bytes() > limits.max_planned_buffer_bytes) {
-      return invalid(fmt::format("{} buffer {} asks for {} bytes, above the limit of {}", s.where, b,
-                                 buf.size_bytes(), limits.max_planned_buffer_bytes));
-    }
+    PLANRT_RETURN_IF_ERROR(
+        check_size(fmt::format("{} buffer {}", s.where, b), buf.size_bytes(), limits.max_planned_buffer_bytes, "bytes"));
   }
   for (uint32_t i = 0; i < count(m.segments()); ++i) {
     PLANRT_RETURN_IF_ERROR(check_segment(s, i, *m.segments()->Get(i)));
@@ -521,6 +530,27 @@ Status verify_methods(const fb::Program& program, const ReadLimits& limits) {
     if (name.empty()) return invalid(fmt::format("method {} has an empty name", i));
     if (!names.insert(name).second) return invalid(fmt::format("two methods are named '{}'", name));
     PLANRT_RETURN_IF_ERROR(check_method(program, m, limits));
+  }
+  return {};
+}
+
+Status verify_sizes(const fb::ProgramT& program, const ReadLimits& limits) {
+  for (const auto& m : program.methods) {
+    if (m == nullptr) continue;
+    const std::string where = method_where(m->name);
+    for (size_t b = 0; b < m->planned_buffers.size(); ++b) {
+      if (m->planned_buffers[b] == nullptr) continue;
+      PLANRT_RETURN_IF_ERROR(check_size(fmt::format("{} buffer {}", where, b), m->planned_buffers[b]->size_bytes,
+                                        limits.max_planned_buffer_bytes, "bytes"));
+    }
+    for (size_t i = 0; i < m->segments.size(); ++i) {
+      const fb::SegmentT* seg = m->segments[i].get();
+      if (seg == nullptr || seg->blob.empty()) continue;
+      // The builder's own bytes: a Graph it has just written, read without a verifier.
+      const fb::Graph* g = flatbuffers::GetRoot<fb::Graph>(seg->blob.data());
+      PLANRT_RETURN_IF_ERROR(check_size(segment_where(where, static_cast<uint32_t>(i), seg->name) + " graph",
+                                        g->scratch_bytes(), limits.max_planned_buffer_bytes, "scratch bytes"));
+    }
   }
   return {};
 }

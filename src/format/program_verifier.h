@@ -21,4 +21,10 @@ flatbuffers::Verifier::Options verifier_options();
 
 Status verify_methods(const fb::Program& program, const ReadLimits& limits);
 
+// The size limits alone (each planned buffer, each segment graph's scratch), on a program
+// about to be written: the builder checks what it writes against the limits a default load
+// applies, with the messages the load would give, so that no program `planrt build` writes
+// is refused for its size by `planrt run`.
+Status verify_sizes(const fb::ProgramT& program, const ReadLimits& limits);
+
 }  // namespace planrt::format

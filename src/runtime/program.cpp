@@ -13,6 +13,11 @@
 
 namespace planrt {
 
+// The builder refuses what a default load refuses for its size (format::verify_sizes with
+// format::ReadLimits{}): the two defaults must be one.
+static_assert(ProgramLoadOptions{}.max_planned_buffer_bytes == format::ReadLimits{}.max_planned_buffer_bytes);
+
+
 using runtime_detail::find_method;
 using runtime_detail::str;
 using runtime_detail::to_device;

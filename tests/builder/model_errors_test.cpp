@@ -274,6 +274,22 @@ TEST(ModelErrors, FileErrorsArePrefixedWithThePath) {
   EXPECT_ERROR_CONTAINS(read_model_json(path), path + ": method 'm': missing \"inputs\"");
 }
 
+// What a default load refuses for its size (a planned buffer above 1 TiB: the program
+// verifier's limit) is refused when the program is built, with the loader's message; a
+// large plan below it builds (nothing is allocated by a build).
+TEST(ModelErrors, AProgramTooLargeToLoadIsRefusedAtBuild) {
+  OneMethod m = nodes(R"({"op": "relu", "inputs": ["x"], "outputs": ["y"]})");
+  m.dims = R"({"S": {"min": 1, "max": 274877906944}})";  // 2^38 rows of 8 f32: 8 TiB each
+  ASSERT_OK_AND_ASSIGN(Model huge, parse(m));
+  Result<BuiltProgram> refused = build_program(huge);
+  EXPECT_EQ(refused.status().code(), ErrorCode::InvalidProgram) << refused.status().to_string();
+  EXPECT_ERROR_CONTAINS(refused, "the program would not load: method 'forward' buffer 0 asks for");
+  EXPECT_ERROR_CONTAINS(refused, "above the limit of 1099511627776");
+  m.dims = R"({"S": {"min": 1, "max": 1073741824}})";  // 32 GiB each
+  ASSERT_OK_AND_ASSIGN(Model large, parse(m));
+  EXPECT_TRUE(build_program(large).ok()) << build_program(large).status().to_string();
+}
+
 // What the back end that runs a node cannot compute is refused when the program is built
 // (kernels/dtype_support.h), not when it runs: an f16 linear or softmax on the CPU; bf16
 // arithmetic and the typed elementwise ops pass.
@@ -292,6 +308,47 @@ TEST(ModelErrors, ADtypeTheCpuKernelsCannotRunIsRefusedAtBuild) {
   ok.inputs = R"([{"name": "x", "dtype": "f16", "shape": ["S", 8]}])";
   ASSERT_OK_AND_ASSIGN(Model fine, parse(ok));
   EXPECT_TRUE(build_program(fine).ok()) << build_program(fine).status().to_string();
+}
+
+// f16 (IEEE half) is computed by the CUDA kernels as bf16 is (storage only, f32 arithmetic)
+// and by no CPU kernel: each arithmetic op of an f16 program for the CPU is refused at build
+// with the op and the dtype named; the same nodes on a cuda back end build (no GPU needed to
+// build).
+TEST(ModelErrors, F16IsRefusedAtBuildOnTheCpuAndBuildsForCuda) {
+  struct Case {
+    const char* node;
+    const char* constants;
+    const char* op;
+  };
+  const Case cases[] = {
+      {R"({"op": "linear", "inputs": ["x", "w"], "outputs": ["y"]BACKEND})", R"("w": {"dtype": "f16", "shape": [8, 8]})",
+       "linear"},
+      {R"({"op": "layer_norm", "inputs": ["x"], "outputs": ["y"]BACKEND})", "", "layer_norm"},
+      {R"({"op": "softmax", "inputs": ["x"], "outputs": ["y"], "attrs": {"dim": -1}BACKEND})", "", "softmax"},
+      {R"({"op": "gelu", "inputs": ["x"], "outputs": ["y"]BACKEND})", "", "gelu"},
+      {R"({"op": "reduce_mean", "inputs": ["x"], "outputs": ["y"], "attrs": {"dims": [-1]}BACKEND})", "",
+       "reduce_mean"},
+  };
+  auto with_backend = [](std::string node, std::string_view backend) {
+    node.replace(node.find("BACKEND"), 7, backend);
+    return node;
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    OneMethod cpu = nodes(with_backend(c.node, ""), c.constants);
+    cpu.inputs = R"([{"name": "x", "dtype": "f16", "shape": ["S", 8]}])";
+    ASSERT_OK_AND_ASSIGN(Model on_cpu, parse(cpu));
+    Result<BuiltProgram> refused = build_program(on_cpu);
+    EXPECT_EQ(refused.status().code(), ErrorCode::NotSupported) << refused.status().to_string();
+    EXPECT_ERROR_CONTAINS(refused, fmt::format("{}: x has dtype f16; the CPU kernel supports f32", c.op));
+    EXPECT_ERROR_CONTAINS(refused, "(cpu on cpu)");
+
+    OneMethod cuda = nodes(with_backend(c.node, R"(, "backend": "cuda")"), c.constants);
+    cuda.inputs = cpu.inputs;
+    ASSERT_OK_AND_ASSIGN(Model on_cuda, parse(cuda));
+    Result<BuiltProgram> built = build_program(on_cuda);
+    EXPECT_TRUE(built.ok()) << built.status().to_string();
+  }
 }
 
 }  // namespace
