@@ -919,6 +919,53 @@ TEST_F(OnnxImport, EinsumComputesEveryContractionAsWritten) {
   EXPECT_TRUE(IsError(read_model_onnx(save()).status(), ErrorCode::NotSupported, {"'ii'", "diagonal"}));
 }
 
+// A graph output declared with another type or fixed size than the graph computes is refused
+// (ONNX Runtime refuses it too); planrt does not convert to the declaration.
+TEST_F(OnnxImport, AGraphOutputDeclaredOtherThanComputedIsRefused) {
+  auto declare = [&](int32_t elem, std::vector<int64_t> dims) {
+    model_.mutable_graph()->Clear();
+    input("x", {int64_t{2}, int64_t{3}});
+    node("Relu", {"x"}, {"y"});
+    auto* o = graph().add_output();
+    o->set_name("y");
+    auto* t = o->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(elem);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+    return read_model_onnx(save()).status();
+  };
+  EXPECT_TRUE(declare(::onnx::TensorProto::FLOAT, {2, 3}).ok());
+  EXPECT_TRUE(declare(::onnx::TensorProto::FLOAT, {0, 3}).ok());  // 0: a dim of unknown size
+  EXPECT_TRUE(IsError(declare(::onnx::TensorProto::INT32, {2, 3}), ErrorCode::InvalidArgument,
+                      {"graph output 'y' is declared int32 but the graph computes float"}));
+  EXPECT_TRUE(IsError(declare(::onnx::TensorProto::FLOAT, {7, 7}), ErrorCode::InvalidArgument,
+                      {"graph output 'y' is declared with dim 0 of size 7", "[2, 3]"}));
+  EXPECT_TRUE(IsError(declare(::onnx::TensorProto::FLOAT, {6}), ErrorCode::InvalidArgument, {"rank 1"}));
+}
+
+// Concat's axis is checked where the import folds it too: over shapes (symbolic vectors)
+// and over constants, as where it runs.
+TEST_F(OnnxImport, AConcatAxisOutOfRangeIsRefusedWhereverItIsComputed) {
+  for (bool over_shapes : {true, false}) {
+    SCOPED_TRACE(over_shapes);
+    model_.mutable_graph()->Clear();
+    input("x", {std::string("S"), int64_t{4}});
+    if (over_shapes) {
+      node("Shape", {"x"}, {"a"});
+    } else {
+      initializer("a", {2}, {1.0f, 2.0f});
+    }
+    ::onnx::NodeProto* n = node("Concat", {"a", "a"}, {"y"});
+    auto* axis = n->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(::onnx::AttributeProto::INT);
+    axis->set_i(99);
+    output("y");
+    OnnxImportOptions o;
+    o.dims["S"] = {1, 4};
+    EXPECT_TRUE(IsError(read_model_onnx(save(), o).status(), ErrorCode::InvalidArgument, {"'y' (Concat)", "axis 99"}));
+  }
+}
+
 TEST_F(OnnxImport, APartitionNeedingAGpuOnTheHostIsRefused) {
   input("x", {int64_t{2}});
   node("Relu", {"x"}, {"y"});

@@ -172,6 +172,9 @@ Result<bool> fold_symbolic(OpContext& c) {
     return false;
   }
   if (op == "Concat") {
+    // Symbolic values are vectors (rank 1, or scalars joined as such): axis 0 or -1 only.
+    PLANRT_ASSIGN_OR_RETURN(int64_t axis, c.attr_int("axis", std::nullopt));
+    if (axis != 0 && axis != -1) return c.error(fmt::format("axis {} is out of range for rank 1", axis));
     std::vector<SymInt> out;
     for (const Value* v : c.in) {
       std::vector<SymInt> part = sym_of(*v);

@@ -748,6 +748,31 @@ Status Importer::import_nodes() {
   return {};
 }
 
+// A graph output's declared element type and fixed dims must be what the graph computes
+// (ONNX Runtime refuses a model where they are not): planrt does not convert to them.
+Status Importer::check_declared_output(const ::onnx::ValueInfoProto& out, const Value& v) const {
+  if (!out.has_type() || !out.type().has_tensor_type()) return {};
+  const ::onnx::TypeProto::Tensor& t = out.type().tensor_type();
+  if (t.elem_type() != 0 && static_cast<Elem>(t.elem_type()) != v.elem) {
+    return invalid(fmt::format("graph output '{}' is declared {} but the graph computes {}", out.name(),
+                               elem_name(static_cast<Elem>(t.elem_type())), elem_name(v.elem)));
+  }
+  if (!t.has_shape()) return {};
+  auto mismatch = [&](std::string what) {
+    return invalid(fmt::format("graph output '{}' is declared with {} but the graph computes {}", out.name(), what,
+                               shape_str(v.shape)));
+  };
+  if (t.shape().dim_size() != v.rank()) return mismatch(fmt::format("rank {}", t.shape().dim_size()));
+  for (int i = 0; i < t.shape().dim_size(); ++i) {
+    const auto& d = t.shape().dim(i);
+    const SymInt& got = v.shape[static_cast<size_t>(i)];
+    if (d.has_dim_value() && d.dim_value() > 0 && sym_is_const(got) && got.coeff != d.dim_value()) {
+      return mismatch(fmt::format("dim {} of size {}", i, d.dim_value()));
+    }
+  }
+  return {};
+}
+
 Status Importer::import_outputs() {
   const ::onnx::GraphProto& g = model_->graph();
   if (g.output_size() == 0) return invalid("the graph has no outputs");
@@ -759,6 +784,7 @@ Status Importer::import_outputs() {
     }
     current_block_.clear();
     const Value& v = it->second;
+    PLANRT_RETURN_IF_ERROR(check_declared_output(out, v));
     PLANRT_ASSIGN_OR_RETURN(std::string ir_name, ir_of(v));
     const bool is_input = std::any_of(method_.inputs.begin(), method_.inputs.end(),
                                       [&](const ir::ValueDecl& d) { return d.name == ir_name; });

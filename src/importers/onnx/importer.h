@@ -36,6 +36,7 @@ class ModelProto;
 class NodeProto;
 class AttributeProto;
 class GraphProto;
+class ValueInfoProto;
 }  // namespace onnx
 
 namespace planrt::importers::onnx {
@@ -157,6 +158,7 @@ class Importer {
   Status read_initializers();
   Status check_ops_supported() const;
   Status import_nodes();
+  Status check_declared_output(const ::onnx::ValueInfoProto& out, const Value& v) const;
   Status import_outputs();
   Status import_node(const ::onnx::NodeProto& node, size_t index);
   std::string unique_name(const std::string& hint);
