@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Mapping, Protocol, Sequence, Union
 
 import numpy as np
 
@@ -135,7 +135,12 @@ class Module:
     def constants_bytes(self) -> int: ...
 
 
-def build(model: PathLike | None = None, *, template: str | None = None,
+class _SerializedModel(Protocol):
+    # onnx.ModelProto, or anything else that serializes to an ONNX model's bytes.
+    def SerializeToString(self) -> bytes: ...
+
+def build(model: PathLike | bytes | bytearray | memoryview | _SerializedModel | None = None, *,
+          template: str | None = None,
           dims: Mapping[str, Union[int, tuple[int, int]]] | None = None,
           input_values: Mapping[str, PathLike] | None = None, partition: str = "cpu",
           device: str | None = None, dtype: str = "f32", attention: str = "fused",

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct PyBuiltProgram {
 
 struct BuildArgs {
   std::optional<std::string> model;
+  std::optional<std::string> onnx_bytes;  // an ONNX model given as bytes or an onnx.ModelProto
   std::optional<std::string> template_name;
   py::object dims, input_values, ffn;
   std::string partition, dtype, attention, weights, method;
@@ -32,14 +34,36 @@ struct BuildArgs {
   int64_t layers = 0, d_model = 0, heads = 0, max_seq = 0;
 };
 
+// A Python int that fits int64 (bool is not taken for a number); `what` names the argument.
+int64_t int64_arg(py::handle value, const std::string& what) {
+  if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
+    fail(ErrorCode::InvalidArgument,
+         fmt::format("{} must be an int, not {}", what, py::str(py::type::of(value).attr("__name__")).cast<std::string>()));
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0) fail(ErrorCode::InvalidArgument, fmt::format("{} = {} does not fit in 64 bits", what, py::str(value).cast<std::string>()));
+  return v;
+}
+
+// A str argument; `what` names it.
+std::string str_arg(py::handle value, const std::string& what) {
+  if (!py::isinstance<py::str>(value)) {
+    fail(ErrorCode::InvalidArgument,
+         fmt::format("{} must be a str, not {}", what, py::str(py::type::of(value).attr("__name__")).cast<std::string>()));
+  }
+  return value.cast<std::string>();
+}
+
 importers::OnnxDimBound dim_bound(const std::string& name, py::handle value) {
   importers::OnnxDimBound b;
-  if (py::isinstance<py::int_>(value)) {
-    b.min = b.max = value.cast<int64_t>();
+  const std::string what = fmt::format("dims['{}']", name);
+  if (py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value)) {
+    b.min = b.max = int64_arg(value, what);
   } else if ((py::isinstance<py::tuple>(value) || py::isinstance<py::list>(value)) && py::len(value) == 2) {
     py::sequence s = py::reinterpret_borrow<py::sequence>(value);
-    b.min = s[0].cast<int64_t>();
-    b.max = s[1].cast<int64_t>();
+    b.min = int64_arg(s[0], what + " MIN");
+    b.max = int64_arg(s[1], what + " MAX");
   } else {
     fail(ErrorCode::InvalidArgument,
          fmt::format("dims['{}'] must be N or (MIN, MAX)", name));
@@ -62,9 +86,11 @@ builder::Model transformer(const BuildArgs& a) {
   t.heads = a.heads;
   t.max_seq = a.max_seq;
   if (py::isinstance<py::int_>(a.ffn)) {
-    t.ffn = a.ffn.cast<int64_t>();
+    t.ffn = int64_arg(a.ffn, "ffn");
+  } else if (py::isinstance<py::list>(a.ffn) || py::isinstance<py::tuple>(a.ffn)) {
+    for (py::handle w : a.ffn) t.ffn_per_block.push_back(int64_arg(w, "each ffn width"));
   } else {
-    t.ffn_per_block = a.ffn.cast<std::vector<int64_t>>();
+    fail(ErrorCode::InvalidArgument, "ffn must be an int or a list of ints (one per block)");
   }
   t.weights = a.weights;
   t.partition = a.partition;
@@ -97,6 +123,11 @@ builder::Model onnx(const BuildArgs& a) {
     fail(ErrorCode::InvalidArgument, "dtype applies to template=; an ONNX model keeps its own types");
   }
   py::gil_scoped_release release;
+  if (a.onnx_bytes) {
+    // External data, if any, is looked up beside the current directory's files.
+    const auto* data = reinterpret_cast<const uint8_t*>(a.onnx_bytes->data());
+    return unwrap(importers::parse_model_onnx(std::span<const uint8_t>(data, a.onnx_bytes->size()), ".", o));
+  }
   return unwrap(importers::read_model_onnx(*a.model, o));
 }
 
@@ -122,7 +153,21 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
                      const std::string& engine_scratch, const std::string& cuda_scratch,
                      const std::string& conv_layout) {
   BuildArgs a;
-  if (!model.is_none()) a.model = fspath(model);
+  if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model) ||
+      py::isinstance<py::memoryview>(model)) {
+    a.onnx_bytes = py::module_::import("builtins").attr("bytes")(model).cast<std::string>();  // ONNX bytes
+    a.model = "<bytes>";
+  } else if (!model.is_none() && py::hasattr(model, "SerializeToString") && !py::isinstance<py::str>(model)) {
+    a.onnx_bytes = model.attr("SerializeToString")().cast<std::string>();  // an onnx.ModelProto
+    a.model = "<onnx.ModelProto>";
+  } else if (!model.is_none()) {
+    if (!py::isinstance<py::str>(model) && !py::hasattr(model, "__fspath__")) {
+      fail(ErrorCode::InvalidArgument,
+           fmt::format("model must be a path (str or os.PathLike), ONNX bytes or an onnx.ModelProto, not {}",
+                       py::str(py::type::of(model).attr("__name__")).cast<std::string>()));
+    }
+    a.model = fspath(model);
+  }
   if (!template_name.is_none()) a.template_name = template_name.cast<std::string>();
   if (a.model.has_value() == a.template_name.has_value()) {
     fail(ErrorCode::InvalidArgument, "give either a model file (.json or .onnx) or template=, not both or neither");
@@ -143,7 +188,7 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
   a.attention = attention;
   a.weights = weights;
   a.method = method;
-  if (!device.is_none()) a.device = device.cast<std::string>();
+  if (!device.is_none()) a.device = str_arg(device, "device");
   a.shared_scratch = shared_scratch;
   if (engine_scratch != "" && engine_scratch != "private" && engine_scratch != "pooled" &&
       engine_scratch != "planned") {
@@ -181,7 +226,7 @@ PyBuiltProgram build(py::object model, py::object template_name, py::object dims
                                        "takes max_seq");
     }
     built_model.emplace(transformer(a));
-  } else if (a.model->ends_with(".onnx")) {
+  } else if (a.onnx_bytes || a.model->ends_with(".onnx")) {
     built_model.emplace(onnx(a));
   } else {
     built_model.emplace(json(a));
@@ -254,7 +299,9 @@ A program built in memory by ``planrt.build``: save it (``save``), take its byte
         R"doc(
 Builds a program, as ``planrt build`` does (docs/cli.md), and returns a BuiltProgram.
 
-``model``: a model JSON (docs/model-format.md) or an ONNX file (docs/onnx.md), by path; or
+``model``: a model JSON (docs/model-format.md) or an ONNX file (docs/onnx.md), by path, or an
+ONNX model as bytes or an ``onnx.ModelProto`` (external data is then read relative to the
+current directory); or
 ``template="transformer"`` with ``layers``, ``d_model``, ``heads``, ``ffn`` (one width or one
 per block), ``max_seq``, ``weights`` ("random:SEED" or a .safetensors path) and ``dtype``
 ("f32" or "bf16").

@@ -153,3 +153,31 @@ def test_the_estimate_predicts_the_library_handles_of_a_cuda_method():
     assert gpu.library_bytes == 4 << 20 and not gpu.uses_warm_pool
     assert gpu.predicted_bytes == gpu.total_bytes + gpu.library_bytes + gpu.page_rounding_bytes
     assert est["cpu"].library_bytes == 0
+
+
+def test_onnx_model_as_bytes_or_model_proto_builds_like_its_file(tmp_path):
+    torch = pytest.importorskip("torch")
+    onnx = pytest.importorskip("onnx")
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()).eval()
+    path = tmp_path / "m.onnx"
+    x = torch.randn(2, 8)
+    torch.onnx.export(model, (x,), str(path), input_names=["x"], output_names=["y"], opset_version=14)
+    want = planrt.Module(planrt.build(path)).run("forward", [x.numpy()])[0]
+    for source in (path.read_bytes(), bytearray(path.read_bytes()), onnx.load(str(path))):
+        (y,) = planrt.Module(planrt.build(source)).run("forward", [x.numpy()])
+        np.testing.assert_array_equal(y, want)
+    with pytest.raises(planrt.InvalidArgumentError, match="not an ONNX model"):
+        planrt.build(b"\x00\x01 not protobuf")
+
+
+@pytest.mark.parametrize("kwargs, text", [
+    (dict(model=7), "model must be a path"),
+    (dict(template="transformer", device=7), "device must be a str, not int"),
+    (dict(template="transformer", ffn="a"), "ffn must be an int or a list"),
+    (dict(template="transformer", ffn=[128, "a"]), "each ffn width must be an int, not str"),
+    (dict(model="m.onnx", dims={"seq": 2**70}), r"dims\['seq'\] = 1180591620717411303424 does not fit in 64 bits"),
+    (dict(model="m.onnx", dims={"seq": (1, 2.5)}), r"dims\['seq'\] MAX must be an int, not float"),
+])
+def test_wrong_typed_arguments_say_what_to_pass(kwargs, text):
+    with pytest.raises(planrt.InvalidArgumentError, match=text):
+        planrt.build(**kwargs)
