@@ -136,9 +136,32 @@ py::dict memory_report(const Program& program, const std::vector<std::shared_ptr
       estimates.append(est);
     }
     m["estimate"] = estimates;
+    m["loaded"] = true;
     m["shares_host_arenas"] = method->shares_memory_arenas();
     m["packed_weights_bytes"] = method->packed_weight_bytes();
     methods[py::str(meta.name)] = m;
+  }
+  // Methods not loaded yet (a Module loads a method on its first run): their estimate, and
+  // their devices with what is held there now (nothing of theirs), so that a report taken
+  // before the first run lists what the program will use rather than nothing.
+  for (const std::string& name : program.method_names()) {
+    if (methods.contains(py::str(name))) continue;
+    Result<MethodMeta> meta = program.method_meta(name);
+    if (!meta.ok()) continue;
+    py::list estimates;
+    for (const MemoryEstimate& e : meta->memory) {
+      (void)devices[e.device];
+      py::dict est;
+      est["device"] = to_string(e.device);
+      est["planned_bytes"] = e.planned_bytes;
+      est["weights_bytes"] = e.weights_bytes;
+      est["engine_scratch_bytes"] = e.engine_scratch_bytes;
+      estimates.append(est);
+    }
+    py::dict m;
+    m["estimate"] = estimates;
+    m["loaded"] = false;
+    methods[py::str(name)] = m;
   }
   if (shares_host_arenas) devices[Device::cpu()].planned += program.shared_host_arena_bytes();
 

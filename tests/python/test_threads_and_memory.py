@@ -97,9 +97,13 @@ def test_memory_report_names_weights_arenas_and_scratch(rng):
     built = planrt.build(template="transformer", layers=2, d_model=64, heads=4, ffn=128,
                          max_seq=32, partition="engine-per-block", device="cpu")
     m = planrt.Module(built)
-    empty = m.memory_report()
-    assert empty["devices"] == [] and empty["methods"] == {}
     meta = m.method_meta("forward")
+    # Before the first run: nothing held, and the method's estimate, not an empty report.
+    before = m.memory_report()
+    (cpu_before,) = before["devices"]
+    assert cpu_before["device"] == "cpu" and cpu_before["weights_bytes"] == cpu_before["planned_bytes"] == 0
+    assert before["methods"]["forward"]["loaded"] is False
+    assert before["methods"]["forward"]["estimate"][0]["planned_bytes"] == meta.memory[0].planned_bytes
     m.run("forward", [rng.standard_normal((1, 8, 64)).astype(np.float32)])
     report = m.memory_report()
     (cpu,) = report["devices"]
@@ -113,6 +117,7 @@ def test_memory_report_names_weights_arenas_and_scratch(rng):
     assert {c["segment"] for c in scratch["contexts"]} == {"block0", "block1"}
     assert scratch["private_scratch_bytes"] == sum(c["scratch_bytes"] for c in scratch["contexts"]) > 0
     assert report["methods"]["forward"]["estimate"][0]["planned_bytes"] == estimate.planned_bytes
+    assert report["methods"]["forward"]["loaded"] is True
     assert cpu["warm_pool"] is None and cpu["device_used_bytes"] is None
     assert cpu["ledger"] is None  # the ledger is a CUDA device's
     del m
