@@ -119,6 +119,7 @@ builder::Model onnx(const BuildArgs& a) {
   if (a.device) o.device = *a.device;
   o.fused_attention = a.attention == "fused";
   o.method = a.method;
+  o.spelling = importers::OnnxImportOptions::Spelling::Python;
   if (a.dtype != "f32") {
     fail(ErrorCode::InvalidArgument, "dtype applies to template=; an ONNX model keeps its own types");
   }

@@ -50,8 +50,13 @@ def test_onnx_model_builds_with_its_dims(tmp_path):
     x = torch.randn(5, 8)
     torch.onnx.export(model, (x,), str(path), input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {0: "batch"}}, opset_version=14)
-    with pytest.raises(planrt.InvalidArgumentError, match="batch"):
-        planrt.build(path)  # a dim without a bound names the flag
+    with pytest.raises(planrt.InvalidArgumentError, match=r"pass dims=\{'batch': \(MIN, MAX\)\}") as info:
+        planrt.build(path)  # a dim without a bound names the keyword, in Python's terms
+    assert "--dim" not in str(info.value)
+    with pytest.raises(planrt.InvalidArgumentError, match="dims names 'foo'"):
+        planrt.build(path, dims={"batch": (1, 4), "foo": 2})
+    with pytest.raises(planrt.InvalidArgumentError, match="input_values names 'y'"):
+        planrt.build(path, dims={"batch": (1, 4)}, input_values={"y": tmp_path / "y.npy"})
     module = planrt.Module(planrt.build(path, dims={"batch": (1, 16)}))
     meta = module.method_meta("forward")
     assert [d.name for d in meta.dims] == ["batch"] and (meta.dims[0].min, meta.dims[0].max) == (1, 16)

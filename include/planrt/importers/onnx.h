@@ -52,6 +52,11 @@ struct OnnxImportOptions {
   bool fused_attention = true;
   // The name of the program's method.
   std::string method = "forward";
+  // How the caller spells `dims` and `input_values`, for the errors that say what to pass:
+  // the CLI's flags (`--dim S=MIN..MAX`, `--input-value NAME=FILE`) or the Python module's
+  // keywords (`dims={'S': (MIN, MAX)}`, `input_values={'NAME': FILE}`).
+  enum class Spelling { Cli, Python };
+  Spelling spelling = Spelling::Cli;
 };
 
 // `path`'s folder is where external data is looked up.

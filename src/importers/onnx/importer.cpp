@@ -189,9 +189,8 @@ Result<std::vector<SymInt>> OpContext::sym_ints(size_t i, std::string_view role)
   if (v.is_runtime()) {
     return error(fmt::format(
         "input {} ({}, '{}') is computed at run time, but planrt needs its value when the "
-        "program is built: it decides a shape. If it is a graph input, fix it with "
-        "--input-value NAME=FILE",
-        i, role, node.input(static_cast<int>(i))));
+        "program is built: it decides a shape. If it is a graph input, fix it with {}",
+        i, role, node.input(static_cast<int>(i)), im.input_value_setting()));
   }
   if (v.rank() > 1 || !elem_is_integer(v.elem)) {
     return error(fmt::format("input {} ({}) must be a 0-d or 1-d integer tensor", i, role));
@@ -516,7 +515,7 @@ Status Importer::read_dims_and_inputs() {
     auto given = options_.input_values.find(input.name());
     if (given != options_.input_values.end()) {
       Result<Tensor> t = read_input_value(given->second);
-      if (!t.ok()) return t.status().with_context(fmt::format("--input-value {}", input.name()));
+      if (!t.ok()) return t.status().with_context(input_value_setting(input.name()));
       Value v;
       v.elem = t->elem;
       for (int64_t d : t->shape) v.shape.push_back(sym_const(d));
@@ -575,8 +574,10 @@ Status Importer::read_dims_and_inputs() {
           method_.dims.push_back({name, 1, 1});
         } else {
           if (bound->second.min < 1 || bound->second.max < bound->second.min) {
-            return invalid(fmt::format("--dim {}={}..{}: bounds must satisfy 1 <= MIN <= MAX", name,
-                                       bound->second.min, bound->second.max));
+            return invalid(fmt::format("{}: bounds must satisfy 1 <= MIN <= MAX",
+                                       dim_setting(name, options_.spelling == OnnxImportOptions::Spelling::Cli
+                                                             ? fmt::format("{}..{}", bound->second.min, bound->second.max)
+                                                             : fmt::format("({}, {})", bound->second.min, bound->second.max))));
           }
           method_.dims.push_back({name, bound->second.min, bound->second.max});
         }
@@ -594,18 +595,28 @@ Status Importer::read_dims_and_inputs() {
     method_.inputs.push_back(std::move(decl));
   }
   if (!missing_bounds.empty()) {
-    std::string flags;
+    std::vector<std::string> unbound;
     for (const ir::DimDecl& d : method_.dims) {
-      if (!options_.dims.contains(d.name)) flags += fmt::format(" --dim {}=MIN..MAX", d.name);
+      if (!options_.dims.contains(d.name)) unbound.push_back(d.name);
+    }
+    std::string pass;
+    if (options_.spelling == OnnxImportOptions::Spelling::Cli) {
+      for (const std::string& n : unbound) pass += " " + dim_setting(n);
+    } else {
+      std::vector<std::string> entries;
+      for (const std::string& n : unbound) entries.push_back(fmt::format("'{}': (MIN, MAX)", n));
+      pass = fmt::format(" dims={{{}}}", fmt::join(entries, ", "));
     }
     return invalid(fmt::format("the model's dims {} have no bounds; planrt plans memory for the "
                                "largest size: pass{}",
-                               fmt::join(missing_bounds, ", "), flags));
+                               fmt::join(missing_bounds, ", "), pass));
   }
   for (const auto& given : options_.input_values) {
     const std::string& name = given.first;
     if (!values_.contains(name)) {
-      return invalid(fmt::format("--input-value names '{}', which is not a graph input", name));
+      return invalid(fmt::format("{} names '{}', which is not a graph input",
+                                 options_.spelling == OnnxImportOptions::Spelling::Cli ? "--input-value" : "input_values",
+                                 name));
     }
   }
   for (const auto& bound : options_.dims) {
@@ -615,8 +626,9 @@ Status Importer::read_dims_and_inputs() {
                      [&](const ir::DimDecl& d) { return d.name == name; })) {
       std::vector<std::string> names;
       for (const ir::DimDecl& d : method_.dims) names.push_back(d.name);
-      return invalid(fmt::format("--dim names '{}', which is not a dim of the model's inputs "
-                                 "(they have: {})", name,
+      return invalid(fmt::format("{} names '{}', which is not a dim of the model's inputs "
+                                 "(they have: {})",
+                                 options_.spelling == OnnxImportOptions::Spelling::Cli ? "--dim" : "dims", name,
                                  names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
     }
   }
@@ -771,6 +783,20 @@ Status Importer::check_declared_output(const ::onnx::ValueInfoProto& out, const 
     }
   }
   return {};
+}
+
+std::string Importer::dim_setting(std::string_view name, std::string_view bound) const {
+  if (options_.spelling == OnnxImportOptions::Spelling::Cli) {
+    return fmt::format("--dim {}={}", name, bound.empty() ? "MIN..MAX" : bound);
+  }
+  return fmt::format("dims={{'{}': {}}}", name, bound.empty() ? "(MIN, MAX)" : bound);
+}
+
+std::string Importer::input_value_setting(std::string_view name) const {
+  if (options_.spelling == OnnxImportOptions::Spelling::Cli) {
+    return fmt::format("--input-value {}=FILE", name.empty() ? "NAME" : name);
+  }
+  return fmt::format("input_values={{'{}': FILE}}", name.empty() ? "NAME" : name);
 }
 
 Status Importer::import_outputs() {

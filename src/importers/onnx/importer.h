@@ -137,6 +137,11 @@ class Importer {
   // The IR value (or constant) holding `v` at run time, with its dims unmerged when
   // `unfold` (a reshape to ONNX's shape is emitted; an error when that shape is not
   // expressible). Known values become IR constants (once each).
+  // What to pass, in the caller's terms (OnnxImportOptions::spelling): a bound for dim
+  // `name` ("--dim S=MIN..MAX" / "dims={'S': (MIN, MAX)}"; `bound` replaces MIN..MAX when
+  // given), and a build-time value for graph input `name` ("NAME" when empty).
+  std::string dim_setting(std::string_view name, std::string_view bound = "") const;
+  std::string input_value_setting(std::string_view name = "") const;
   Result<std::string> ir_of(const Value& v, bool unfold = true);
   // Appends an IR node `op` over IR operands; its one output is a fresh IR value named
   // after `name_hint`. The output's IR type is planrt's own shape inference.
