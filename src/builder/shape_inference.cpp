@@ -940,6 +940,42 @@ Result<InferredNode> size_of(Ctx& c) {
   return emit(c, {DType::I64, {}});
 }
 
+// resize(x): the resized shape from `sizes` (-1 keeps x's size) or floor(size * scale), by the
+// kernels' own attribute rules (kernels/op_plans.h: parse_resize_attrs). A dim that is not a
+// fixed size may only be kept (sizes -1, or scale 1).
+Result<InferredNode> resize(Ctx& c) {
+  PLANRT_RETURN_IF_ERROR(floating(c, 0));
+  const SymShape& x = c.shape(0);
+  if (x.empty()) return bad(fmt::format("{} is a scalar: it has no dim to resize", c.describe(0)));
+  kernels::OpAttrs attrs;
+  for (const auto& [name, value] : c.attrs) {
+    if (const auto* i = std::get_if<int64_t>(&value)) attrs.set(name, *i);
+    if (const auto* d = std::get_if<double>(&value)) attrs.set(name, *d);
+    if (const auto* b = std::get_if<bool>(&value)) attrs.set(name, *b);
+    if (const auto* s = std::get_if<std::string>(&value)) attrs.set(name, *s);
+    if (const auto* v = std::get_if<std::vector<int64_t>>(&value)) attrs.set(name, *v);
+    if (std::holds_alternative<ShapeSpec>(value)) return bad(fmt::format("attribute '{}' takes no dim names", name));
+  }
+  const auto rank = static_cast<int>(x.size());
+  Result<kernels::ResizeAttrs> a = kernels::parse_resize_attrs(attrs, rank);
+  if (!a.ok()) return bad(a.status().message());
+  SymShape out = x;
+  for (int d = 0; d < rank; ++d) {
+    if (!x[d].is_static()) {
+      const bool kept = a->sizes.empty() ? a->scales[d] == 1.0 : a->sizes[d] == -1;
+      if (!kept) {
+        return bad(fmt::format("{}: dim {} is not a fixed size; resize can only keep it (sizes entry -1, or "
+                               "scale 1)", c.describe(0), d));
+      }
+      continue;
+    }
+    Result<int64_t> o = kernels::resize_output_size(*a, d, x[d].value);
+    if (!o.ok()) return bad(fmt::format("{}: {}", c.describe(0), o.status().message()));
+    out[d] = Dim::fixed(*o);
+  }
+  return emit(c, {c.type(0).dtype, std::move(out)});
+}
+
 // ---- the table --------------------------------------------------------------------------
 
 using RuleFn = Result<InferredNode> (*)(Ctx&);
@@ -997,6 +1033,8 @@ const std::initializer_list<Rule>& rules() {
       {"gather_elements", {"dim"}, gather_elements},
       {"size", {"dim"}, size_of},
       {"take", {}, take},
+      {"resize", {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+                  "extrapolation_value", "sizes", "scales", "roi"}, resize},
   };
   return table;
 }

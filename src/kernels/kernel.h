@@ -93,7 +93,12 @@ struct OpInfo {
 //     ("bhsd" | "bshd" | "sbhd", "bhsd": q, k, v, out as [..., S, D], as [..., S, H, D] or
 //     as [S, ..., H, D], kernels/attention_layout.h), heads (int, 0; bshd and sbhd only:
 //     the last two dims one, [..., H * D], and one input alone is a packed q|k|v projection
-//     [..., 3 * H * D])
+//     [..., 3 * H * D]); inputs q, k, v and an optional mask (input 3, bool or q's dtype,
+//     broadcast to [batch..., H, Sq, Sk]: kernels/attention_layout.h), or packed qkv with k
+//     and v absent
+//   resize: mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a (-0.75),
+//     exclude_outside (false), extrapolation_value (0), sizes (ints, -1 keeps), scales / roi
+//     (strings of numbers; see op_plans.h): ONNX Resize over any rank
 //   gather_elements: dim (int, 0); x, indices (i32 or i64, x's rank) -> indices' shape
 //   take: none; x, indices (i32 or i64) -> indices' shape: x's elements at those flat
 //     (row-major) positions, negative from the end (torch.take; ONNX Gather on 1-D data)

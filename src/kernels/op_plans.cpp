@@ -1,9 +1,11 @@
 #include "kernels/op_plans.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -1036,6 +1038,316 @@ Result<PadPlan> plan_pad(const OpAttrs& attrs, std::span<const TensorView> input
     }
     PLANRT_RETURN_IF_ERROR(append_dim(op, shape, size));
     p.begin.push_back(pads[d]);
+  }
+  PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, shape));
+  return p;
+}
+
+// ---- resize -----------------------------------------------------------------------------
+
+Result<std::vector<double>> parse_float_list(std::string_view text, std::string_view what) {
+  std::vector<double> out;
+  size_t i = 0;
+  auto skip_space = [&] {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+  };
+  skip_space();
+  if (i == text.size()) return out;  // no numbers
+  while (true) {
+    skip_space();
+    const char* begin = text.data() + i;
+    const char* end = text.data() + text.size();
+    if (begin != end && *begin == '+') ++begin;  // from_chars takes no '+'
+    double v = 0.0;
+    auto [ptr, ec] = std::from_chars(begin, end, v);
+    if (ec != std::errc() || ptr == begin) {
+      return make_error(ErrorCode::InvalidArgument,
+                        "{} \"{}\": entry {} is not a number (numbers separated by commas)", what, text,
+                        out.size());
+    }
+    out.push_back(v);
+    i = static_cast<size_t>(ptr - text.data());
+    skip_space();
+    if (i == text.size()) break;
+    if (text[i] != ',') {
+      return make_error(ErrorCode::InvalidArgument,
+                        "{} \"{}\": expected ',' after entry {} (numbers separated by commas)", what, text,
+                        out.size() - 1);
+    }
+    ++i;
+  }
+  return out;
+}
+
+std::string format_float_list(const std::vector<double>& values) {
+  // fmt's "{}" writes the shortest text that reads back to the same double.
+  return fmt::format("{}", fmt::join(values, ","));
+}
+
+Result<ResizeAttrs> parse_resize_attrs(const OpAttrs& attrs, int rank) {
+  constexpr std::string_view op = "resize";
+  ResizeAttrs a;
+  PLANRT_ASSIGN_OR_RETURN(std::string mode, with_op(op, attrs.get_string("mode", "nearest")));
+  if (mode == "nearest") {
+    a.mode = ResizeMode::Nearest;
+  } else if (mode == "linear") {
+    a.mode = ResizeMode::Linear;
+  } else if (mode == "cubic") {
+    a.mode = ResizeMode::Cubic;
+  } else {
+    return make_error(ErrorCode::InvalidArgument, "{}: mode '{}' is not nearest, linear or cubic", op, mode);
+  }
+  PLANRT_ASSIGN_OR_RETURN(std::string ctm,
+                          with_op(op, attrs.get_string("coordinate_transformation_mode", "half_pixel")));
+  constexpr std::pair<std::string_view, ResizeCoordinates> kCoordinates[] = {
+      {"half_pixel", ResizeCoordinates::HalfPixel},
+      {"half_pixel_symmetric", ResizeCoordinates::HalfPixelSymmetric},
+      {"pytorch_half_pixel", ResizeCoordinates::PytorchHalfPixel},
+      {"align_corners", ResizeCoordinates::AlignCorners},
+      {"asymmetric", ResizeCoordinates::Asymmetric},
+      {"tf_half_pixel_for_nn", ResizeCoordinates::TfHalfPixelForNn},
+      {"tf_crop_and_resize", ResizeCoordinates::TfCropAndResize},
+  };
+  bool found = false;
+  for (const auto& [name, value] : kCoordinates) {
+    if (name == ctm) {
+      a.coordinates = value;
+      found = true;
+    }
+  }
+  if (!found) {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: coordinate_transformation_mode '{}' is not half_pixel, half_pixel_symmetric, "
+                      "pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn or tf_crop_and_resize",
+                      op, ctm);
+  }
+  PLANRT_ASSIGN_OR_RETURN(std::string nearest, with_op(op, attrs.get_string("nearest_mode", "round_prefer_floor")));
+  if (nearest == "round_prefer_floor") {
+    a.nearest = ResizeNearest::RoundPreferFloor;
+  } else if (nearest == "round_prefer_ceil") {
+    a.nearest = ResizeNearest::RoundPreferCeil;
+  } else if (nearest == "floor") {
+    a.nearest = ResizeNearest::Floor;
+  } else if (nearest == "ceil") {
+    a.nearest = ResizeNearest::Ceil;
+  } else {
+    return make_error(ErrorCode::InvalidArgument,
+                      "{}: nearest_mode '{}' is not round_prefer_floor, round_prefer_ceil, floor or ceil", op, nearest);
+  }
+  PLANRT_ASSIGN_OR_RETURN(a.cubic_a, with_op(op, attrs.get_float("cubic_coeff_a", -0.75)));
+  if (!std::isfinite(a.cubic_a)) {
+    return make_error(ErrorCode::InvalidArgument, "{}: cubic_coeff_a is {}, not a finite number", op, a.cubic_a);
+  }
+  PLANRT_ASSIGN_OR_RETURN(a.exclude_outside, with_op(op, attrs.get_bool("exclude_outside", false)));
+  PLANRT_ASSIGN_OR_RETURN(a.extrapolation, with_op(op, attrs.get_float("extrapolation_value", 0.0)));
+  if (attrs.has("sizes")) {
+    PLANRT_ASSIGN_OR_RETURN(a.sizes, with_op(op, attrs.get_ints("sizes")));
+    if (static_cast<int>(a.sizes.size()) != rank) {
+      return make_error(ErrorCode::InvalidArgument, "{}: sizes has {} entries; x has rank {}", op, a.sizes.size(),
+                        rank);
+    }
+    for (size_t d = 0; d < a.sizes.size(); ++d) {
+      if (a.sizes[d] < -1) {
+        return make_error(ErrorCode::InvalidArgument, "{}: sizes[{}] is {} (a size, or -1 to keep x's)", op, d,
+                          a.sizes[d]);
+      }
+    }
+  }
+  if (attrs.has("scales")) {
+    PLANRT_ASSIGN_OR_RETURN(std::string text, with_op(op, attrs.get_string("scales", "")));
+    PLANRT_ASSIGN_OR_RETURN(a.scales, parse_float_list(text, fmt::format("{}: scales", op)));
+    if (static_cast<int>(a.scales.size()) != rank) {
+      return make_error(ErrorCode::InvalidArgument, "{}: scales has {} entries; x has rank {}", op, a.scales.size(),
+                        rank);
+    }
+    for (size_t d = 0; d < a.scales.size(); ++d) {
+      if (!(a.scales[d] > 0.0) || !std::isfinite(a.scales[d])) {
+        return make_error(ErrorCode::InvalidArgument, "{}: scales[{}] is {}; scales are finite and > 0", op, d,
+                          a.scales[d]);
+      }
+    }
+  }
+  if (attrs.has("roi")) {
+    PLANRT_ASSIGN_OR_RETURN(std::string text, with_op(op, attrs.get_string("roi", "")));
+    PLANRT_ASSIGN_OR_RETURN(a.roi, parse_float_list(text, fmt::format("{}: roi", op)));
+    if (static_cast<int>(a.roi.size()) != 2 * rank) {
+      return make_error(ErrorCode::InvalidArgument, "{}: roi has {} entries; x of rank {} needs {} (starts, then ends)",
+                        op, a.roi.size(), rank, 2 * rank);
+    }
+    for (size_t d = 0; d < a.roi.size(); ++d) {
+      if (!std::isfinite(a.roi[d])) {
+        return make_error(ErrorCode::InvalidArgument, "{}: roi[{}] is {}, not a finite number", op, d, a.roi[d]);
+      }
+    }
+  }
+  if (a.sizes.empty() && a.scales.empty()) {
+    return make_error(ErrorCode::InvalidArgument, "{}: needs sizes or scales (the output's shape)", op);
+  }
+  return a;
+}
+
+Result<int64_t> resize_output_size(const ResizeAttrs& a, int axis, int64_t in) {
+  constexpr std::string_view op = "resize";
+  int64_t out = 0;
+  if (!a.sizes.empty()) {
+    out = a.sizes[axis] < 0 ? in : a.sizes[axis];
+  } else {
+    // ONNX: (scales * x.shape).astype(int), in double.
+    const double o = std::floor(static_cast<double>(in) * a.scales[axis]);
+    if (!(o < 0x1p62)) {
+      return make_error(ErrorCode::InvalidArgument, "{}: dim {} of size {} times scale {} is too large", op, axis, in,
+                        a.scales[axis]);
+    }
+    out = static_cast<int64_t>(o);
+  }
+  if (in == 0 && out == 0) return out;
+  if (in == 0) {
+    return make_error(ErrorCode::InvalidArgument, "{}: dim {} is empty and cannot be interpolated to size {}", op,
+                      axis, out);
+  }
+  if (out < 1) {
+    return make_error(ErrorCode::InvalidArgument, "{}: dim {} of size {} resizes to {} (sizes are >= 1)", op, axis, in,
+                      out);
+  }
+  return out;
+}
+
+ResizeTaps resize_taps(const ResizeAttrs& a, const ResizeAxis& ax, int64_t xi) {
+  ResizeTaps t;
+  const double x = static_cast<double>(xi);
+  const double in = static_cast<double>(ax.in);
+  const double out_w = ax.scale * in;  // ONNX's output_width: a float, not the output's size
+  double xo = 0.0;
+  switch (a.coordinates) {
+    case ResizeCoordinates::HalfPixel:
+      xo = (x + 0.5) / ax.scale - 0.5;
+      break;
+    case ResizeCoordinates::HalfPixelSymmetric: {
+      const double adjustment = static_cast<double>(ax.out) / out_w;
+      const double center = in / 2;
+      const double offset = center * (1 - adjustment);
+      xo = offset + (x + 0.5) / ax.scale - 0.5;
+      break;
+    }
+    case ResizeCoordinates::PytorchHalfPixel:
+      xo = out_w == 1.0 ? -0.5 : (x + 0.5) / ax.scale - 0.5;
+      break;
+    case ResizeCoordinates::AlignCorners:
+      xo = out_w == 1.0 ? 0.0 : x * (in - 1) / (out_w - 1);
+      break;
+    case ResizeCoordinates::Asymmetric:
+      xo = x / ax.scale;
+      break;
+    case ResizeCoordinates::TfHalfPixelForNn:
+      xo = (x + 0.5) / ax.scale;
+      break;
+    case ResizeCoordinates::TfCropAndResize:
+      xo = out_w == 1.0 ? (ax.roi_end - ax.roi_start) * (in - 1) / 2
+                        : x * (ax.roi_end - ax.roi_start) * (in - 1) / (out_w - 1);
+      xo += ax.roi_start * (in - 1);
+      if (xo < 0 || xo > in - 1) {  // TF's CropAndResize: the extrapolation value
+        t.outside = true;
+        return t;
+      }
+      break;
+  }
+  // The taps: the n nearest indices of the edge-padded axis (pad n / 2 each side), ties to
+  // the smaller; ratio in (0, 1] is xo's distance past the left neighbour.
+  const int n = a.mode == ResizeMode::Cubic ? 4 : 2;
+  const int64_t pad = n / 2;
+  const double fl = std::floor(xo);
+  const bool integral = xo == fl;
+  const double ratio = integral ? 1.0 : xo - fl;
+  double c[4] = {0, 0, 0, 0};
+  switch (a.mode) {
+    case ResizeMode::Nearest:
+      if (integral) {
+        c[1] = 1;
+      } else {
+        bool right = false;
+        switch (a.nearest) {
+          case ResizeNearest::RoundPreferFloor: right = ratio > 0.5; break;
+          case ResizeNearest::RoundPreferCeil: right = ratio >= 0.5; break;
+          case ResizeNearest::Floor: right = false; break;
+          case ResizeNearest::Ceil: right = true; break;
+        }
+        c[right ? 1 : 0] = 1;
+      }
+      break;
+    case ResizeMode::Linear:
+      c[0] = 1 - ratio;
+      c[1] = ratio;
+      break;
+    case ResizeMode::Cubic: {
+      const double A = a.cubic_a;
+      const double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
+      c[0] = ((A * r1 - 5 * A) * r1 + 8 * A) * r1 - 4 * A;
+      c[1] = ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1;
+      c[2] = ((A + 2) * q - (A + 3)) * q * q + 1;
+      c[3] = ((A * q1 - 5 * A) * q1 + 8 * A) * q1 - 4 * A;
+      break;
+    }
+  }
+  const double limit = static_cast<double>(ax.in + pad + n);
+  const double cx = std::ceil(std::clamp(xo, -limit, limit));
+  int64_t base = static_cast<int64_t>(cx) - pad;
+  if (base < -pad) base = -pad;
+  if (base + n - 1 > ax.in + pad - 1) base = ax.in + pad - n;
+  if (a.exclude_outside) {
+    double sum = 0;
+    for (int j = 0; j < n; ++j) {
+      const int64_t idx = base + j;
+      if (idx < 0 || idx >= ax.in) c[j] = 0;
+      sum += c[j];
+    }
+    for (int j = 0; j < n; ++j) c[j] /= sum;
+  }
+  for (int j = 0; j < n; ++j) {
+    if (c[j] == 0) continue;
+    const int64_t idx = std::clamp<int64_t>(base + j, 0, ax.in - 1);
+    int k = 0;
+    while (k < t.count && t.index[k] != idx) ++k;
+    if (k == t.count) {
+      t.index[t.count] = idx;
+      t.weight[t.count] = 0;
+      ++t.count;
+    }
+    t.weight[k] += c[j];
+  }
+  return t;
+}
+
+Result<ResizePlan> plan_resize(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs) {
+  constexpr std::string_view op = "resize";
+  const TensorView& x = inputs[0];
+  if (x.rank() == 0) {
+    return make_error(ErrorCode::InvalidArgument, "{}: x is a scalar; it needs a dim to resize ({})", op,
+                      describe_inputs(op, inputs));
+  }
+  ResizePlan p;
+  PLANRT_ASSIGN_OR_RETURN(p.attrs, parse_resize_attrs(attrs, x.rank()));
+  Shape shape;
+  for (int d = 0; d < x.rank(); ++d) {
+    Result<int64_t> out = resize_output_size(p.attrs, d, x.sizes[d]);
+    if (!out.ok()) return out.status();
+    PLANRT_RETURN_IF_ERROR(append_dim(op, shape, *out));
+    ResizeAxis axis;
+    axis.in = x.sizes[d];
+    axis.out = *out;
+    axis.scale = !p.attrs.scales.empty() ? p.attrs.scales[d]
+                 : axis.in > 0           ? static_cast<double>(axis.out) / static_cast<double>(axis.in)
+                                         : 1.0;
+    if (!p.attrs.roi.empty()) {
+      axis.roi_start = p.attrs.roi[d];
+      axis.roi_end = p.attrs.roi[d + x.rank()];
+    }
+    axis.identity = axis.in == axis.out;
+    for (int64_t i = 0; axis.identity && i < axis.out; ++i) {
+      const ResizeTaps t = resize_taps(p.attrs, axis, i);
+      axis.identity = !t.outside && t.count == 1 && t.index[0] == i && t.weight[0] == 1.0;
+    }
+    p.axes.push_back(axis);
   }
   PLANRT_RETURN_IF_ERROR(check_output(op, inputs, outputs[0], x.dtype, shape));
   return p;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -322,5 +323,79 @@ struct PadPlan {
 };
 Result<PadPlan> plan_pad(const OpAttrs& attrs, std::span<const TensorView> inputs,
                          std::span<const TensorView> outputs);
+
+// ---- resize (ONNX Resize, opsets 10-19, and Upsample) -----------------------------------
+// resize(x): x of any rank >= 1, each dim interpolated independently (separable), as ONNX's
+// reference implementation (onnx/reference/ops/op_resize.py) defines it. Attributes
+// (defaults in kernel.h):
+//   mode: "nearest" | "linear" | "cubic" ("nearest": 1 tap, linear 2, cubic 4 per dim)
+//   coordinate_transformation_mode: "half_pixel" (default) | "half_pixel_symmetric" |
+//     "pytorch_half_pixel" | "align_corners" | "asymmetric" | "tf_half_pixel_for_nn" |
+//     "tf_crop_and_resize"
+//   nearest_mode: "round_prefer_floor" (default) | "round_prefer_ceil" | "floor" | "ceil"
+//   cubic_coeff_a (float, -0.75), exclude_outside (bool, false: taps outside x get weight
+//   0 and the rest are renormalized), extrapolation_value (float, 0: tf_crop_and_resize's
+//   value outside the roi's image)
+//   sizes (ints, one per dim of x; -1 keeps x's size): the output's shape
+//   scales (string of decimal numbers separated by commas, one per dim, each > 0): the
+//     coordinate transforms' scale; absent, out / in per dim. Without sizes, the output's
+//     size is floor(in * scale). (A string: attributes have no list of floats; the numbers
+//     are written so that they read back exactly, e.g. ONNX's float32 scales.)
+//   roi (string of 2 * rank numbers, starts then ends; tf_crop_and_resize only; default
+//     0s then 1s)
+// Every coordinate is computed in double. f32 on the CPU; f32, bf16 and f16 on CUDA.
+enum class ResizeMode { Nearest, Linear, Cubic };
+enum class ResizeCoordinates {
+  HalfPixel, HalfPixelSymmetric, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNn,
+  TfCropAndResize
+};
+enum class ResizeNearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+
+struct ResizeAttrs {
+  ResizeMode mode = ResizeMode::Nearest;
+  ResizeCoordinates coordinates = ResizeCoordinates::HalfPixel;
+  ResizeNearest nearest = ResizeNearest::RoundPreferFloor;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation = 0.0;
+  std::vector<int64_t> sizes;  // per dim (-1: x's size); empty: from the scales
+  std::vector<double> scales;  // per dim; empty: out / in
+  std::vector<double> roi;     // 2 * rank; empty: 0s then 1s
+};
+// The attributes checked against x's rank: InvalidArgument naming a bad one (a mode not in
+// the lists above, a count that is not the rank's, a scale <= 0, neither sizes nor scales).
+Result<ResizeAttrs> parse_resize_attrs(const OpAttrs& attrs, int rank);
+// The output's size along `axis` for x's size `in` (sizes, else floor(in * scale));
+// InvalidArgument when it is < 1, or when it interpolates from an empty dim.
+Result<int64_t> resize_output_size(const ResizeAttrs& attrs, int axis, int64_t in);
+// "1,2.5": the numbers of a scales or roi attribute (InvalidArgument naming `what`).
+Result<std::vector<double>> parse_float_list(std::string_view text, std::string_view what);
+// The inverse: each number written so that it reads back to the same double.
+std::string format_float_list(const std::vector<double>& values);
+
+struct ResizeAxis {
+  int64_t in = 1, out = 1;
+  double scale = 1.0;                     // the transform's scale
+  double roi_start = 0.0, roi_end = 1.0;  // tf_crop_and_resize
+  bool identity = false;                  // every output position reads x's at its index
+};
+struct ResizePlan {
+  ResizeAttrs attrs;
+  std::vector<ResizeAxis> axes;  // one per dim of x
+};
+Result<ResizePlan> plan_resize(const OpAttrs& attrs, std::span<const TensorView> inputs,
+                               std::span<const TensorView> outputs);
+
+// What output position x along one axis reads: up to 4 taps, each an index into x along that
+// axis (edge-clamped to [0, in)) with its weight; taps sharing an index are merged and
+// weight-0 taps dropped. `outside`: tf_crop_and_resize's coordinate fell outside the image
+// (the output is extrapolation_value).
+struct ResizeTaps {
+  int count = 0;
+  bool outside = false;
+  int64_t index[4] = {};
+  double weight[4] = {};
+};
+ResizeTaps resize_taps(const ResizeAttrs& attrs, const ResizeAxis& axis, int64_t x);
 
 }  // namespace planrt::kernels

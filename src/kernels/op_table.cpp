@@ -53,6 +53,7 @@ constexpr OpInfo kOps[] = {
     {"gather_elements",               2,  2, 1},  // x, indices
     {"size",                          1,  1, 1},  // x (only its shape is read)
     {"take",                          2,  2, 1},  // x, indices
+    {"resize",                        1,  1, 1},  // x (sizes, scales, roi are attributes)
     // The typed elementwise family (kernels/elementwise_ops.h).
     {"cos",                           1,  1, 1},
     {"sin",                           1,  1, 1},

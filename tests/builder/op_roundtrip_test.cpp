@@ -185,6 +185,14 @@ std::vector<OpCase> cases() {
                with(R"([{"name": "x", "dtype": "bool", "shape": ["S", 2]}, {"name": "i", "dtype": "i64", "shape": [3, "S"]}])",
                     R"({"op": "take", "inputs": ["x", "i"], "outputs": ["y"]})"),
                "take", "[3, S]", "bool"});
+  // resize: sizes (-1 keeps the symbolic batch) and the scales the transform reads, as text.
+  c.push_back({"resize", with(img, R"({"op": "resize", "inputs": ["x"], "outputs": ["y"],
+                                      "attrs": {"mode": "cubic", "coordinate_transformation_mode": "align_corners",
+                                                "sizes": [-1, 3, 18, 4], "scales": "1,1,2,0.5", "exclude_outside": true}})"),
+               "resize", "[S, 3, 18, 4]"});
+  c.push_back({"resize_scales", with(img, R"({"op": "resize", "inputs": ["x"], "outputs": ["y"],
+                                             "attrs": {"scales": "1,1,1.5,0.6000000238418579"}})"),
+               "resize", "[S, 3, 13, 4]"});
   c.push_back({"size", with(kX, R"({"op": "size", "inputs": ["x"], "outputs": ["y"], "attrs": {"dim": -2}})"), "size", "[]",
                "i64"});
   // The typed elementwise family (kernels/elementwise_ops.h): each op over inputs of a

@@ -251,6 +251,39 @@ TEST(ShapeInference, GatherElementsTakesIndicesShape) {
             std::string::npos);
 }
 
+// resize: sizes (-1 keeps a dim, symbolic or not) or floor(size * scale); a symbolic dim only
+// kept; the attributes checked by the kernels' own rule (kernels/op_plans.h).
+TEST(ShapeInference, ResizeSizesTheOutputFromSizesOrScales) {
+  const TensorType x = f32({S, c(3), c(5), c(4)});
+  EXPECT_EQ(out_shape(infer("resize", {x}, {{"sizes", std::vector<int64_t>{-1, -1, 10, 3}}})), "[S, 3, 10, 3]");
+  EXPECT_EQ(out_shape(infer("resize", {x}, {{"scales", std::string("1,1,2.5,0.6000000238418579")}})), "[S, 3, 12, 2]");
+  EXPECT_EQ(out_shape(infer("resize", {f32({c(7)})}, {{"mode", std::string("cubic")}, {"scales", std::string("0.3")}})),
+            "[2]");
+  // sizes decide the shape; scales then only feed the coordinate transform.
+  EXPECT_EQ(out_shape(infer("resize", {x}, {{"sizes", std::vector<int64_t>{-1, 3, 5, 8}}, {"scales", std::string("1,1,1,3")}})),
+            "[S, 3, 5, 8]");
+  // A symbolic dim can only be kept.
+  EXPECT_NE(out_shape(infer("resize", {x}, {{"scales", std::string("2,1,2,2")}})).find("dim 0 is not a fixed size"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("resize", {x}, {{"sizes", std::vector<int64_t>{2, 3, 5, 4}}})).find("dim 0 is not a fixed size"),
+            std::string::npos);
+  // The kernels' attribute checks, in their words.
+  EXPECT_NE(out_shape(infer("resize", {x}, {})).find("sizes or scales"), std::string::npos);
+  EXPECT_NE(out_shape(infer("resize", {x}, {{"scales", std::string("1,1,2")}})).find("scales has 3 entries"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("resize", {x}, {{"scales", std::string("1,1,2,2")}, {"mode", std::string("area")}}))
+                .find("mode 'area'"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("resize", {x}, {{"scales", std::string("1,1,0.1,1")}})).find("resizes to 0"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("resize", {x}, {{"scales", std::string("1,1,2,2")}, {"antialias", true}}))
+                .find("unknown attribute 'antialias'"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("resize", {{DType::I64, {c(2)}}}, {{"scales", std::string("2")}})).find("floating-point"),
+            std::string::npos);
+  EXPECT_NE(out_shape(infer("resize", {f32({})}, {{"scales", std::string("")}})).find("scalar"), std::string::npos);
+}
+
 TEST(ShapeInference, ReductionsArgReductionsAndCumsum) {
   const TensorType x = f32({c(2), S, c(5)});
   EXPECT_EQ(out_shape(infer("reduce_max", {x}, {{"dims", std::vector<int64_t>{-2, -1}}})), "[2]");

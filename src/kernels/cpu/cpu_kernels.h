@@ -50,6 +50,8 @@ PLANRT_CPU_KERNEL(size);
 PLANRT_CPU_KERNEL(take);
 // convolution.cpp
 PLANRT_CPU_KERNEL(conv2d);
+// resize.cpp
+PLANRT_CPU_KERNEL(resize);
 // pooling.cpp
 PLANRT_CPU_KERNEL(max_pool2d);
 PLANRT_CPU_KERNEL(avg_pool2d);

@@ -57,6 +57,7 @@ constexpr Entry kCpuKernels[] = {
     {"gather_elements", cpu::gather_elements},
     {"size", cpu::size},
     {"take", cpu::take},
+    {"resize", cpu::resize},
 #define PLANRT_CPU_ENTRY(fn) {#fn, cpu::fn},
     PLANRT_ELEMENTWISE_OPS(PLANRT_CPU_ENTRY)
 #undef PLANRT_CPU_ENTRY

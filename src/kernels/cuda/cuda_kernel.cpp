@@ -67,6 +67,7 @@ constexpr Entry kCudaKernels[] = {
     {"hard_swish", hard_swish},
     {"pad", pad},
     {"expand", expand},
+    {"resize", resize},
     // The typed elementwise family: kernels/elementwise_ops.h lists the same ops.
 #define PLANRT_CUDA_ENTRY(op) {#op, elementwise_##op},
     PLANRT_ELEMENTWISE_OPS(PLANRT_CUDA_ENTRY)

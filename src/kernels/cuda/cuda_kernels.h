@@ -56,6 +56,8 @@ PLANRT_CUDA_KERNEL(hard_sigmoid);
 PLANRT_CUDA_KERNEL(hard_swish);
 PLANRT_CUDA_KERNEL(pad);
 PLANRT_CUDA_KERNEL(expand);
+// resize.cpp: f32, bf16 and f16
+PLANRT_CUDA_KERNEL(resize);
 // linear_algebra.cpp
 PLANRT_CUDA_KERNEL(linear);
 PLANRT_CUDA_KERNEL(matmul);

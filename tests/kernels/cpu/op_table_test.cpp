@@ -42,6 +42,7 @@ TEST(OpTable, ListsEveryOpOfTheModelFormatWithItsArity) {
       {"reduce_min", 1, 1}, {"reduce_prod", 1, 1},
       {"argmax", 1, 1},     {"argmin", 1, 1},
       {"cumsum", 1, 1},     {"log_softmax", 1, 1},
+      {"resize", 1, 1},
   };
   // The typed elementwise family (elementwise_ops.h) is in the op table with its arity.
   size_t family = 0;
