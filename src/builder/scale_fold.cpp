@@ -15,10 +15,10 @@ namespace planrt::builder {
 namespace {
 
 float load(const ir::Constant& c, int64_t i) {
-  if (c.dtype == DType::BF16) {
+  if (c.dtype == DType::BF16 || c.dtype == DType::F16) {
     uint16_t bits;
     std::memcpy(&bits, c.bytes.data() + 2 * i, 2);
-    return bf16_bits_to_f32(bits);
+    return c.dtype == DType::BF16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits);
   }
   float v;
   std::memcpy(&v, c.bytes.data() + 4 * i, 4);
@@ -26,8 +26,8 @@ float load(const ir::Constant& c, int64_t i) {
 }
 
 void store(uint8_t* out, DType dtype, int64_t i, float v) {
-  if (dtype == DType::BF16) {
-    const uint16_t bits = f32_to_bf16_bits(v);
+  if (dtype == DType::BF16 || dtype == DType::F16) {
+    const uint16_t bits = dtype == DType::BF16 ? f32_to_bf16_bits(v) : f32_to_f16_bits(v);
     std::memcpy(out + 2 * i, &bits, 2);
   } else {
     std::memcpy(out + 4 * i, &v, 4);
@@ -121,7 +121,7 @@ int fold_scales_into_linears(ir::Model& model, ir::Method& method, const ir::Che
     }
     const DType dtype = w->dtype;
     const int64_t n = w->shape[0], k = w->shape[1];
-    if ((dtype != DType::F32 && dtype != DType::BF16) || scale->dtype != dtype || in_type->second.dtype != dtype ||
+    if ((dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16) || scale->dtype != dtype || in_type->second.dtype != dtype ||
         (b != nullptr && (b->dtype != dtype || b->shape != std::vector<int64_t>{n})) || scale_count(*scale, n) == 0 ||
         !has_bytes(*w) || !has_bytes(*scale) || (b != nullptr && !has_bytes(*b))) {
       continue;

@@ -8,14 +8,14 @@
 //
 // Conditions: the linear's output is read only by the mul, in the same run of nodes (same
 // backend, segment and device); W [N, K] and b [N] (if any) are constants with their bytes,
-// in the dtype of s and of the activations, f32 or bf16; s has N elements along the last
+// in the dtype of s and of the activations, f32, bf16 or f16; s has N elements along the last
 // dim and ones elsewhere (or is a single value), and the mul's output type is the linear's.
 // The linear takes the mul's output name, so readers and method outputs are unchanged.
 //
 // Numerics: W' and b' are the products computed in f32 and rounded once to the dtype, so
 // the output is x W' + b' where it was round(x W + b) * s: the rounding moves from the
-// product's output onto the weights (a few ulp in f32; in bf16 one rounding of a weight
-// instead of one of an output). The scaled constants are new (the originals stay for
+// product's output onto the weights (a few ulp in f32; in bf16 or f16 one rounding of a
+// weight instead of one of an output). The scaled constants are new (the originals stay for
 // their other readers), made once per model for a (W, s) pair.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The `transformer` template (builder.h TransformerOptions; docs/model-format.md lists the
-// graph and the weight names): pre-LN encoder blocks over x [1, S, d_model], f32 or bf16
+// graph and the weight names): pre-LN encoder blocks over x [1, S, d_model], f32, bf16 or f16
 // (TransformerOptions::dtype: every weight and value in it).
 //
 //   a = LN1(x);  q, k, v = Wq a, Wk a, Wv a  -> [1, S, H, Dh] -> permute -> [1, H, S, Dh]
@@ -217,22 +217,23 @@ Result<ParsedOptions> parse_options(const TransformerOptions& o) {
                                "device, but device is '{}' (give cuda:N, or use partition cpu, engine "
                                "or engine-per-block to run on the host)", o.partition, o.device));
   }
-  if (o.dtype != DType::F32 && o.dtype != DType::BF16) {
-    return invalid(fmt::format("transformer: dtype {} is not supported (f32 or bf16)", dtype_name(o.dtype)));
+  if (o.dtype != DType::F32 && o.dtype != DType::BF16 && o.dtype != DType::F16) {
+    return invalid(fmt::format("transformer: dtype {} is not supported (f32, bf16 or f16)", dtype_name(o.dtype)));
   }
-  if (o.dtype == DType::BF16) {
-    // Only the CUDA kernels compute in bf16: every node must run on a GPU.
+  if (o.dtype != DType::F32) {
+    // Only the CUDA kernels compute in bf16 and f16: every node must run on a GPU.
+    const std::string_view name = dtype_name(o.dtype);
     if (out.device.is_cpu() || o.partition == "cpu") {
-      return invalid(fmt::format("transformer: dtype bf16 runs on the CUDA kernels only, but partition "
+      return invalid(fmt::format("transformer: dtype {} runs on the CUDA kernels only, but partition "
                                  "'{}' on device '{}' runs on the host (give a cuda device and a "
-                                 "partition other than cpu, or use f32)", o.partition, o.device));
+                                 "partition other than cpu, or use f32)", name, o.partition, o.device));
     }
     if (!o.fused_attention) {
-      return invalid("transformer: dtype bf16 needs fused attention (the unfused path is f32 only)");
+      return invalid(fmt::format("transformer: dtype {} needs fused attention (the unfused path is f32 only)", name));
     }
     if (o.d_model / o.heads != 64) {
-      return invalid(fmt::format("transformer: dtype bf16 needs head dim 64 (the fused kernel's), but "
-                                 "d_model {} / heads {} = {}", o.d_model, o.heads, o.d_model / o.heads));
+      return invalid(fmt::format("transformer: dtype {} needs head dim 64 (the fused kernel's), but "
+                                 "d_model {} / heads {} = {}", name, o.d_model, o.heads, o.d_model / o.heads));
     }
   }
   if (o.weights.starts_with("random:")) {

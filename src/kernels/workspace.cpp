@@ -13,7 +13,7 @@ bool attention_runs_fused(const AttentionPlan& plan) {
 }
 
 bool attention_may_run_on_cudnn(std::string_view op, const OpAttrs& attrs, DType q_dtype) {
-  if (op != "scaled_dot_product_attention" || q_dtype != DType::BF16) return false;
+  if (op != "scaled_dot_product_attention" || (q_dtype != DType::BF16 && q_dtype != DType::F16)) return false;
   Result<bool> causal = attrs.get_bool("causal", false);
   return !causal.ok() || !*causal;
 }
@@ -26,7 +26,7 @@ int64_t attention_head_group(int64_t heads, int64_t head_bytes) {
 Result<AttentionWorkspace> attention_workspace(const AttentionPlan& plan, DType dtype) {
   AttentionWorkspace ws;
   ws.fused = attention_runs_fused(plan);
-  if (ws.fused || dtype == DType::BF16) return ws;
+  if (ws.fused || dtype == DType::BF16 || dtype == DType::F16) return ws;
   if (plan.heads == 0 || plan.sq == 0 || plan.dv == 0 || plan.sk == 0) return ws;
   if (plan.sq > std::numeric_limits<int64_t>::max() / int64_t{sizeof(float)} / plan.sk) {
     return make_error(ErrorCode::OutOfMemory,

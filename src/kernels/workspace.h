@@ -30,8 +30,8 @@ inline constexpr int64_t kScoreBudget = int64_t{256} << 20;
 // GEMM, softmax, GEMM, the seed's scratch figures.
 bool attention_runs_fused(const AttentionPlan& plan);
 
-// Whether the CUDA scaled_dot_product_attention may run on cuDNN's fused attention (bf16
-// without a causal mask; kernels/cuda/cudnn_attention_plan.h, which may still refuse a
+// Whether the CUDA scaled_dot_product_attention may run on cuDNN's fused attention (bf16 or
+// f16 without a causal mask; kernels/cuda/cudnn_attention_plan.h, which may still refuse a
 // shape at run time): the one decision the backends read to open cuDNN at load and the
 // memory estimate reads to count its handle. A bad `causal` attribute counts as maybe (the
 // kernel's own check reports it).
@@ -51,8 +51,8 @@ struct AttentionWorkspace {
   // for smaller shapes, so a workspace planned at the shapes' max holds every call.
   uint64_t bytes = 0;
 };
-// OutOfMemory when one head's score matrix overflows 64 bits. bf16 runs fused only (the
-// kernel refuses the rest before asking for anything): 0 bytes.
+// OutOfMemory when one head's score matrix overflows 64 bits. bf16 and f16 run fused only
+// (the kernel refuses the rest before asking for anything): 0 bytes.
 Result<AttentionWorkspace> attention_workspace(const AttentionPlan& plan, DType dtype);
 
 // Bytes the CUDA kernel of `op` allocates from CudaKernelContext::temp for one call with

@@ -48,8 +48,8 @@ struct ScaleModel {
     auto bytes = std::make_shared<std::vector<uint8_t>>(c.nbytes());
     const int64_t n = static_cast<int64_t>(c.nbytes()) / static_cast<int64_t>(element_size(dtype));
     for (int64_t i = 0; i < n; ++i) {
-      if (dtype == DType::BF16) {
-        const uint16_t bits = f32_to_bf16_bits(value(i));
+      if (dtype == DType::BF16 || dtype == DType::F16) {
+        const uint16_t bits = dtype == DType::BF16 ? f32_to_bf16_bits(value(i)) : f32_to_f16_bits(value(i));
         std::memcpy(bytes->data() + 2 * i, &bits, 2);
       } else {
         const float v = value(i);
@@ -79,10 +79,10 @@ struct ScaleModel {
     std::vector<float> out;
     const size_t size = element_size(c->dtype);
     for (size_t i = 0; i < c->bytes.size() / size; ++i) {
-      if (c->dtype == DType::BF16) {
+      if (c->dtype == DType::BF16 || c->dtype == DType::F16) {
         uint16_t bits;
         std::memcpy(&bits, c->bytes.data() + 2 * i, 2);
-        out.push_back(bf16_bits_to_f32(bits));
+        out.push_back(c->dtype == DType::BF16 ? bf16_bits_to_f32(bits) : f16_bits_to_f32(bits));
       } else {
         float v;
         std::memcpy(&v, c->bytes.data() + 4 * i, 4);
@@ -138,6 +138,29 @@ TEST(ScaleFold, ASingleScaleAndBf16ProductsRoundedOnce) {
   ASSERT_EQ(got.size(), w.size());
   for (size_t i = 0; i < w.size(); ++i) EXPECT_EQ(got[i], bf16_bits_to_f32(f32_to_bf16_bits(s * w[i]))) << i;
   EXPECT_EQ(a.values("b#scaled")[4], bf16_bits_to_f32(f32_to_bf16_bits(s * b[4])));
+}
+
+// f16 (the CUDA kernels compute it as bf16) folds the same way, its products rounded once
+// to f16; the per-feature scale too.
+TEST(ScaleFold, F16ProductsRoundedOnceToF16) {
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{1}, std::vector<int64_t>{5}}) {
+    SCOPED_TRACE(shape.size());
+    ScaleModel a(shape, DType::F16);
+    const std::vector<float> w = a.values("w"), b = a.values("b"), s = a.values("s");
+    EXPECT_EQ(a.fold(), 1);
+    ASSERT_EQ(ops(a.method()), std::vector<std::string>{"linear"});
+    const ir::Constant* scaled = a.model.find_constant("w#scaled");
+    ASSERT_NE(scaled, nullptr);
+    EXPECT_EQ(scaled->dtype, DType::F16);
+    const std::vector<float> got = a.values("w#scaled");
+    ASSERT_EQ(got.size(), w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      const float si = s[s.size() == 1 ? 0 : i / 4];
+      EXPECT_EQ(got[i], f16_bits_to_f32(f32_to_f16_bits(si * w[i]))) << i;
+    }
+    const float s4 = s[s.size() == 1 ? 0 : 4];
+    EXPECT_EQ(a.values("b#scaled")[4], f16_bits_to_f32(f32_to_f16_bits(s4 * b[4])));
+  }
 }
 
 TEST(ScaleFold, MulsItCannotFoldStayAsWritten) {

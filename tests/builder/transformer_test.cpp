@@ -300,7 +300,7 @@ TEST(Transformer, Bf16RefusesWhatHasNoBf16Kernel) {
   EXPECT_ERROR_CONTAINS(make_transformer(o), "needs head dim 64 (the fused kernel's), but d_model 64 / heads 4 = 16");
   o.heads = 1;
   o.dtype = DType::I32;
-  EXPECT_ERROR_CONTAINS(make_transformer(o), "dtype i32 is not supported (f32 or bf16)");
+  EXPECT_ERROR_CONTAINS(make_transformer(o), "dtype i32 is not supported (f32, bf16 or f16)");
 }
 
 TEST(Transformer, SizeOverflowIsAnErrorNotACrash) {

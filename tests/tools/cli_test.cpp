@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/npy.h"
+#include "planrt/core/dtype.h"
 #include "support/gpu.h"
 
 namespace {
@@ -402,16 +403,17 @@ TEST_F(CliTest, CudaRunReportsStreamsWaitsPoolAndDeviceMemory) {
   }
 }
 
-// A bf16 model end to end: built from the template, fed an f32 .npy (rounded on the way
-// in), its bf16 output written widened to f32, and close to the same model in f32 (same
-// random weights, rounded) on the same input: within bf16's rounding over two blocks.
+// A bf16 and an f16 model end to end: built from the template, fed an f32 .npy (rounded on
+// the way in), the bf16 output written widened to f32 and the f16 one as an f16 .npy, each
+// close to the same model in f32 (same random weights, rounded) on the same input: within
+// its dtype's rounding over two blocks, f16 (10 mantissa bits) closer than bf16 (7).
 TEST_F(CliTest, Bf16ModelRunsFromF32NpyAndAgreesWithF32) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   const std::string base = "build --template transformer --layers 2 --d-model 128 --heads 2 "
                            "--ffn 256 --max-seq 64 --weights random:3 ";
   for (const char* partition : {"cuda", "engine-per-block"}) {
     SCOPED_TRACE(partition);
-    for (const char* dtype : {"f32", "bf16"}) {
+    for (const char* dtype : {"f32", "bf16", "f16"}) {
       CommandResult b = planrt(base + "--partition " + partition + " --dtype " + dtype + " -o " +
                                path(std::string(dtype) + ".prog"));
       ASSERT_EQ(b.exit_code, 0) << b.err;
@@ -419,9 +421,9 @@ TEST_F(CliTest, Bf16ModelRunsFromF32NpyAndAgreesWithF32) {
     CommandResult seed = planrt("run " + path("f32.prog") + " --random-inputs 4 --dim S=64 "
                                 "--output-dir " + path("in"));
     ASSERT_EQ(seed.exit_code, 0) << seed.err;
-    std::vector<float> outs[2];
+    std::vector<float> outs[3];
     int i = 0;
-    for (const char* dtype : {"f32", "bf16"}) {
+    for (const char* dtype : {"f32", "bf16", "f16"}) {
       CommandResult r = planrt("run " + path(std::string(dtype) + ".prog") + " --input x=" +
                                path("in/y.npy") + " --json --output-dir " + path(dtype));
       ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -432,19 +434,36 @@ TEST_F(CliTest, Bf16ModelRunsFromF32NpyAndAgreesWithF32) {
       planrt::Result<planrt::format::HostTensor> y =
           planrt::format::read_npy(path(std::string(dtype) + "/y.npy"));
       ASSERT_TRUE(y.ok()) << y.status().to_string();
-      ASSERT_EQ(y->dtype, planrt::DType::F32);  // bf16 written widened
+      const bool half = std::string(dtype) == "f16";
+      // bf16 written widened; f16 as NumPy's float16.
+      ASSERT_EQ(y->dtype, half ? planrt::DType::F16 : planrt::DType::F32);
       ASSERT_EQ(y->shape.numel(), 64 * 128);
       outs[i].resize(64 * 128);
-      std::memcpy(outs[i].data(), y->data.data(), outs[i].size() * sizeof(float));
+      for (size_t k = 0; k < outs[i].size(); ++k) {
+        if (half) {
+          uint16_t bits = 0;
+          std::memcpy(&bits, y->data.data() + k * sizeof(bits), sizeof(bits));
+          outs[i][k] = planrt::f16_bits_to_f32(bits);
+        } else {
+          std::memcpy(&outs[i][k], y->data.data() + k * sizeof(float), sizeof(float));
+        }
+      }
       ++i;
     }
-    double diff = 0, norm = 0;
-    for (size_t k = 0; k < outs[0].size(); ++k) {
-      diff += double(outs[1][k] - outs[0][k]) * (outs[1][k] - outs[0][k]);
-      norm += double(outs[0][k]) * outs[0][k];
-    }
-    EXPECT_LT(std::sqrt(diff / norm), 2e-2);
-    EXPECT_GT(std::sqrt(diff / norm), 0.0);  // it did compute in bf16
+    auto error_of = [&](const std::vector<float>& got) {
+      double diff = 0, norm = 0;
+      for (size_t k = 0; k < outs[0].size(); ++k) {
+        diff += double(got[k] - outs[0][k]) * (got[k] - outs[0][k]);
+        norm += double(outs[0][k]) * outs[0][k];
+      }
+      return std::sqrt(diff / norm);
+    };
+    const double bf16_error = error_of(outs[1]), f16_error = error_of(outs[2]);
+    EXPECT_LT(bf16_error, 2e-2);
+    EXPECT_GT(bf16_error, 0.0);  // it did compute in bf16
+    EXPECT_LT(f16_error, 5e-3);
+    EXPECT_GT(f16_error, 0.0);  // and in f16
+    EXPECT_LT(f16_error, bf16_error / 2) << "f16 no closer to f32 than bf16";
   }
 }
 
@@ -877,7 +896,8 @@ TEST_F(CliTest, BuildDeviceErrorsAreUsageErrorsThatSayWhatToChange) {
            {"--dtype bf16 --partition cpu", "dtype bf16 runs on the CUDA kernels only"},
            {"--dtype bf16 --partition engine --device cpu", "on device 'cpu' runs on the host"},
            {"--dtype bf16 --partition cuda", "dtype bf16 needs head dim 64"},
-           {"--dtype f16", "--dtype"}}) {
+           {"--dtype f16 --partition cpu", "dtype f16 runs on the CUDA kernels only"},
+           {"--dtype i32", "--dtype"}}) {
     CommandResult r = planrt(base + c.flags + " -o " + path("x.prog"));
     EXPECT_EQ(r.exit_code, 2) << c.flags << ": " << r.err;
     EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;

@@ -53,8 +53,9 @@ std::optional<std::pair<std::string, std::string>> split_assignment(const std::s
 }
 
 // NumPy has no bf16: a bf16 input is read from an f32 .npy and rounded to nearest even (as
-// torch's .to(torch.bfloat16)); every other input must have the method's dtype (the method
-// says so if not).
+// torch's .to(torch.bfloat16)); an f16 input from an f16 .npy, or from an f32 one rounded the
+// same way (as .to(torch.float16)); every other input must have the method's dtype (the
+// method says so if not).
 Result<Tensor> read_npy_tensor(const std::string& path, DType wanted) {
   if (path.ends_with(".pb")) {
     // An ONNX TensorProto (the inputs of ONNX's own tests).
@@ -63,14 +64,16 @@ Result<Tensor> read_npy_tensor(const std::string& path, DType wanted) {
     return Tensor::from_view(TensorView::contiguous(pb.bytes.data(), pb.dtype, shape));
   }
   PLANRT_ASSIGN_OR_RETURN(format::HostTensor host, format::read_npy(path));
-  if (wanted != DType::BF16 || host.dtype != DType::F32) return Tensor::from_view(host.view());
-  PLANRT_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(DType::BF16, host.shape));
+  if ((wanted != DType::BF16 && wanted != DType::F16) || host.dtype != DType::F32) {
+    return Tensor::from_view(host.view());
+  }
+  PLANRT_ASSIGN_OR_RETURN(Tensor t, Tensor::zeros(wanted, host.shape));
   auto* dst = static_cast<uint16_t*>(t.data());
   const int64_t n = host.shape.numel();
   for (int64_t i = 0; i < n; ++i) {
     float x = 0;
     std::memcpy(&x, host.data.data() + i * sizeof(float), sizeof(float));
-    dst[i] = f32_to_bf16_bits(x);
+    dst[i] = wanted == DType::BF16 ? f32_to_bf16_bits(x) : f32_to_f16_bits(x);
   }
   return t;
 }
@@ -116,16 +119,17 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-// Min, max and mean of an output; none for an empty one, or an f16 one (no host reader).
+// Min, max and mean of an output; none for an empty one.
 std::optional<OutputStats> stats_of(const TensorView& v) {
   int64_t n = v.numel();
-  if (n == 0 || v.dtype == DType::F16) return std::nullopt;
+  if (n == 0) return std::nullopt;
   auto read = [&](int64_t i) -> double {
     switch (v.dtype) {
       case DType::F32: return static_cast<const float*>(v.data)[i];
       case DType::I32: return static_cast<const int32_t*>(v.data)[i];
       case DType::I64: return static_cast<double>(static_cast<const int64_t*>(v.data)[i]);
       case DType::BF16: return bf16_bits_to_f32(static_cast<const uint16_t*>(v.data)[i]);
+      case DType::F16: return f16_bits_to_f32(static_cast<const uint16_t*>(v.data)[i]);
       case DType::U8: return static_cast<const uint8_t*>(v.data)[i];
       case DType::Bool: return static_cast<const uint8_t*>(v.data)[i] != 0 ? 1.0 : 0.0;
       default: return NAN;

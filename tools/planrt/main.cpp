@@ -52,9 +52,9 @@ int run_cli(int argc, char** argv) {
                         "default) or unfused (scores kept: GEMM, softmax, GEMM)")
       ->check(CLI::IsMember({"fused", "unfused"}));
   build_cmd->add_option("--dtype", build.dtype,
-                        "Template: f32 (the default) or bf16 (x, y, weights and activations; "
-                        "CUDA only, fused attention with head dim 64)")
-      ->check(CLI::IsMember({"f32", "bf16"}));
+                        "Template: f32 (the default), bf16 or f16 (x, y, weights and activations; "
+                        "the 16-bit ones CUDA only, fused attention with head dim 64)")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   build_cmd->add_flag("--no-reuse", build.no_reuse, "Plan without reusing memory (debugging)");
   build_cmd->add_option("--plan-time-budget", build.plan_time_budget_ms,
                         "Milliseconds the planner may search for a smaller arena per planned "

@@ -51,6 +51,11 @@ Result<Tensor> random_input(const TensorSpec& spec, std::span<const DimSpec> dim
       for (int64_t i = 0; i < n; ++i) p[i] = f32_to_bf16_bits(normal());
       return t;
     }
+    case DType::F16: {  // the same samples as f32, rounded
+      auto* p = static_cast<uint16_t*>(t.data());
+      for (int64_t i = 0; i < n; ++i) p[i] = f32_to_f16_bits(normal());
+      return t;
+    }
     case DType::I32: {
       int32_t* p = static_cast<int32_t*>(t.data());
       for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(splitmix64(state) % 8);

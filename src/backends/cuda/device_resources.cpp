@@ -68,7 +68,7 @@ Status open_cudnn_for(SharedCublas& shared, CudnnUse use) {
   if (use.convolution) return ensure_cudnn(shared);
   if (!use.bf16_attention || !kernels::cuda::kCudnnFusedAttentionBuilt) return {};
   if (Status s = ensure_cudnn(shared); !s.ok()) {
-    PLANRT_LOG_INFO("bf16 attention runs planrt's kernel on cuda:{}: {}", shared.device, s.to_string());
+    PLANRT_LOG_INFO("bf16 and f16 attention run planrt's kernel on cuda:{}: {}", shared.device, s.to_string());
   }
   return {};
 }

@@ -62,11 +62,11 @@ Result<std::shared_ptr<SharedCublas>> shared_cublas(int device, bool allow_tf32)
 Status ensure_cudnn(SharedCublas& shared);
 
 // What a graph's ops want of cuDNN: a convolution needs it (ensure_cudnn's error otherwise);
-// bf16 attention without a causal mask runs on it where it can be had (the kernel falls back
+// bf16 or f16 attention without a causal mask runs on it where it can be had (the kernel falls back
 // to planrt's own attention, so a missing cuDNN is only logged).
 struct CudnnUse {
   bool convolution = false;
-  bool bf16_attention = false;
+  bool bf16_attention = false;  // bf16 or f16 (the 16-bit attention)
 };
 Status open_cudnn_for(SharedCublas& shared, CudnnUse use);
 

@@ -41,7 +41,8 @@ void fuse_add_layer_norm(Segment& seg) {
       const GraphValue& out = seg.values[normed];
       const bool fits =
           norm.inputs[0] == sum && add.inputs[0] != kNoValue && add.inputs[1] != kNoValue &&
-          (seg.values[sum].dtype == DType::F32 || seg.values[sum].dtype == DType::BF16) &&
+          (seg.values[sum].dtype == DType::F32 || seg.values[sum].dtype == DType::BF16 ||
+           seg.values[sum].dtype == DType::F16) &&
           same_static_or_symbolic_shape(seg.values[add.inputs[0]], seg.values[sum]) &&
           same_static_or_symbolic_shape(seg.values[add.inputs[1]], seg.values[sum]) &&
           !out.operand &&

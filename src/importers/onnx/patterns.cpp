@@ -89,10 +89,12 @@ class Graph {
     }
     return std::nullopt;
   }
-  // How near a constant must be to an exact one: its dtype's rounding (bf16 keeps 8 bits).
+  // How near a constant must be to an exact one: its dtype's rounding (bf16 keeps 8 bits,
+  // f16 11), relative.
   double tolerance(const std::string& name) const {
     const ir::Constant* c = constant(name);
     if (c != nullptr && c->dtype == DType::BF16) return 1.0 / 128;
+    if (c != nullptr && c->dtype == DType::F16) return 1.0 / 1024;
     return 1e-6;
   }
   // A constant holding `n` values (shape [n], or [1, ..., 1, n]).
@@ -775,6 +777,14 @@ void fuse_attention(Graph& g, const std::map<std::string, ir::TensorType>& types
     if (qs.size() != static_cast<size_t>(rank) || ks.size() != qs.size() || vs.size() != qs.size()) continue;
     if (!std::equal(qs.begin(), qs.end() - 2, ks.begin()) || !std::equal(qs.begin(), qs.end() - 2, vs.begin())) continue;
     if (ks[rank - 2] != qs[rank - 1] || vs[rank - 2] != ks[rank - 1]) continue;
+    // bf16 and f16 attention runs fused only (head dim 64; the unfused path keeps f32 scores
+    // and is f32 only): other 16-bit attention keeps its decomposed form, whose matmuls,
+    // softmax and scale the CUDA kernels compute in the 16-bit dtype. A causal one is still
+    // fused (its mask was taken off the softmax for the attention to apply), and the kernel
+    // refuses it naming the head dims.
+    const bool sixteen_bit = qt->second.dtype == DType::BF16 || qt->second.dtype == DType::F16;
+    const bool runs_fused = fused && qs[rank - 1] == ir::Dim::fixed(64) && vs[rank - 1] == ir::Dim::fixed(64);
+    if (sixteen_bit && !runs_fused && !causal_softmax.contains(sm.outputs[0])) continue;
     MaskTerm mask;
     if (!added.empty()) {
       // Only a mask the attention takes as it is (shape inference's rule): else the

@@ -1,11 +1,11 @@
-// scaled_dot_product_attention, f32 and bf16, in either layout (kernels/attention_layout.h).
+// scaled_dot_product_attention, f32, bf16 and f16, in either layout (kernels/attention_layout.h).
 // Fused (attention_runs_fused: the default for
 // head dim 64): one kernel, online softmax, no scores in memory (attention_kernels.cu; bf16
-// on the tensor cores, attention_bf16_kernels.cu). bf16 without a causal mask runs cuDNN's
-// fused attention instead where the context has a cuDNN handle and cuDNN has a plan for the
-// shape (cudnn_attention_plan.h: cuDNN 9.13 or later, no workspace, 16-byte aligned
-// operands); where it has none, planrt's kernel runs, with the same result up to bf16
-// rounding (backend option attention=planrt keeps planrt's kernel). Otherwise, f32 only:
+// and f16 on the tensor cores, attention_bf16_kernels.cu). bf16 or f16 without a causal mask
+// runs cuDNN's fused attention instead where the context has a cuDNN handle and cuDNN has a
+// plan for the shape (cudnn_attention_plan.h: cuDNN 9.13 or later, no workspace, 16-byte
+// aligned operands); where it has none, planrt's kernel runs, with the same result up to the
+// 16-bit rounding (backend option attention=planrt keeps planrt's kernel). Otherwise, f32 only:
 // scores = scale * q @ k^T (strided-batched GEMM over the heads), softmax of each score row
 // with the optional causal mask (one kernel, in place), then scores @ v (strided-batched
 // GEMM). Those scores live in temporary memory, at most kScoreBudget bytes at a time: heads
@@ -16,12 +16,14 @@
 // row whose keys are all masked gives zeros on every path.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cpu/blas.h"
 #include "kernels/cuda/attention_dispatch.cuh"
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cudnn_library.h"
+#include "kernels/cuda/float_types.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
@@ -41,18 +43,19 @@ AttentionOperandStrides cudnn_strides(const AttentionLayout& layout, const Atten
   return out;
 }
 
-// Runs bf16 attention as a cuDNN plan; false (nothing enqueued) when cuDNN cannot take it
-// here: no handle, operands off 16-byte alignment, or no plan for the shape.
-Result<bool> ran_on_cudnn(const CudaKernelContext& ctx, const AttentionPlan& plan, const void* q, const void* k,
-                          const void* v, void* out) {
+// Runs bf16 or f16 (T) attention as a cuDNN plan; false (nothing enqueued) when cuDNN cannot
+// take it here: no handle, operands off 16-byte alignment, or no plan for the shape.
+template <typename T>
+Result<bool> ran_on_cudnn(const CudaKernelContext& ctx, const AttentionPlan& plan, DType dtype, const void* q,
+                          const void* k, const void* v, void* out) {
   constexpr std::string_view op = "scaled_dot_product_attention";
   const AttentionLayout& layout = plan.layout;
   if (!ctx.cudnn_attention || ctx.cudnn == nullptr || ctx.cudnn->get() == nullptr || plan.causal) return false;
   if (layout.mask.kind != AttentionMaskKind::None) return false;  // planrt's kernel applies masks
-  const auto* bq = static_cast<const __nv_bfloat16*>(q) + layout.q.start;
-  const auto* bk = static_cast<const __nv_bfloat16*>(k) + layout.k.start;
-  const auto* bv = static_cast<const __nv_bfloat16*>(v) + layout.v.start;
-  auto* bo = static_cast<__nv_bfloat16*>(out) + layout.out.start;
+  const auto* bq = static_cast<const T*>(q) + layout.q.start;
+  const auto* bk = static_cast<const T*>(k) + layout.k.start;
+  const auto* bv = static_cast<const T*>(v) + layout.v.start;
+  auto* bo = static_cast<T*>(out) + layout.out.start;
   if (!launch::all_aligned16(bq, bk, bv, bo) || !layout.strides_multiple_of(8)) return false;
   PLANRT_ASSIGN_OR_RETURN(const CudnnLibrary* lib, cudnn_library());
   AttentionPlanKey key;
@@ -66,7 +69,7 @@ Result<bool> ran_on_cudnn(const CudaKernelContext& ctx, const AttentionPlan& pla
   key.k = cudnn_strides(layout, layout.k, key.batch, plan.sk);
   key.v = cudnn_strides(layout, layout.v, key.batch, plan.sk);
   key.out = cudnn_strides(layout, layout.out, key.batch, plan.sq);
-  key.dtype = DType::BF16;
+  key.dtype = dtype;
   key.workspace_budget = 0;  // attention plans no workspace (kernels/workspace.h)
   AttentionPlanCache& cache = ctx.cudnn->attention_plans();
   const AttentionPlanCache::Known known = cache.find(key);
@@ -104,7 +107,7 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   constexpr std::string_view op = "scaled_dot_product_attention";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
   // q, k and v share one dtype; the mask is bool or that dtype (plan_attention checks it).
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs.first(std::min<size_t>(inputs.size(), 3))));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs.first(std::min<size_t>(inputs.size(), 3))));
   PLANRT_ASSIGN_OR_RETURN(AttentionPlan plan, plan_attention(attrs, inputs, outputs));
   const auto [heads, sq, sk, d, dv, causal, scale, fused_attr, layout] = plan;
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, sq, sk, d));
@@ -113,11 +116,11 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
   // The decision the workspace planners read too (kernels/workspace.h).
   PLANRT_ASSIGN_OR_RETURN(AttentionWorkspace workspace, attention_workspace(plan, dtype));
   const bool fused = workspace.fused;  // fused_attr and head dim 64
-  if (dtype == DType::BF16 && !fused) {
+  if (dtype != DType::F32 && !fused) {
     return make_error(ErrorCode::NotSupported,
-                      "{}: bf16 attention runs fused only (head dim 64, fused not false); got "
+                      "{}: {} attention runs fused only (head dim 64, fused not false); got "
                       "head dims {} and {}, fused {}: use f32 for the unfused path",
-                      op, d, dv, fused_attr);
+                      op, dtype_name(dtype), d, dv, fused_attr);
   }
   if (heads == 0 || sq == 0 || dv == 0) return {};
   if (sk == 0) {  // softmax over no keys weighs nothing: the weighted sum is empty
@@ -125,19 +128,26 @@ Status scaled_dot_product_attention(const CudaKernelContext& ctx, const OpAttrs&
                        cudaMemsetAsync(outputs[0].data, 0, outputs[0].nbytes(), ctx.stream));
   }
   const void* mask = attention_mask_data(inputs);  // null: none
-  if (dtype == DType::BF16) {
-    using bf16 = __nv_bfloat16;
-    PLANRT_ASSIGN_OR_RETURN(bool on_cudnn,
-                            ran_on_cudnn(ctx, plan, inputs[0].data, attention_source(inputs, 1).data,
-                                         attention_source(inputs, 2).data, outputs[0].data));
-    if (on_cudnn) return {};
-    return cuda_status(op, "kernel launch",
-                       launch::fused_attention(inputs[0].data_as<const bf16>(),
-                                               attention_source(inputs, 1).data_as<const bf16>(),
-                                               attention_source(inputs, 2).data_as<const bf16>(), mask,
-                                               outputs[0].data_as<bf16>(), heads, sq, sk,
-                                               static_cast<float>(scale), causal, layout,
-                                               ctx.stream));
+  if (dtype != DType::F32) {  // bf16 or f16: cuDNN's or planrt's kernel on the tensor cores
+    // (plan's fields: clang before 16 captures no structured binding in a lambda.)
+    return with_float_type(dtype, [&](auto t) -> Status {
+      using T = typename decltype(t)::type;
+      PLANRT_ASSIGN_OR_RETURN(bool on_cudnn,
+                              ran_on_cudnn<T>(ctx, plan, dtype, inputs[0].data, attention_source(inputs, 1).data,
+                                              attention_source(inputs, 2).data, outputs[0].data));
+      if (on_cudnn) return {};
+      if constexpr (std::is_same_v<T, float>) {
+        return make_error(ErrorCode::Internal, "{}: no 16-bit kernel for dtype {}", op, dtype_name(dtype));
+      } else {
+        return cuda_status(op, "kernel launch",
+                           launch::fused_attention(inputs[0].data_as<const T>(),
+                                                   attention_source(inputs, 1).data_as<const T>(),
+                                                   attention_source(inputs, 2).data_as<const T>(), mask,
+                                                   outputs[0].data_as<T>(), plan.heads, plan.sq, plan.sk,
+                                                   static_cast<float>(plan.scale), plan.causal, plan.layout,
+                                                   ctx.stream));
+      }
+    });
   }
   float* out = outputs[0].data_as<float>();
   const float* pq = inputs[0].data_as<const float>();

@@ -84,17 +84,21 @@ Status require_f32_inputs(std::string_view op, std::span<const TensorView> input
   return reword(cpu::require_f32_inputs(op, inputs));
 }
 
-Result<DType> require_f32_or_bf16_inputs(std::string_view op,
-                                         std::span<const TensorView> inputs) {
+namespace {
+
+// Every present input of one dtype among those `accepts` admits (`takes` names them).
+template <typename Accepts>
+Result<DType> require_one_float_dtype(std::string_view op, std::span<const TensorView> inputs,
+                                      Accepts accepts, std::string_view takes) {
   const TensorView* first = nullptr;
   size_t first_index = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorView& in = inputs[i];
     if (in.is_none()) continue;
-    if (in.dtype != DType::F32 && in.dtype != DType::BF16) {
+    if (!accepts(in.dtype)) {
       return make_error(ErrorCode::NotSupported,
-                        "{}: {} has dtype {}; the CUDA kernel supports f32 and bf16", op,
-                        input_role(op, i), dtype_name(in.dtype));
+                        "{}: {} has dtype {}; the CUDA kernel supports {}", op,
+                        input_role(op, i), dtype_name(in.dtype), takes);
     }
     if (first == nullptr) {
       first = &in;
@@ -107,6 +111,20 @@ Result<DType> require_f32_or_bf16_inputs(std::string_view op,
     }
   }
   return first == nullptr ? DType::F32 : first->dtype;
+}
+
+}  // namespace
+
+Result<DType> require_f32_or_bf16_inputs(std::string_view op,
+                                         std::span<const TensorView> inputs) {
+  return require_one_float_dtype(
+      op, inputs, [](DType d) { return d == DType::F32 || d == DType::BF16; }, "f32 and bf16");
+}
+
+Result<DType> require_float_inputs(std::string_view op, std::span<const TensorView> inputs) {
+  return require_one_float_dtype(
+      op, inputs, [](DType d) { return d == DType::F32 || d == DType::F16 || d == DType::BF16; },
+      "f32, f16 and bf16");
 }
 
 Status cuda_status(std::string_view op, std::string_view what, cudaError_t err) {

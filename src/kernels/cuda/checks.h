@@ -23,9 +23,12 @@ Status check_operands(std::string_view op, std::span<const TensorView> inputs,
 // cpu::require_f32_inputs with the message naming the CUDA kernel.
 Status require_f32_inputs(std::string_view op, std::span<const TensorView> inputs);
 
-// For the kernels with a bf16 path: every present input f32, or every one bf16 (no mixing);
-// that dtype, else NotSupported naming the input and its dtype.
+// For the kernels with a bf16 path only: every present input f32, or every one bf16 (no
+// mixing); that dtype, else NotSupported naming the input and its dtype.
 Result<DType> require_f32_or_bf16_inputs(std::string_view op, std::span<const TensorView> inputs);
+// For the kernels with 16-bit paths (float_types.h): every present input f32, every one f16
+// or every one bf16 (no mixing); that dtype, else NotSupported naming the input and its dtype.
+Result<DType> require_float_inputs(std::string_view op, std::span<const TensorView> inputs);
 
 // ok for cudaSuccess; OutOfMemory for allocation failures, Internal otherwise, naming the
 // op, what was being done and the CUDA error.

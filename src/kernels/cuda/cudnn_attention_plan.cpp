@@ -22,8 +22,8 @@ Result<BackendDescriptor> operand(const CudnnLibrary& lib, int64_t uid, cudnnDat
 #endif
 
 Result<BackendDescriptor> attention_graph(const CudnnLibrary& lib, cudnnHandle_t handle, const AttentionPlanKey& k) {
-  if (k.dtype != DType::BF16) {
-    return make_error(ErrorCode::NotSupported, "{}: cuDNN's fused attention takes bf16 here, not {}", kOp,
+  if (k.dtype != DType::BF16 && k.dtype != DType::F16) {
+    return make_error(ErrorCode::NotSupported, "{}: cuDNN's fused attention takes bf16 and f16 here, not {}", kOp,
                       dtype_name(k.dtype));
   }
 #if CUDNN_VERSION < 91300
@@ -35,7 +35,7 @@ Result<BackendDescriptor> attention_graph(const CudnnLibrary& lib, cudnnHandle_t
                     "headers or later",
                     kOp, CUDNN_MAJOR, CUDNN_MINOR);
 #else
-  const cudnnDataType_t type = CUDNN_DATA_BFLOAT16;
+  const cudnnDataType_t type = k.dtype == DType::F16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
   PLANRT_ASSIGN_OR_RETURN(BackendDescriptor q, operand(lib, kUidQ, type, k.batch, k.heads, k.sq, k.d, k.q));
   PLANRT_ASSIGN_OR_RETURN(BackendDescriptor kd, operand(lib, kUidK, type, k.batch, k.heads, k.sk, k.d, k.k));
   PLANRT_ASSIGN_OR_RETURN(BackendDescriptor v, operand(lib, kUidV, type, k.batch, k.heads, k.sk, k.dv, k.v));
@@ -61,7 +61,7 @@ Result<BackendDescriptor> attention_graph(const CudnnLibrary& lib, cudnnHandle_t
 Result<std::unique_ptr<CudnnAttentionPlan>> CudnnAttentionPlan::create(const CudnnLibrary& lib, cudnnHandle_t handle,
                                                                        const AttentionPlanKey& key) {
   PLANRT_ASSIGN_OR_RETURN(BackendDescriptor graph, attention_graph(lib, handle, key));
-  // Every engine cuDNN ranks for the graph computes it the same way (bf16 in, f32
+  // Every engine cuDNN ranks for the graph computes it the same way (bf16 or f16 in, f32
   // accumulation); they compile at run time, so none is put last.
   PlanSearch seen;
   Result<FinalizedPlan> plan = search_plan(

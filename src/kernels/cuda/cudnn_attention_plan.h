@@ -7,7 +7,7 @@
 // 12-block encoder the attention was half of planrt's bf16 forward and cuDNN's was a quarter
 // of PyTorch's (docs/performance.md, issue 18).
 //
-// What it takes: bf16 q [B, H, Sq, D], k [B, H, Sk, D], v [B, H, Sk, Dv], out [B, H, Sq, Dv]
+// What it takes: bf16 or f16 q [B, H, Sq, D], k [B, H, Sk, D], v [B, H, Sk, Dv], out [B, H, Sq, Dv]
 // in any strides with rows contiguous (the layouts of kernels/attention_layout.h: each
 // operand's batch, head and row strides), operands 16-byte aligned, a scale passed by value,
 // no mask. Causal attention needs a score-modifier subgraph that this operation takes only

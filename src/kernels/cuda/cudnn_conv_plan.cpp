@@ -29,7 +29,9 @@ Result<Descriptor> tensor(const CudnnLibrary& lib, int64_t uid, cudnnDataType_t 
 
 // The operation graph of one forward convolution.
 Result<Descriptor> convolution_graph(const CudnnLibrary& lib, cudnnHandle_t handle, const ConvPlanKey& k) {
-  const cudnnDataType_t type = k.dtype == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+  const cudnnDataType_t type = k.dtype == DType::BF16  ? CUDNN_DATA_BFLOAT16
+                               : k.dtype == DType::F16 ? CUDNN_DATA_HALF
+                                                       : CUDNN_DATA_FLOAT;
   PLANRT_ASSIGN_OR_RETURN(Descriptor x, tensor(lib, kUidX, type, {k.n, k.c, k.h, k.w}, k.channels_last));
   PLANRT_ASSIGN_OR_RETURN(Descriptor w,
                           tensor(lib, kUidW, type, {k.k, k.c / k.groups, k.kh, k.kw}, k.channels_last));

@@ -1,6 +1,6 @@
 // Depthwise 2-D convolution (one filter per channel: groups == in channels == out channels)
 // with its bias and ReLU, channels-last (NCHW ones stay on cuDNN: kernels/workspace.h). f32
-// and bf16 (storage only: products summed in f32 in the filter's row-major order, rounded to
+// bf16 and f16 (storage only: products summed in f32 in the filter's row-major order, rounded to
 // nearest even on store).
 //
 // Why not cuDNN: its grouped kernels for these shapes read every input element once per tap
@@ -11,7 +11,7 @@
 // stencil, which these kernels run as one.
 //
 // NHWC (the layout the channels-last rewrite gives these convolutions on the GPU):
-// neighbouring threads take neighbouring channels (two per thread for bf16 when the channel
+// neighbouring threads take neighbouring channels (two per thread for bf16 and f16 when the channel
 // count is even), so each tap's load is one coalesced row of the image. Where the window
 // slides by one column (stride_w == dilation_w == 1) and is at most 7 wide, a thread computes
 // kStrip neighbouring outputs of a row: it loads the kStrip + kw - 1 input columns of each
@@ -19,6 +19,7 @@
 // (kStrip + kw - 1) * kh / kStrip loads instead of kh * kw. Other windows take one thread per
 // output (the L1 cache serves the overlap).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -51,8 +52,8 @@ template <typename T, int kVec>
 __device__ __forceinline__ Lanes<T, kVec> load(const T* p) {
   Lanes<T, kVec> out;
   if constexpr (kVec == 2) {
-    static_assert(sizeof(T) == 2, "pairs are bf16");
-    const __nv_bfloat162 pair = *reinterpret_cast<const __nv_bfloat162*>(p);
+    static_assert(sizeof(T) == 2, "pairs are bf16 or f16");
+    const typename Pair<T>::type pair = *reinterpret_cast<const typename Pair<T>::type*>(p);
     out.v[0] = __low2float(pair);
     out.v[1] = __high2float(pair);
   } else {
@@ -64,7 +65,7 @@ __device__ __forceinline__ Lanes<T, kVec> load(const T* p) {
 template <typename T, int kVec>
 __device__ __forceinline__ void store(T* p, const float (&v)[kVec]) {
   if constexpr (kVec == 2) {
-    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(v[0], v[1]);
+    *reinterpret_cast<typename Pair<T>::type*>(p) = Pair<T>::from(v[0], v[1]);
   } else {
     p[0] = narrow<T>(v[0]);
   }
@@ -189,7 +190,7 @@ cudaError_t depthwise(const T* x, const T* w, const T* bias, T* y, int64_t image
   const int64_t outputs = images * channels * win.oh * win.ow;
   if (outputs == 0) return cudaSuccess;
   if (strip_path(win)) {
-    // Channel pairs where a pair's address is 4-byte aligned (bf16, an even count, an aligned base).
+    // Channel pairs where a pair's address is 4-byte aligned (bf16 or f16, an even count, an aligned base).
     const bool pairs = sizeof(T) == 2 && channels % 2 == 0 && reinterpret_cast<uintptr_t>(x) % 4 == 0 &&
                        reinterpret_cast<uintptr_t>(y) % 4 == 0;
     if constexpr (sizeof(T) == 2) {
@@ -211,6 +212,11 @@ cudaError_t depthwise_conv2d(const float* x, const float* w, const float* bias, 
 cudaError_t depthwise_conv2d(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
                              __nv_bfloat16* y, int64_t images, int64_t channels, const Window& window, bool relu,
                              cudaStream_t stream) {
+  return depthwise(x, w, bias, y, images, channels, window, relu, stream);
+}
+
+cudaError_t depthwise_conv2d(const __half* x, const __half* w, const __half* bias, __half* y, int64_t images,
+                             int64_t channels, const Window& window, bool relu, cudaStream_t stream) {
   return depthwise(x, w, bias, y, images, channels, window, relu, stream);
 }
 

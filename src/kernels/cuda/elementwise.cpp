@@ -1,8 +1,9 @@
-// add, sub, mul, div, pow (broadcasting by index math on the device) and the unary ops, f32
-// and bf16 (one dtype for all operands). Integer operands of add, sub, mul, div, pow and neg
+// add, sub, mul, div, pow (broadcasting by index math on the device) and the unary ops, f32,
+// f16 and bf16 (one dtype for all operands). Integer operands of add, sub, mul, div, pow and neg
 // take the family's integer forms instead (typed_elementwise.cpp).
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/float_types.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
 #include "kernels/operands.h"
@@ -40,7 +41,7 @@ Status binary_typed(std::string_view op, launch::BinaryOp kind, const CudaKernel
 
 // i32, i64 or u8 among the inputs: the integer form runs the call. A mix with a float goes
 // there too, whose plan refuses it by the family's one-dtype rule ("cast one"), which says
-// more than this path's "supports f32 and bf16" would.
+// more than this path's "supports f32, f16 and bf16" would.
 bool has_integer_input(std::span<const TensorView> inputs) {
   for (const TensorView& in : inputs) {
     if (!in.is_none() && is_integer(in.dtype)) return true;
@@ -53,26 +54,24 @@ Status binary(std::string_view op, launch::BinaryOp kind, CudaKernelFn integer_f
               std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   if (has_integer_input(inputs)) return integer_form(ctx, attrs, inputs, outputs);
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(Shape shape, plan_binary(op, inputs, outputs));
-  return dtype == DType::BF16
-             ? binary_typed<__nv_bfloat16>(op, kind, ctx, shape, inputs, outputs)
-             : binary_typed<float>(op, kind, ctx, shape, inputs, outputs);
+  return with_float_type(dtype, [&](auto t) {
+    return binary_typed<typename decltype(t)::type>(op, kind, ctx, shape, inputs, outputs);
+  });
 }
 
 Status unary(std::string_view op, launch::UnaryOp kind, const CudaKernelContext& ctx,
              std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_RETURN_IF_ERROR(plan_unary(op, inputs, outputs));
   const TensorView& x = inputs[0];
   const TensorView& y = outputs[0];
-  const cudaError_t err =
-      dtype == DType::BF16
-          ? launch::unary(kind, x.data_as<const __nv_bfloat16>(), y.data_as<__nv_bfloat16>(),
-                          x.numel(), ctx.stream)
-          : launch::unary(kind, x.data_as<const float>(), y.data_as<float>(), x.numel(),
-                          ctx.stream);
+  const cudaError_t err = with_float_type(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    return launch::unary(kind, x.data_as<const T>(), y.data_as<T>(), x.numel(), ctx.stream);
+  });
   return cuda_status(op, "kernel launch", err);
 }
 

@@ -9,9 +9,14 @@ namespace planrt::kernels::cuda {
 namespace {
 
 Status check_dtype(std::string_view op, DType dtype) {
-  if (dtype == DType::F32 || dtype == DType::BF16) return {};
+  if (dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16) return {};
   return make_error(ErrorCode::NotSupported, "{}: no CUDA GEMM for dtype {}", op,
                     dtype_name(dtype));
+}
+
+// The cuBLAS type of a 16-bit operand (bf16 or f16; f32 takes the Sgemm calls).
+cudaDataType_t sixteen_bit_type(DType dtype) {
+  return dtype == DType::F16 ? CUDA_R_16F : CUDA_R_16BF;
 }
 
 }  // namespace
@@ -82,18 +87,19 @@ Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout l
                                   stride_b, fa, lda, stride_a, &beta, fy, ldc, stride_y,
                                   static_cast<int>(count)));
   }
-  // bf16 operands, f32 accumulation and scalars.
+  // bf16 or f16 operands, f32 accumulation and scalars.
+  const cudaDataType_t type = sixteen_bit_type(dtype);
   if (count == 1) {
     return cublas_status(op, "cublasGemmEx",
                          cu->cublasGemmEx(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b,
-                                      CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, y, CUDA_R_16BF,
+                                      type, ldb, a, type, lda, &beta, y, type,
                                       ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
   return cublas_status(
       op, "cublasGemmStridedBatchedEx",
       cu->cublasGemmStridedBatchedEx(ctx.cublas, op_b, CUBLAS_OP_N, ni, mi, ki, &alpha, b,
-                                 CUDA_R_16BF, ldb, stride_b, a, CUDA_R_16BF, lda, stride_a, &beta,
-                                 y, CUDA_R_16BF, ldc, stride_y, static_cast<int>(count),
+                                 type, ldb, stride_b, a, type, lda, stride_a, &beta,
+                                 y, type, ldc, stride_y, static_cast<int>(count),
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -120,10 +126,11 @@ Status gemm_pointer_batched(std::string_view op, const CudaKernelContext& ctx, D
                            reinterpret_cast<const float* const*>(a), ki, &beta,
                            reinterpret_cast<float* const*>(y), ni, static_cast<int>(count)));
   }
+  const cudaDataType_t type = sixteen_bit_type(dtype);
   return cublas_status(op, "cublasGemmBatchedEx",
                        cu->cublasGemmBatchedEx(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, ni, mi, ki,
-                                           &alpha, b, CUDA_R_16BF, ni, a, CUDA_R_16BF, ki, &beta,
-                                           y, CUDA_R_16BF, ni, static_cast<int>(count),
+                                           &alpha, b, type, ni, a, type, ki, &beta,
+                                           y, type, ni, static_cast<int>(count),
                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 

@@ -1,5 +1,5 @@
-// Row-major products on cuBLAS, f32 or bf16 (every operand the same dtype; bf16 products
-// accumulate in f32 and round the result, as PyTorch's bf16 matmul). cuBLAS is column-major, so y = a @ b is computed as
+// Row-major products on cuBLAS, f32, bf16 or f16 (every operand the same dtype; bf16 and f16
+// products accumulate in f32 and round the result, as PyTorch's bf16 and f16 matmuls). cuBLAS is column-major, so y = a @ b is computed as
 // y^T = b^T @ a^T, which reads the row-major buffers as they are. Dims are checked against
 // the int limits (cpu::check_gemm_dims); a zero inner dim (a sum over nothing) is
 // answered here, as on the CPU, since cuBLAS rejects leading dims of 0. beta is 0 or 1.
@@ -23,7 +23,7 @@ struct GemmPitches {
 
 // count products: y_i[m, n] = alpha * a_i[m, k] @ b_i + beta * y_i, operand i at
 // base + i * stride elements (stride 0 broadcasts one matrix), rows `pitches` apart.
-// count == 1: a plain GEMM. No two y_i may share an element. dtype: F32 or BF16.
+// count == 1: a plain GEMM. No two y_i may share an element. dtype: F32, BF16 or F16.
 Status gemm_strided(std::string_view op, const CudaKernelContext& ctx, BLayout layout,
                     DType dtype, int64_t m, int64_t n, int64_t k, float alpha, const void* a,
                     int64_t stride_a, const void* b, int64_t stride_b, float beta, void* y,

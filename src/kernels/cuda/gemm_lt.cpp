@@ -82,7 +82,9 @@ struct Problem {
 
 Result<Problem> make_problem(const CublasLibrary& cu, std::string_view op, const LtProduct& p,
                              bool tf32) {
-  const cudaDataType_t type = p.dtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cudaDataType_t type = p.dtype == DType::BF16  ? CUDA_R_16BF
+                              : p.dtype == DType::F16 ? CUDA_R_16F
+                                                      : CUDA_R_32F;
   cublasLtMatmulDesc_t raw_desc = nullptr;
   PLANRT_RETURN_IF_ERROR(cublas_status(
       op, "cublasLtMatmulDescCreate",
@@ -262,7 +264,7 @@ Result<bool> gemm_nk_lt(std::string_view op, const CudaKernelContext& ctx, const
                         void* workspace, uint64_t workspace_bytes) {
   PLANRT_RETURN_IF_ERROR(cpu::check_gemm_dims(op, p.m, p.n, p.k));
   if (p.m == 0 || p.n == 0 || p.k == 0) return false;
-  if (p.dtype != DType::F32 && p.dtype != DType::BF16) return false;
+  if (p.dtype != DType::F32 && p.dtype != DType::BF16 && p.dtype != DType::F16) return false;
   if (!aligned(p.x) || !aligned(p.w) || !aligned(p.y) || (p.bias != nullptr && !aligned(p.bias))) {
     return false;
   }
@@ -279,7 +281,7 @@ Result<bool> gemm_nk_lt(std::string_view op, const CudaKernelContext& ctx, const
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
   PLANRT_RETURN_IF_ERROR(
       cublas_status(op, "cublasGetMathMode", cu.cublasGetMathMode(ctx.cublas, &math)));
-  // TF32 concerns f32 operands; bf16 products run on the tensor cores regardless.
+  // TF32 concerns f32 operands; bf16 and f16 products run on the tensor cores regardless.
   const bool tf32 = p.dtype == DType::F32 && (math & CUBLAS_TF32_TENSOR_OP_MATH) != 0;
   int device = 0;
   PLANRT_RETURN_IF_ERROR(cuda_status(op, "cudaGetDevice", cudaGetDevice(&device)));

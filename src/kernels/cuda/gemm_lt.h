@@ -39,7 +39,7 @@ inline constexpr int kLtCandidates = 8;
 inline constexpr int kLtTimedGemms = 10;
 
 struct LtProduct {
-  DType dtype = DType::F32;  // F32 or BF16
+  DType dtype = DType::F32;  // F32, BF16 or F16
   int64_t m = 0, n = 0, k = 0;
   const void* x = nullptr;     // [m, k]
   const void* w = nullptr;     // [n, k]

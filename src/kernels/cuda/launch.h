@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -30,8 +31,8 @@ enum class UnaryOp : int { Relu, Silu, GeluErf, GeluTanh, Sqrt, Neg, Exp, Erf, T
 // kernels::ReduceFn (op_plans.h) in the launchers' plain terms.
 enum class ReduceOp : int { Sum, Mean, Max, Min, Prod };
 
-// The arithmetic launchers exist for float and for __nv_bfloat16 (storage only: computed
-// in f32, rounded to nearest even on store; math_kernels.cu).
+// The arithmetic launchers exist for float, __nv_bfloat16 and __half (the 16-bit types
+// storage only: computed in f32, rounded to nearest even on store; math_kernels.cu).
 #define PLANRT_MATH_LAUNCHER_DECLS(T)                                                         \
   /* y[i] = op(a[i], b[i]). */                                                                \
   cudaError_t binary_same_shape(BinaryOp op, const T* a, const T* b, T* y, int64_t n,         \
@@ -72,6 +73,7 @@ enum class ReduceOp : int { Sum, Mean, Max, Min, Prod };
 
 PLANRT_MATH_LAUNCHER_DECLS(float)
 PLANRT_MATH_LAUNCHER_DECLS(__nv_bfloat16)
+PLANRT_MATH_LAUNCHER_DECLS(__half)
 #undef PLANRT_MATH_LAUNCHER_DECLS
 
 // argmax (max) or argmin of each (o, i) line of x [outer, n, inner], n > 0, as the i64
@@ -81,6 +83,8 @@ cudaError_t arg_reduce(const float* x, int64_t* y, int64_t outer, int64_t n, int
                        bool max, bool select_last, cudaStream_t stream);
 cudaError_t arg_reduce(const __nv_bfloat16* x, int64_t* y, int64_t outer, int64_t n,
                        int64_t inner, bool max, bool select_last, cudaStream_t stream);
+cudaError_t arg_reduce(const __half* x, int64_t* y, int64_t outer, int64_t n, int64_t inner,
+                       bool max, bool select_last, cudaStream_t stream);
 // Running sums along n of x [outer, n, inner] (y may equal x): exclusive, y[k] sums x[< k];
 // reverse, the sums run from the end. Floats sum in f64, rounded once per element; integers
 // in their own width, wrapping (reduce_kernels.cu).
@@ -89,6 +93,7 @@ cudaError_t arg_reduce(const __nv_bfloat16* x, int64_t* y, int64_t outer, int64_
                      bool reverse, cudaStream_t stream);
 PLANRT_CUMSUM_LAUNCHER_DECL(float)
 PLANRT_CUMSUM_LAUNCHER_DECL(__nv_bfloat16)
+PLANRT_CUMSUM_LAUNCHER_DECL(__half)
 PLANRT_CUMSUM_LAUNCHER_DECL(int32_t)
 PLANRT_CUMSUM_LAUNCHER_DECL(int64_t)
 #undef PLANRT_CUMSUM_LAUNCHER_DECL
@@ -102,13 +107,17 @@ PLANRT_CUMSUM_LAUNCHER_DECL(int64_t)
 cudaError_t fused_attention(const float* q, const float* k, const float* v, const void* mask,
                             float* out, int64_t heads, int64_t sq, int64_t sk, float scale,
                             bool causal, const AttentionLayout& layout, cudaStream_t stream);
-// The same for bf16 operands on the tensor cores (attention_bf16_kernels.cu): scores and
-// the output accumulate in f32, the probabilities enter the second product as bf16, as in
-// FlashAttention. An additive mask is bf16.
+// The same for bf16 or f16 operands on the tensor cores (attention_bf16_kernels.cu, one
+// kernel templated on the element type): scores and the output accumulate in f32, the
+// probabilities enter the second product in the operands' dtype, as in FlashAttention. An
+// additive mask has the operands' dtype.
 cudaError_t fused_attention(const __nv_bfloat16* q, const __nv_bfloat16* k,
                             const __nv_bfloat16* v, const void* mask, __nv_bfloat16* out,
                             int64_t heads, int64_t sq, int64_t sk, float scale, bool causal,
                             const AttentionLayout& layout, cudaStream_t stream);
+cudaError_t fused_attention(const __half* q, const __half* k, const __half* v, const void* mask,
+                            __half* out, int64_t heads, int64_t sq, int64_t sk, float scale,
+                            bool causal, const AttentionLayout& layout, cudaStream_t stream);
 // The unfused f32 path's softmax under a mask, in place: `scores` holds heads x sq rows of
 // sk (flat heads first_head.. of `mask_layout`), already scaled; each row gets the causal
 // mask (keys past its query, when causal), the mask (bool: -inf where 0; additive f32: added)
@@ -165,7 +174,7 @@ cudaError_t take_check(const void* indices, bool indices_i64, int64_t n, int64_t
 // so it can be captured in a CUDA graph; size's output).
 cudaError_t write_i64(int64_t* y, int64_t value, cudaStream_t stream);
 
-// ---- the convolutional networks' ops (vision_kernels.cu), float and bf16 ----------------
+// ---- the convolutional networks' ops (vision_kernels.cu), float, bf16 and f16 -----------
 
 // A 2-D sliding window over h x w images (convolution padding, pooling).
 struct Window {
@@ -199,6 +208,7 @@ struct Window {
 
 PLANRT_VISION_LAUNCHER_DECLS(float)
 PLANRT_VISION_LAUNCHER_DECLS(__nv_bfloat16)
+PLANRT_VISION_LAUNCHER_DECLS(__half)
 // Channels-last depthwise convolution (depthwise_conv_kernels.cu): one filter per channel,
 // weight [channels, kh, kw] (the nhwc layout's [c, kh, kw, 1]), x [images, h, w, channels]
 // -> y [images, oh, ow, channels], y = act(bias[c] + the window's products, summed in f32 in
@@ -209,6 +219,8 @@ cudaError_t depthwise_conv2d(const float* x, const float* w, const float* bias, 
 cudaError_t depthwise_conv2d(const __nv_bfloat16* x, const __nv_bfloat16* w, const __nv_bfloat16* bias,
                              __nv_bfloat16* y, int64_t images, int64_t channels, const Window& window, bool relu,
                              cudaStream_t stream);
+cudaError_t depthwise_conv2d(const __half* x, const __half* w, const __half* bias, __half* y, int64_t images,
+                             int64_t channels, const Window& window, bool relu, cudaStream_t stream);
 #undef PLANRT_VISION_LAUNCHER_DECLS
 
 enum class PadMode : int { Constant, Reflect, Edge };

@@ -1,8 +1,9 @@
-// linear and matmul through cuBLAS, f32 (TF32 only when the handle's math mode allows it)
-// and bf16 (f32 accumulation).
+// linear and matmul through cuBLAS, f32 (TF32 only when the handle's math mode allows it),
+// bf16 and f16 (f32 accumulation).
 #include "kernels/cpu/blas.h"
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/float_types.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemm_lt.h"
 #include "kernels/cuda/launch.h"
@@ -16,7 +17,7 @@ Status linear(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
               std::span<const TensorView> outputs) {
   constexpr std::string_view op = "linear";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(LinearPlan plan, plan_linear(inputs, outputs));
   PLANRT_ASSIGN_OR_RETURN(LinearActivation activation, plan_linear_activation(attrs));
   if (activation != LinearActivation::None) {
@@ -43,12 +44,11 @@ Status linear(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
   if (done) return {};
   // Else, as on the CPU: the bias goes in first and the GEMM accumulates onto it (beta = 1).
   if (!bias.is_none()) {
-    const cudaError_t err =
-        dtype == DType::BF16
-            ? launch::fill_rows(bias.data_as<const __nv_bfloat16>(),
-                                static_cast<__nv_bfloat16*>(y), m, n, ctx.stream)
-            : launch::fill_rows(bias.data_as<const float>(), static_cast<float*>(y), m, n,
-                                ctx.stream);
+    // (plan's fields: clang before 16 captures no structured binding in a lambda.)
+    const cudaError_t err = with_float_type(dtype, [&](auto t) {
+      using T = typename decltype(t)::type;
+      return launch::fill_rows(bias.data_as<const T>(), static_cast<T*>(y), plan.m, plan.n, ctx.stream);
+    });
     PLANRT_RETURN_IF_ERROR(cuda_status(op, "kernel launch", err));
   }
   return gemm_strided(op, ctx, BLayout::NK, dtype, m, n, k, 1.0f, inputs[0].data, 0,
@@ -59,7 +59,7 @@ Status matmul(const CudaKernelContext& ctx, const OpAttrs&, std::span<const Tens
               std::span<const TensorView> outputs) {
   constexpr std::string_view op = "matmul";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(MatmulPlan plan, plan_matmul(inputs, outputs));
   const auto& [m, n, k, a_batch, b_batch, batch] = plan;
   const void* pa = inputs[0].data;

@@ -1,11 +1,12 @@
-// Device code of the arithmetic kernels, f32 and bf16: elementwise (broadcast by index
+// Device code of the arithmetic kernels, f32, bf16 and f16: elementwise (broadcast by index
 // math), the row normalisations, softmax and log_softmax (one block per row, warp-shuffle
 // reductions), the reductions (sum, mean, max, min, prod). Numerics follow the CPU kernels:
 // two-pass layer_norm, max-subtracted softmax, reductions folded in double, the same
-// formulas for silu and gelu, and NaN propagating through relu. bf16 tensors are storage
-// only: every kernel widens to f32 on load, computes as for f32, and rounds to nearest even
-// on store (as PyTorch's bf16 elementwise kernels and norms do).
+// formulas for silu and gelu, and NaN propagating through relu. bf16 and f16 tensors are
+// storage only: every kernel widens to f32 on load, computes as for f32, and rounds to
+// nearest even on store (as PyTorch's bf16 and f16 elementwise kernels and norms do).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -32,7 +33,7 @@ int grid_for_rows(int64_t rows) {
 }
 
 
-// 16 bytes of T: what one vectorized load or store moves (4 floats, 8 bf16s).
+// 16 bytes of T: what one vectorized load or store moves (4 floats, 8 bf16s or f16s).
 template <typename T>
 struct alignas(16) Pack {
   static constexpr int kCount = 16 / sizeof(T);
@@ -420,7 +421,7 @@ __global__ void softmax_strided_kernel(const T* x, T* y, int64_t outer, int64_t 
   }
 }
 
-// The reductions fold doubles (every f32 and bf16 value is exact in one): sums and
+// The reductions fold doubles (every f32, bf16 and f16 value is exact in one): sums and
 // products accumulate as the CPU kernel's do, so the mean of a long line keeps f32
 // precision; max and min keep a NaN once seen (torch.amax), where fmax would drop it.
 // kIdentity is what a line of no elements gives (mean: 0, then 0 / 0 = NaN in finish).
@@ -785,6 +786,7 @@ cudaError_t launch_fill_rows(const T* row, T* y, int64_t rows, int64_t n, cudaSt
 
 PLANRT_MATH_LAUNCHERS(float)
 PLANRT_MATH_LAUNCHERS(__nv_bfloat16)
+PLANRT_MATH_LAUNCHERS(__half)
 #undef PLANRT_MATH_LAUNCHERS
 
 }  // namespace planrt::kernels::cuda::launch

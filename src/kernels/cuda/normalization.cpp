@@ -1,10 +1,11 @@
-// layer_norm and rms_norm over the last dim, softmax and log_softmax over any dim, f32 and
-// bf16 (weights in the input's dtype): one block per row (warp-shuffle reductions); softmax
+// layer_norm and rms_norm over the last dim, softmax and log_softmax over any dim, f32, f16
+// and bf16 (weights in the input's dtype): one block per row (warp-shuffle reductions); softmax
 // and log_softmax along a middle dim walk one line per thread.
 #include <vector>
 
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/float_types.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
 
@@ -15,8 +16,6 @@ template <typename T>
 const T* optional_data(std::span<const TensorView> inputs, size_t i) {
   return i < inputs.size() && !inputs[i].is_none() ? inputs[i].data_as<const T>() : nullptr;
 }
-
-using bf16 = __nv_bfloat16;
 
 template <typename T>
 cudaError_t launch_layer_norm(const CudaKernelContext& ctx, const NormPlan& plan,
@@ -66,13 +65,12 @@ Status softmax_op(const CudaKernelContext& ctx, const OpAttrs& attrs,
                   std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   constexpr std::string_view op = kLog ? "log_softmax" : "softmax";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(SoftmaxPlan plan, plan_softmax(op, attrs, inputs, outputs));
   if (plan.outer == 0) return {};
-  return cuda_status(op, "kernel launch",
-                     dtype == DType::BF16
-                         ? launch_softmax<kLog, bf16>(ctx, plan, inputs[0], outputs[0])
-                         : launch_softmax<kLog, float>(ctx, plan, inputs[0], outputs[0]));
+  return cuda_status(op, "kernel launch", with_float_type(dtype, [&](auto t) {
+                       return launch_softmax<kLog, typename decltype(t)::type>(ctx, plan, inputs[0], outputs[0]);
+                     }));
 }
 
 }  // namespace
@@ -81,12 +79,12 @@ Status layer_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
                   std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   constexpr std::string_view op = "layer_norm";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(NormPlan plan, plan_layer_norm(attrs, inputs, outputs));
   if (plan.n == 0) return {};
-  return cuda_status(op, "kernel launch",
-                     dtype == DType::BF16 ? launch_layer_norm<bf16>(ctx, plan, inputs, outputs)
-                                          : launch_layer_norm<float>(ctx, plan, inputs, outputs));
+  return cuda_status(op, "kernel launch", with_float_type(dtype, [&](auto t) {
+                       return launch_layer_norm<typename decltype(t)::type>(ctx, plan, inputs, outputs);
+                     }));
 }
 
 Status add_layer_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
@@ -105,33 +103,32 @@ Status add_layer_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
   }
   // The checks of the two ops it stands for.
   PLANRT_RETURN_IF_ERROR(check_operands("add", inputs.first(2), outputs.first(1)));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs("add", inputs.first(2)));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs("add", inputs.first(2)));
   PLANRT_ASSIGN_OR_RETURN(Shape shape, plan_binary("add", inputs.first(2), outputs.first(1)));
   (void)shape;
   std::vector<TensorView> norm_in(inputs.begin(), inputs.end());
   norm_in.erase(norm_in.begin());  // the sum, then weight and bias
   norm_in[0] = outputs[0];
   PLANRT_RETURN_IF_ERROR(check_operands("layer_norm", norm_in, outputs.subspan(1)));
-  PLANRT_ASSIGN_OR_RETURN(DType norm_dtype, require_f32_or_bf16_inputs("layer_norm", norm_in));
+  PLANRT_ASSIGN_OR_RETURN(DType norm_dtype, require_float_inputs("layer_norm", norm_in));
   (void)norm_dtype;  // the sum's dtype, which the add's plan checked against a and b
   PLANRT_ASSIGN_OR_RETURN(NormPlan plan, plan_layer_norm(attrs, norm_in, outputs.subspan(1)));
   if (plan.n == 0) return {};
-  return cuda_status(op, "kernel launch",
-                     dtype == DType::BF16
-                         ? launch_add_layer_norm<bf16>(ctx, plan, inputs, outputs)
-                         : launch_add_layer_norm<float>(ctx, plan, inputs, outputs));
+  return cuda_status(op, "kernel launch", with_float_type(dtype, [&](auto t) {
+                       return launch_add_layer_norm<typename decltype(t)::type>(ctx, plan, inputs, outputs);
+                     }));
 }
 
 Status rms_norm(const CudaKernelContext& ctx, const OpAttrs& attrs,
                 std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   constexpr std::string_view op = "rms_norm";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(NormPlan plan, plan_rms_norm(attrs, inputs, outputs));
   if (plan.n == 0) return {};
-  return cuda_status(op, "kernel launch",
-                     dtype == DType::BF16 ? launch_rms_norm<bf16>(ctx, plan, inputs, outputs)
-                                          : launch_rms_norm<float>(ctx, plan, inputs, outputs));
+  return cuda_status(op, "kernel launch", with_float_type(dtype, [&](auto t) {
+                       return launch_rms_norm<typename decltype(t)::type>(ctx, plan, inputs, outputs);
+                     }));
 }
 
 Status softmax(const CudaKernelContext& ctx, const OpAttrs& attrs,

@@ -1,5 +1,5 @@
-// Device code of the reductions that are not a fold of values: argmax and argmin (f32 and
-// bf16, an i64 index out) and cumsum (f32, bf16, i32, i64). The plain reductions (sum,
+// Device code of the reductions that are not a fold of values: argmax and argmin (f32, f16
+// and bf16, an i64 index out) and cumsum (f32, f16, bf16, i32, i64). The plain reductions (sum,
 // mean, max, min, prod) are math_kernels.cu's. Both follow the CPU kernels
 // (kernels/cpu/reductions.cpp) to the element: the same index on ties and NaN, the same
 // wrapping of integer sums; float running sums in double, which a parallel scan adds in
@@ -9,9 +9,11 @@
 // kThreads, its threads striding over the line; lines along a middle dim take one thread
 // each, neighbouring threads on neighbouring lines (coalesced reads), walking n in order.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/bf16_convert.cuh"
 #include "kernels/cuda/launch.h"
@@ -130,8 +132,10 @@ struct Scan {
   using Acc = double;
   __device__ static Acc load(T v) { return static_cast<double>(widen(v)); }
   __device__ static T store(Acc a) {
-    if constexpr (sizeof(T) == sizeof(float)) {
+    if constexpr (std::is_same_v<T, float>) {
       return static_cast<float>(a);
+    } else if constexpr (std::is_same_v<T, f16>) {
+      return __double2half(a);  // rounded once, from the double
     } else {
       return __double2bfloat16(a);  // rounded once, from the double
     }
@@ -239,6 +243,11 @@ cudaError_t arg_reduce(const __nv_bfloat16* x, int64_t* y, int64_t outer, int64_
   return launch_arg_reduce(x, y, outer, n, inner, max, select_last, stream);
 }
 
+cudaError_t arg_reduce(const __half* x, int64_t* y, int64_t outer, int64_t n, int64_t inner,
+                       bool max, bool select_last, cudaStream_t stream) {
+  return launch_arg_reduce(x, y, outer, n, inner, max, select_last, stream);
+}
+
 #define PLANRT_CUMSUM_LAUNCHER(T)                                                             \
   cudaError_t cumsum(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool exclusive, \
                      bool reverse, cudaStream_t stream) {                                     \
@@ -246,6 +255,7 @@ cudaError_t arg_reduce(const __nv_bfloat16* x, int64_t* y, int64_t outer, int64_
   }
 PLANRT_CUMSUM_LAUNCHER(float)
 PLANRT_CUMSUM_LAUNCHER(__nv_bfloat16)
+PLANRT_CUMSUM_LAUNCHER(__half)
 PLANRT_CUMSUM_LAUNCHER(int32_t)
 PLANRT_CUMSUM_LAUNCHER(int64_t)
 #undef PLANRT_CUMSUM_LAUNCHER

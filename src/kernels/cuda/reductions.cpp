@@ -1,9 +1,10 @@
 // The reductions (reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod), argmax and
-// argmin over f32 and bf16, and cumsum over f32, bf16, i32 and i64 (kernels/op_plans.h has
+// argmin over f32, f16 and bf16, and cumsum over f32, f16, bf16, i32 and i64 (kernels/op_plans.h has
 // their meaning; the CPU kernels of kernels/cpu/reductions.cpp are the reference). The
 // device code is math_kernels.cu's (the folds) and reduce_kernels.cu's (the rest).
 #include "kernels/cuda/checks.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/float_types.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
 
@@ -11,6 +12,7 @@ namespace planrt::kernels::cuda {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using f16 = __half;
 
 launch::ReduceOp launch_op(ReduceFn fn) {
   switch (fn) {
@@ -31,33 +33,31 @@ launch::ReduceOp launch_op(ReduceFn fn) {
 Status reduce(std::string_view op, const CudaKernelContext& ctx, const OpAttrs& attrs,
               std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(ReducePlan plan, plan_reduce(op, attrs, inputs, outputs));
   const TensorView& x = inputs[0];
   const TensorView& y = outputs[0];
   const launch::ReduceOp fn = launch_op(plan.fn);
-  const cudaError_t err =
-      dtype == DType::BF16
-          ? launch::reduce(fn, x.data_as<const bf16>(), y.data_as<bf16>(), plan.outer, plan.n,
-                           plan.inner, ctx.stream)
-          : launch::reduce(fn, x.data_as<const float>(), y.data_as<float>(), plan.outer, plan.n,
-                           plan.inner, ctx.stream);
+  const cudaError_t err = with_float_type(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    return launch::reduce(fn, x.data_as<const T>(), y.data_as<T>(), plan.outer, plan.n, plan.inner,
+                          ctx.stream);
+  });
   return cuda_status(op, "kernel launch", err);
 }
 
 Status arg_reduce(std::string_view op, const CudaKernelContext& ctx, const OpAttrs& attrs,
                   std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(ArgReducePlan plan, plan_arg_reduce(op, attrs, inputs, outputs));
   const TensorView& x = inputs[0];
   auto* y = outputs[0].data_as<int64_t>();
-  const cudaError_t err =
-      dtype == DType::BF16
-          ? launch::arg_reduce(x.data_as<const bf16>(), y, plan.outer, plan.n, plan.inner,
-                               plan.max, plan.select_last, ctx.stream)
-          : launch::arg_reduce(x.data_as<const float>(), y, plan.outer, plan.n, plan.inner,
-                               plan.max, plan.select_last, ctx.stream);
+  const cudaError_t err = with_float_type(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    return launch::arg_reduce(x.data_as<const T>(), y, plan.outer, plan.n, plan.inner, plan.max,
+                              plan.select_last, ctx.stream);
+  });
   return cuda_status(op, "kernel launch", err);
 }
 
@@ -100,10 +100,10 @@ Status cumsum(const CudaKernelContext& ctx, const OpAttrs& attrs,
   const TensorView& y = outputs[0];
   // The dtypes the builder's table gives CUDA (kernels/dtype_support.cpp), checked before the
   // plan so that an unsupported x is named as such rather than as an output mismatch.
-  if (x.dtype != DType::F32 && x.dtype != DType::BF16 && x.dtype != DType::I32 &&
-      x.dtype != DType::I64) {
+  if (x.dtype != DType::F32 && x.dtype != DType::F16 && x.dtype != DType::BF16 &&
+      x.dtype != DType::I32 && x.dtype != DType::I64) {
     return make_error(ErrorCode::NotSupported,
-                      "{}: x has dtype {}; the CUDA kernel supports f32, bf16, i32 and i64", op,
+                      "{}: x has dtype {}; the CUDA kernel supports f32, f16, bf16, i32 and i64", op,
                       dtype_name(x.dtype));
   }
   PLANRT_ASSIGN_OR_RETURN(CumsumPlan plan, plan_cumsum(attrs, inputs, outputs));
@@ -111,6 +111,9 @@ Status cumsum(const CudaKernelContext& ctx, const OpAttrs& attrs,
   switch (x.dtype) {
     case DType::BF16:
       err = launch_cumsum<bf16>(plan, x, y, ctx.stream);
+      break;
+    case DType::F16:
+      err = launch_cumsum<f16>(plan, x, y, ctx.stream);
       break;
     case DType::I32:
       err = launch_cumsum<int32_t>(plan, x, y, ctx.stream);

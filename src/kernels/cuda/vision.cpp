@@ -1,6 +1,6 @@
 // The convolutional networks' ops on CUDA: conv2d through cuDNN (the legacy convolution API
 // of cuDNN 9, opened on first use), the pools, clip and the hard activations, pad and
-// expand. f32 and bf16.
+// expand. f32, f16 and bf16.
 //
 // conv2d: NCHW in and out, or NHWC with a [K, KH, KW, C/groups] weight (layout "nhwc").
 // A channels-last depthwise one runs planrt's kernel (depthwise_conv_kernels.cu, workspace.h);
@@ -19,6 +19,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cudnn_conv_plan.h"
 #include "kernels/cuda/cudnn_library.h"
+#include "kernels/cuda/float_types.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/op_plans.h"
 #include "kernels/operands.h"
@@ -26,8 +27,6 @@
 
 namespace planrt::kernels::cuda {
 namespace {
-
-using bf16 = __nv_bfloat16;
 
 Status launched(std::string_view op, cudaError_t err) { return cuda_status(op, "kernel launch", err); }
 
@@ -53,38 +52,33 @@ launch::Window to_window(int64_t h, int64_t w, int64_t oh, int64_t ow, const Win
 Status clamp_op(std::string_view op, const CudaKernelContext& ctx, const OpAttrs& attrs,
                 std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(ClampPlan p, plan_clamp(op, attrs, inputs, outputs));
   const TensorView& x = inputs[0];
   const TensorView& y = outputs[0];
-  return launched(op, dtype == DType::BF16
-                          ? launch::clamp(x.data_as<const bf16>(), y.data_as<bf16>(), x.numel(), p.scale, p.shift,
-                                          p.lo, p.hi, p.times_x, ctx.stream)
-                          : launch::clamp(x.data_as<const float>(), y.data_as<float>(), x.numel(), p.scale, p.shift,
-                                          p.lo, p.hi, p.times_x, ctx.stream));
+  return launched(op, with_float_type(dtype, [&](auto t) {
+                    using T = typename decltype(t)::type;
+                    return launch::clamp(x.data_as<const T>(), y.data_as<T>(), x.numel(), p.scale, p.shift, p.lo,
+                                         p.hi, p.times_x, ctx.stream);
+                  }));
 }
 
 Status pool_op(std::string_view op, const CudaKernelContext& ctx, const OpAttrs& attrs,
                std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(Pool2dPlan p, plan_pool2d(op, attrs, inputs, outputs));
   const launch::Window w = to_window(p.h, p.w, p.oh, p.ow, p.window);
   const bool max = op == "max_pool2d";
   const TensorView& x = inputs[0];
   const TensorView& y = outputs[0];
-  if (p.channels_last) {
-    return launched(op, dtype == DType::BF16
-                            ? launch::pool2d_channels_last(max, p.count_include_pad, x.data_as<const bf16>(),
-                                                           y.data_as<bf16>(), p.n, p.c, w, ctx.stream)
-                            : launch::pool2d_channels_last(max, p.count_include_pad, x.data_as<const float>(),
-                                                           y.data_as<float>(), p.n, p.c, w, ctx.stream));
-  }
-  return launched(op, dtype == DType::BF16
-                          ? launch::pool2d(max, p.count_include_pad, x.data_as<const bf16>(), y.data_as<bf16>(),
-                                           p.n * p.c, w, ctx.stream)
-                          : launch::pool2d(max, p.count_include_pad, x.data_as<const float>(), y.data_as<float>(),
-                                           p.n * p.c, w, ctx.stream));
+  return launched(op, with_float_type(dtype, [&](auto t) {
+                    using T = typename decltype(t)::type;
+                    return p.channels_last ? launch::pool2d_channels_last(max, p.count_include_pad, x.data_as<const T>(),
+                                                                          y.data_as<T>(), p.n, p.c, w, ctx.stream)
+                                           : launch::pool2d(max, p.count_include_pad, x.data_as<const T>(),
+                                                            y.data_as<T>(), p.n * p.c, w, ctx.stream);
+                  }));
 }
 
 }  // namespace
@@ -93,7 +87,7 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
               std::span<const TensorView> outputs) {
   constexpr std::string_view op = "conv2d";
   PLANRT_RETURN_IF_ERROR(check_operands(op, inputs, outputs));
-  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_f32_or_bf16_inputs(op, inputs));
+  PLANRT_ASSIGN_OR_RETURN(DType dtype, require_float_inputs(op, inputs));
   PLANRT_ASSIGN_OR_RETURN(Conv2dPlan p, plan_conv2d(attrs, inputs, outputs));
   if (p.activation == ConvActivation::Clamp) {
     // The builder fuses these only into host convolutions (builder/rewrite.h); on the GPU the
@@ -106,14 +100,12 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
     const launch::Window w = to_window(p.h, p.w, p.oh, p.ow, p.window);
     const bool relu = p.activation == ConvActivation::Relu;
     const TensorView* bias = p.has_bias ? &inputs[2] : nullptr;
-    return launched(op, dtype == DType::BF16
-                            ? launch::depthwise_conv2d(inputs[0].data_as<const bf16>(), inputs[1].data_as<const bf16>(),
-                                                       bias != nullptr ? bias->data_as<const bf16>() : nullptr,
-                                                       outputs[0].data_as<bf16>(), p.n, p.c, w, relu, ctx.stream)
-                            : launch::depthwise_conv2d(inputs[0].data_as<const float>(),
-                                                       inputs[1].data_as<const float>(),
-                                                       bias != nullptr ? bias->data_as<const float>() : nullptr,
-                                                       outputs[0].data_as<float>(), p.n, p.c, w, relu, ctx.stream));
+    return launched(op, with_float_type(dtype, [&](auto t) {
+                      using T = typename decltype(t)::type;
+                      return launch::depthwise_conv2d(inputs[0].data_as<const T>(), inputs[1].data_as<const T>(),
+                                                      bias != nullptr ? bias->data_as<const T>() : nullptr,
+                                                      outputs[0].data_as<T>(), p.n, p.c, w, relu, ctx.stream);
+                    }));
   }
   if (ctx.cudnn == nullptr || ctx.cudnn->get() == nullptr) {
     return make_error(ErrorCode::InvalidArgument, "{}: the CUDA kernel needs a cuDNN handle", op);
@@ -192,24 +184,16 @@ Status conv2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<cons
                                        plan->workspace_bytes() > 0 ? workspace + padded_bytes : nullptr));
   if (!p.has_bias && p.activation == ConvActivation::None) return {};
   const bool relu = p.activation == ConvActivation::Relu;
-  if (p.channels_last) {
-    const int64_t rows = p.n * p.oh * p.ow;  // one per output position, of k channels
-    return launched(op, dtype == DType::BF16
-                            ? launch::bias_activation_channels_last(
-                                  outputs[0].data_as<bf16>(), p.has_bias ? inputs[2].data_as<const bf16>() : nullptr,
-                                  rows, p.k, relu, ctx.stream)
-                            : launch::bias_activation_channels_last(
-                                  outputs[0].data_as<float>(), p.has_bias ? inputs[2].data_as<const float>() : nullptr,
-                                  rows, p.k, relu, ctx.stream));
-  }
-  const int64_t planes = p.n * p.k, hw = p.oh * p.ow;
-  return launched(op, dtype == DType::BF16
-                          ? launch::bias_activation(outputs[0].data_as<bf16>(),
-                                                    p.has_bias ? inputs[2].data_as<const bf16>() : nullptr, planes,
-                                                    p.k, hw, relu, ctx.stream)
-                          : launch::bias_activation(outputs[0].data_as<float>(),
-                                                    p.has_bias ? inputs[2].data_as<const float>() : nullptr, planes,
-                                                    p.k, hw, relu, ctx.stream));
+  return launched(op, with_float_type(dtype, [&](auto t) {
+                    using T = typename decltype(t)::type;
+                    T* y = outputs[0].data_as<T>();
+                    const T* bias = p.has_bias ? inputs[2].data_as<const T>() : nullptr;
+                    if (p.channels_last) {
+                      const int64_t rows = p.n * p.oh * p.ow;  // one per output position, of k channels
+                      return launch::bias_activation_channels_last(y, bias, rows, p.k, relu, ctx.stream);
+                    }
+                    return launch::bias_activation(y, bias, p.n * p.k, p.k, p.oh * p.ow, relu, ctx.stream);
+                  }));
 }
 
 Status max_pool2d(const CudaKernelContext& ctx, const OpAttrs& attrs, std::span<const TensorView> in,

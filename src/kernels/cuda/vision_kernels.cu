@@ -1,8 +1,9 @@
 // Device code of the convolutional networks' ops beside cuDNN's convolution: clip and the
 // hard activations, max and average pooling (NCHW or NHWC, one thread per output), the bias
-// and ReLU after a convolution (either layout), and pad. f32 and bf16 (storage only:
+// and ReLU after a convolution (either layout), and pad. f32, bf16 and f16 (storage only:
 // computed in f32 as the CPU kernels compute, rounded to nearest even on store).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -204,6 +205,7 @@ cudaError_t launch_pad(const void* x, void* y, int64_t n, const PadMap& map, Pad
 
 PLANRT_VISION_LAUNCHERS(float)
 PLANRT_VISION_LAUNCHERS(__nv_bfloat16)
+PLANRT_VISION_LAUNCHERS(__half)
 #undef PLANRT_VISION_LAUNCHERS
 
 cudaError_t pad(const void* x, void* y, size_t elem_size, int64_t n, const PadMap& map, PadMode mode,

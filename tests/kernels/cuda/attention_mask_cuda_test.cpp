@@ -3,9 +3,9 @@
 // that broadcasts to the scores, additive masks with -inf and finite values, masks with the
 // causal mask, a batch whose keys are all masked (zeros, never NaN), in each layout (bhsd,
 // bshd with attribute heads, a packed q|k|v projection, sbhd), on the fused kernels (head dim
-// 64, f32 and bf16) and the unfused f32 path (head dim 32, or attribute fused = false), with
-// key counts off the kernels' 64-key tiles and operands off 16-byte alignment. bf16: the CPU
-// computes in f32 on the bf16-rounded operands and additive mask; a bool mask is the same
+// 64, f32, bf16 and f16) and the unfused f32 path (head dim 32, or attribute fused = false), with
+// key counts off the kernels' 64-key tiles and operands off 16-byte alignment. bf16 and f16:
+// the CPU computes in f32 on the rounded operands and additive mask; a bool mask is the same
 // bytes on both sides. With a cuDNN handle, a mask keeps cuDNN out (planrt's kernel runs).
 #include <gtest/gtest.h>
 
@@ -57,8 +57,11 @@ HostTensor key_padding(const std::vector<int64_t>& lengths, int64_t sk) {
 
 // Additive f32 mask of `shape`: finite values in [-3, 1), about a fifth of them -inf; the
 // first row of keys all -inf and the second all -3e38 (transformers' "min of the dtype":
-// finite, so that row averages the values rather than giving zeros) when `extreme_rows`.
-HostTensor random_additive(const Shape& shape, uint32_t seed, bool extreme_rows = true) {
+// finite, so that row averages the values rather than giving zeros) when `extreme_rows`;
+// for an f16 mask -65504 (f16's min: -3e38 would round to -inf there).
+HostTensor random_additive(const Shape& shape, uint32_t seed, bool extreme_rows = true,
+                           DType dtype = DType::F32) {
+  const float lowest = dtype == DType::F16 ? -65504.0f : -3.0e38f;
   HostTensor t = rnd(shape, seed, -3.0f, 1.0f);
   std::mt19937 gen(seed + 7919);
   std::bernoulli_distribution drop(0.2);
@@ -69,7 +72,7 @@ HostTensor random_additive(const Shape& shape, uint32_t seed, bool extreme_rows 
   if (extreme_rows && shape.numel() >= 2 * sk) {
     for (int64_t j = 0; j < sk; ++j) {
       t.f()[j] = -kInf;
-      t.f()[sk + j] = -3.0e38f;
+      t.f()[sk + j] = lowest;
     }
   }
   return t;
@@ -229,7 +232,7 @@ TEST_P(CudaAttentionMask, AdditiveMaskWithInfinitiesAgreesWithTheCpu) {
           HostTensor q = rnd({b, h, c.sq, p.d}, seed++, -2.0f, 2.0f);
           HostTensor k = rnd({b, h, c.sk, p.d}, seed++, -2.0f, 2.0f);
           HostTensor v = rnd({b, h, c.sk, p.d}, seed++);
-          HostTensor mask = random_additive(ms, seed++);
+          HostTensor mask = random_additive(ms, seed++, true, dtype());
           const OpAttrs attrs = with(p, {{"causal", causal}, {"scale", 0.3}});
           Agree(attrs, {q, k, v, mask}, {b, h, c.sq, p.d});
           if (p.fused) Agree(attrs, {q, k, v, mask}, {b, h, c.sq, p.d}, off_alignment());
@@ -254,7 +257,7 @@ TEST_P(CudaAttentionMask, EachLayoutAgreesWithTheCpu) {
         SCOPED_TRACE(fmt::format("{} Sq {} Sk {} causal {}", p.name, c.sq, c.sk, causal));
         const std::vector<int64_t> lengths = {c.sk, 0, (c.sk + 2) / 3};
         std::vector<HostTensor> masks = {key_padding(lengths, c.sk),
-                                         random_additive({b, h, c.sq, c.sk}, seed++, false)};
+                                         random_additive({b, h, c.sq, c.sk}, seed++, false, dtype())};
         if (same_len) masks.push_back(random_bool({b, 1, c.sq, c.sk}, seed++));
         for (const HostTensor& mask : masks) {
           SCOPED_TRACE("mask " + mask.shape().to_string() + (mask.dtype() == DType::Bool ? " bool" : " additive"));
@@ -291,7 +294,7 @@ TEST_P(CudaAttentionMask, EachLayoutAgreesWithTheCpu) {
   }
 }
 
-// Enough blocks that the bf16 kernel takes its 128-row blocks (no key split; see
+// Enough blocks that the 16-bit kernel takes its 128-row blocks (no key split; see
 // fused_attention), and enough heads that the unfused path's groups split by batch in bshd.
 TEST_P(CudaAttentionMask, ManyHeadsAgreeWithTheCpu) {
   uint32_t seed = 9401;
@@ -303,7 +306,8 @@ TEST_P(CudaAttentionMask, ManyHeadsAgreeWithTheCpu) {
       HostTensor k = rnd({b, h, sk, p.d}, seed++, -2.0f, 2.0f);
       HostTensor v = rnd({b, h, sk, p.d}, seed++);
       Agree(with(p, {{"causal", causal}}), {q, k, v, key_padding({sk - 17, 150}, sk)}, {b, h, sq, p.d});
-      Agree(with(p, {{"causal", causal}}), {q, k, v, random_additive({b, 1, sq, sk}, seed++)}, {b, h, sq, p.d});
+      Agree(with(p, {{"causal", causal}}), {q, k, v, random_additive({b, 1, sq, sk}, seed++, true, dtype())},
+            {b, h, sq, p.d});
       const OpAttrs bshd = with(p, {{"causal", causal}, {"layout", std::string("bshd")}});
       HostTensor qb = rnd({b, sq, h, p.d}, seed++, -2.0f, 2.0f);
       HostTensor kb = rnd({b, sk, h, p.d}, seed++, -2.0f, 2.0f);
@@ -335,13 +339,13 @@ TEST_P(CudaAttentionMask, AllKeysMaskedGivesZeros) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaAttentionMask, ::testing::Values(DType::F32, DType::BF16),
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaAttentionMask, ::testing::Values(DType::F32, DType::BF16, DType::F16),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));
                          });
 
-// bf16 with a cuDNN handle: a mask takes planrt's kernel (cuDNN is given no mask), makes no
-// plan, and agrees with the CPU.
+// bf16 and f16 with a cuDNN handle: a mask takes planrt's kernel (cuDNN is given no mask),
+// makes no plan, and agrees with the CPU.
 TEST(CudaAttentionMaskCudnn, AMaskKeepsCudnnOut) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;
@@ -350,9 +354,13 @@ TEST(CudaAttentionMaskCudnn, AMaskKeepsCudnnOut) {
   const Shape shape{2, 4, 130, 64};
   std::vector<HostTensor> in = {rnd(shape, 9601, -2.0f, 2.0f), rnd(shape, 9602, -2.0f, 2.0f), rnd(shape, 9603),
                                 key_padding({100, 0}, 130)};
-  ExpectMaskedAgree(DType::BF16, r, attrs_of({}), in, shape);
-  in[3] = random_additive({2, 4, 130, 130}, 9604);
-  ExpectMaskedAgree(DType::BF16, r, attrs_of({}), in, shape);
+  for (DType half : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(half));
+    in[3] = key_padding({100, 0}, 130);
+    ExpectMaskedAgree(half, r, attrs_of({}), in, shape);
+    in[3] = random_additive({2, 4, 130, 130}, 9604, true, half);
+    ExpectMaskedAgree(half, r, attrs_of({}), in, shape);
+  }
   EXPECT_EQ(plans.size() + plans.refused(), 0u) << "cuDNN was asked for a masked attention";
 }
 

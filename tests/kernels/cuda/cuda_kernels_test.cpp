@@ -645,7 +645,7 @@ TEST(CudaKernels, BadOperandsAreRejectedBeforeAnythingRuns) {
                       {"b is on cpu", "CUDA kernel"}));
   TensorView half = r.upload(HostTensor::random({2, 3}, 114, 0, 0, DType::F16));
   EXPECT_TRUE(IsError(call(*add, {a, half}, {out}), ErrorCode::NotSupported,
-                      {"f16", "the CUDA kernel supports f32"}));
+                      {"b has dtype f16 but a has f32", "the CUDA kernel needs one dtype"}));
   TensorView wrong_out = r.device_output(DType::F32, {3, 2});
   EXPECT_TRUE(IsError(call(*add, {a, a}, {wrong_out}), ErrorCode::InvalidArgument,
                       {"output is f32 [3, 2], expected f32 [2, 3]"}));

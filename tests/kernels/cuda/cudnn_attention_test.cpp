@@ -1,4 +1,4 @@
-// bf16 attention on cuDNN's fused attention (cudnn_attention_plan.h, attention.cpp): with a
+// bf16 and f16 attention on cuDNN's fused attention (cudnn_attention_plan.h, attention.cpp): with a
 // cuDNN handle in the context, every layout of kernels/attention_layout.h agrees with the CPU
 // kernel, and the plan cache shows that cuDNN, not planrt's kernel, ran it (on cuDNN 9.13 or
 // later; an older cuDNN has no such operation and every call falls back, which agrees too).
@@ -33,7 +33,7 @@ bool cudnn_has_fused_attention() {
   return lib.ok() && (*lib)->cudnnGetVersion() >= 91300;
 }
 
-class CudnnAttention : public ::testing::Test {
+class CudnnAttention : public ::testing::TestWithParam<DType> {
  protected:
   // The runner is made only once a GPU is known to be there (a CudaRunner needs one).
   void SetUp() override {
@@ -41,13 +41,14 @@ class CudnnAttention : public ::testing::Test {
     runner_.emplace();
     ASSERT_TRUE(runner_->enable_cudnn());
   }
+  DType dtype() const { return GetParam(); }
   const AttentionPlanCache& plans() { return runner_->ctx().cudnn->attention_plans(); }
   // EXPECT agreement, and that the call made a plan (a shape not seen before, on a cuDNN that
   // has the operation) or did not (planned = false: planrt's kernel ran).
   void AgreeOnCudnn(const OpAttrs& attrs, const std::vector<HostTensor>& inputs, const Shape& out, bool planned,
                     size_t offset = 0) {
     const size_t before = plans().size() + plans().refused();
-    ExpectAgreeIn(DType::BF16, *runner_, kOp, attrs, inputs, out, offset);
+    ExpectAgreeIn(dtype(), *runner_, kOp, attrs, inputs, out, offset);
     const size_t after = plans().size() + plans().refused();
     if (!planned) {
       EXPECT_EQ(after, before) << "planrt's kernel should have run";
@@ -59,7 +60,7 @@ class CudnnAttention : public ::testing::Test {
   std::optional<CudaRunner> runner_;
 };
 
-TEST_F(CudnnAttention, EachLayoutAgreesWithTheCpu) {
+TEST_P(CudnnAttention, EachLayoutAgreesWithTheCpu) {
   uint32_t seed = 701;
   for (const testing::AttentionCase& c : testing::kFusedAttentionCases) {
     SCOPED_TRACE(fmt::format("heads {} Sq {} Sk {}", c.heads, c.sq, c.sk));
@@ -86,22 +87,22 @@ TEST_F(CudnnAttention, EachLayoutAgreesWithTheCpu) {
   }
 }
 
-TEST_F(CudnnAttention, CausalMasksAndUnalignedOperandsRunPlanrtsKernel) {
+TEST_P(CudnnAttention, CausalMasksAndUnalignedOperandsRunPlanrtsKernel) {
   const Shape shape{1, 4, 130, 64};
   const std::vector<HostTensor> in = {rnd(shape, 801, -2.0f, 2.0f), rnd(shape, 802, -2.0f, 2.0f), rnd(shape, 803)};
   AgreeOnCudnn(attrs_of({{"causal", true}}), in, shape, false);
-  AgreeOnCudnn(attrs_of({}), in, shape, false, element_size(DType::BF16));
+  AgreeOnCudnn(attrs_of({}), in, shape, false, element_size(dtype()));
   EXPECT_EQ(plans().size(), 0u);
 }
 
-TEST_F(CudnnAttention, EachShapeIsPlannedOnceAndRunsToTheSameBits) {
+TEST_P(CudnnAttention, EachShapeIsPlannedOnceAndRunsToTheSameBits) {
   CudaRunner& r_ = *runner_;
   const Shape shape{1, 8, 128, 64};
   std::vector<TensorView> in;
   for (uint32_t seed : {811u, 812u, 813u}) {
-    in.push_back(r_.upload(testing::in_dtype(rnd(shape, seed, -2.0f, 2.0f), DType::BF16)));
+    in.push_back(r_.upload(testing::in_dtype(rnd(shape, seed, -2.0f, 2.0f), dtype())));
   }
-  const TensorView out[] = {r_.device_output(DType::BF16, shape)};
+  const TensorView out[] = {r_.device_output(dtype(), shape)};
   std::vector<HostTensor> results;
   for (int call = 0; call < 3; ++call) {
     Status s = scaled_dot_product_attention(r_.ctx(), attrs_of({}), in, out);
@@ -116,6 +117,11 @@ TEST_F(CudnnAttention, EachShapeIsPlannedOnceAndRunsToTheSameBits) {
     EXPECT_EQ(std::memcmp(t.data(), results[0].data(), results[0].nbytes()), 0);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudnnAttention, ::testing::Values(DType::BF16, DType::F16),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(dtype_name(info.param));
+                         });
 
 }  // namespace
 }  // namespace planrt::kernels::cuda

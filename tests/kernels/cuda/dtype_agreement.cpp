@@ -4,13 +4,21 @@
 
 namespace planrt::kernels::cuda::testing {
 
-double tolerance_of(DType dtype) { return dtype == DType::BF16 ? 5e-3 : kTolerance; }
+double tolerance_of(DType dtype) {
+  switch (dtype) {
+    case DType::BF16: return 5e-3;
+    case DType::F16: return 1e-3;
+    default: return kTolerance;
+  }
+}
 
 HostTensor in_dtype(const HostTensor& t, DType dtype) {
   if (t.is_none() || dtype == DType::F32) return t;
-  HostTensor out(DType::BF16, t.shape());
+  HostTensor out(dtype, t.shape());
   auto* dst = static_cast<uint16_t*>(out.data());
-  for (int64_t i = 0; i < t.shape().numel(); ++i) dst[i] = f32_to_bf16_bits(t.f()[i]);
+  for (int64_t i = 0; i < t.shape().numel(); ++i) {
+    dst[i] = dtype == DType::F16 ? f32_to_f16_bits(t.f()[i]) : f32_to_bf16_bits(t.f()[i]);
+  }
   return out;
 }
 
@@ -18,7 +26,10 @@ HostTensor widened(const HostTensor& t) {
   if (t.is_none() || t.dtype() == DType::F32) return t;
   HostTensor out(DType::F32, t.shape());
   const auto* src = static_cast<const uint16_t*>(t.data());
-  for (int64_t i = 0; i < t.shape().numel(); ++i) out.f()[i] = bf16_bits_to_f32(src[i]);
+  const bool half = t.dtype() == DType::F16;
+  for (int64_t i = 0; i < t.shape().numel(); ++i) {
+    out.f()[i] = half ? f16_bits_to_f32(src[i]) : bf16_bits_to_f32(src[i]);
+  }
   return out;
 }
 

@@ -1,12 +1,13 @@
 // The arithmetic CUDA kernels against the CPU kernels, written once and run in each dtype
-// the CUDA kernels compute in (f32 and bf16; dtype_agreement.h says what "agree" means in
+// the CUDA kernels compute in (f32, bf16 and f16; dtype_agreement.h says what "agree" means in
 // each): elementwise ops with broadcasting, activations, norms, softmax, the fused
 // add + layer_norm, linear and matmul over every batch layout, and the fused attention,
 // each also on operands one element off 16-byte alignment (the vectorized kernels'
 // fallback paths). What only one dtype has stays in that dtype's file: the f32-only paths
-// (unfused attention, data movement, ...) in cuda_kernels_test.cpp; bf16's refusals below.
+// (unfused attention, data movement, ...) in cuda_kernels_test.cpp; the 16-bit refusals below.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include <fmt/format.h>
@@ -220,7 +221,7 @@ TEST_P(CudaKernelsInEachDtype, MatmulMatchesTheCpuForEveryBatchLayout) {
   }
 }
 
-// Head dim 64 takes the fused kernel (one pass, online softmax; bf16 on the tensor cores):
+// Head dim 64 takes the fused kernel (one pass, online softmax; bf16 and f16 on the tensor cores):
 // row and key counts around its 64-row tiles, more keys than queries and fewer, causal and
 // not, a scale, and operands off 16-byte alignment (its plain-load path).
 TEST_P(CudaKernelsInEachDtype, FusedAttentionMatchesTheCpu) {
@@ -242,7 +243,7 @@ TEST_P(CudaKernelsInEachDtype, FusedAttentionMatchesTheCpu) {
 }
 
 // Enough blocks to fill the device: 32 heads of 600 queries are 160 blocks of 128 rows, at
-// least three quarters of any current GPU's SMs, where the bf16 kernel takes its 128-row
+// least three quarters of any current GPU's SMs, where the 16-bit kernel takes its 128-row
 // shape (fused_attention's choice; the cases above are below it and take the key split).
 // Keys off the 64-key tiles, causal and not, aligned and not.
 TEST_P(CudaKernelsInEachDtype, FusedAttentionOnEnoughBlocksToFillTheDeviceMatchesTheCpu) {
@@ -336,38 +337,85 @@ TEST_P(CudaKernelsInEachDtype, FusedAttentionInSbhdLayoutMatchesTheCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernelsInEachDtype, ::testing::Values(DType::F32, DType::BF16),
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernelsInEachDtype, ::testing::Values(DType::F32, DType::BF16, DType::F16),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));
                          });
 
-// bf16 only: what has no bf16 kernel is refused before anything runs.
-TEST(CudaBf16Kernels, MixedDtypesAndUnfusedAttentionAreRefused) {
+// The 16-bit dtypes only: what has no bf16 or f16 kernel is refused before anything runs.
+TEST(Cuda16BitKernels, MixedDtypesAndUnfusedAttentionAreRefused) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;
   using testing::in_dtype;
   Result<CudaKernelFn> add_fn = find_cuda_kernel("add");
   ASSERT_TRUE(add_fn.ok());
-  std::vector<TensorView> mixed{r.upload(rnd({8}, 61)), r.upload(in_dtype(rnd({8}, 62), DType::BF16))};
   std::vector<TensorView> out{r.device_output(DType::F32, {8})};
-  EXPECT_TRUE(IsError((*add_fn)(r.ctx(), {}, mixed, out), ErrorCode::NotSupported,
-                      {"add", "bf16", "f32", "one dtype"}));
+  for (DType half : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(half));
+    std::vector<TensorView> mixed{r.upload(rnd({8}, 61)), r.upload(in_dtype(rnd({8}, 62), half))};
+    EXPECT_TRUE(IsError((*add_fn)(r.ctx(), {}, mixed, out), ErrorCode::NotSupported,
+                        {"add", std::string(dtype_name(half)), "f32", "one dtype"}));
+  }
+  // f16 against bf16: two 16-bit dtypes do not mix either.
+  std::vector<TensorView> sixteen{r.upload(in_dtype(rnd({8}, 63), DType::F16)),
+                                  r.upload(in_dtype(rnd({8}, 64), DType::BF16))};
+  std::vector<TensorView> half_out{r.device_output(DType::F16, {8})};
+  EXPECT_TRUE(IsError((*add_fn)(r.ctx(), {}, sixteen, half_out), ErrorCode::NotSupported,
+                      {"add", "bf16", "f16", "one dtype"}));
   // A dtype the arithmetic kernels do not implement (bool: neither float nor integer; i32,
   // i64 and u8 take the integer forms, typed_elementwise_test.cpp).
   std::vector<TensorView> bools{r.upload(HostTensor(DType::Bool, {8})),
                                 r.upload(HostTensor(DType::Bool, {8}))};
   std::vector<TensorView> bool_out{r.device_output(DType::Bool, {8})};
   EXPECT_TRUE(IsError((*add_fn)(r.ctx(), {}, bools, bool_out), ErrorCode::NotSupported,
-                      {"add", "bool", "f32 and bf16"}));
+                      {"add", "bool", "f32, f16 and bf16"}));
 
-  testing::DtypeRun unfused = testing::run_in(
-      DType::BF16, r, "scaled_dot_product_attention", attrs_of({{"fused", false}}),
-      {rnd({1, 2, 8, 64}, 65), rnd({1, 2, 8, 64}, 66), rnd({1, 2, 8, 64}, 67)}, {1, 2, 8, 64});
-  EXPECT_TRUE(IsError(unfused.cuda, ErrorCode::NotSupported, {"bf16", "fused only"}));
-  testing::DtypeRun head32 = testing::run_in(
-      DType::BF16, r, "scaled_dot_product_attention", {},
-      {rnd({1, 2, 8, 32}, 68), rnd({1, 2, 8, 32}, 69), rnd({1, 2, 8, 32}, 70)}, {1, 2, 8, 32});
-  EXPECT_TRUE(IsError(head32.cuda, ErrorCode::NotSupported, {"head dims 32 and 32"}));
+  for (DType half : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(half));
+    testing::DtypeRun unfused = testing::run_in(
+        half, r, "scaled_dot_product_attention", attrs_of({{"fused", false}}),
+        {rnd({1, 2, 8, 64}, 65), rnd({1, 2, 8, 64}, 66), rnd({1, 2, 8, 64}, 67)}, {1, 2, 8, 64});
+    EXPECT_TRUE(IsError(unfused.cuda, ErrorCode::NotSupported,
+                        {std::string(dtype_name(half)) + " attention runs fused only"}));
+    testing::DtypeRun head32 = testing::run_in(
+        half, r, "scaled_dot_product_attention", {},
+        {rnd({1, 2, 8, 32}, 68), rnd({1, 2, 8, 32}, 69), rnd({1, 2, 8, 32}, 70)}, {1, 2, 8, 32});
+    EXPECT_TRUE(IsError(head32.cuda, ErrorCode::NotSupported, {"head dims 32 and 32"}));
+  }
+}
+
+// f16's range is +-65504: a sum past it stores +inf (as PyTorch's f16 kernels), a value that
+// bf16 (f32's range) would have kept; the norms and softmax, computed in f32 from f16 inputs,
+// keep their outputs in range.
+TEST(Cuda16BitKernels, F16OverflowsToInfinityWhereBf16DoesNot) {
+  PLANRT_REQUIRE_GPU_OR_SKIP();
+  CudaRunner r;
+  using testing::in_dtype;
+  using testing::widened;
+  HostTensor big(DType::F32, {4});
+  for (int64_t i = 0; i < 4; ++i) big.f()[i] = 40000.0f;
+  Result<CudaKernelFn> add_fn = find_cuda_kernel("add");
+  ASSERT_TRUE(add_fn.ok());
+  for (DType half : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(half));
+    TensorView a = r.upload(in_dtype(big, half));
+    std::vector<TensorView> in{a, a};
+    std::vector<TensorView> out{r.device_output(half, {4})};
+    ASSERT_TRUE((*add_fn)(r.ctx(), {}, in, out).ok());
+    ASSERT_TRUE(r.synchronize().ok());
+    HostTensor y = widened(r.download(out[0]));
+    for (int64_t i = 0; i < 4; ++i) {
+      if (half == DType::F16) {
+        EXPECT_TRUE(std::isinf(y.f()[i]) && y.f()[i] > 0) << y.f()[i];
+      } else {
+        EXPECT_NEAR(y.f()[i], 80000.0f, 80000.0f / 128);
+      }
+    }
+    // layer_norm of a row that large is in range: computed in f32 and doubles.
+    HostTensor row(DType::F32, {1, 4});
+    for (int64_t i = 0; i < 4; ++i) row.f()[i] = 30000.0f + 8000.0f * static_cast<float>(i);
+    testing::ExpectAgreeIn(half, r, "layer_norm", {}, {row}, {1, 4});
+  }
 }
 
 }  // namespace

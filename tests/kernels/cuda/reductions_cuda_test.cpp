@@ -2,8 +2,8 @@
 // argmin, cumsum and log_softmax against the CPU kernels (kernels/cpu/reductions.cpp,
 // normalization.cpp) and against values written out by hand: rows (inner == 1, a block per
 // row) and lines along a middle dim (a thread per line), kept and dropped output dims, lines
-// of no elements, NaN, ties, integer sums that wrap, and refusals. f32 and bf16 as
-// dtype_agreement.h compares them (the CPU on the bf16-rounded values); indices and integer
+// of no elements, NaN, ties, integer sums that wrap, and refusals. f32, bf16 and f16 as
+// dtype_agreement.h compares them (the CPU on the rounded values); indices and integer
 // sums byte for byte. GPU tests skip without a visible GPU and fail instead with
 // PLANRT_REQUIRE_GPU=1.
 #include <gtest/gtest.h>
@@ -153,10 +153,12 @@ TEST_P(CudaReductionsInEachDtype, FoldsMatchTheCpuOverRowsAndStridedLines) {
     SCOPED_TRACE(std::string(op));
     // Products: factors e^u, u uniform in [-0.05, 0.05), whose logs average 0, so that the
     // product of 152k of them stays near 1 (factors uniform in [0.95, 1.05) drift to 1e-41,
-    // below bf16's smallest subnormal).
+    // below bf16's smallest subnormal). f16 (at most 65504, normal from 6e-5): u in
+    // [-0.005, 0.005), since the log of 152k such products spreads by about 11 at 0.05.
+    const float spread = dtype() == DType::F16 ? 0.005f : 0.05f;
     auto input = [&](const Shape& s) {
       if (op != "reduce_prod") return rnd(s, seed++, -2.0f, 2.0f);
-      HostTensor t = rnd(s, seed++, -0.05f, 0.05f);
+      HostTensor t = rnd(s, seed++, -spread, spread);
       for (int64_t i = 0; i < s.numel(); ++i) t.f()[i] = std::exp(t.f()[i]);
       return t;
     };
@@ -213,8 +215,9 @@ TEST_P(CudaReductionsInEachDtype, NaNPropagatesThroughEveryFold) {
   PLANRT_REQUIRE_GPU_OR_SKIP();
   CudaRunner r;
   // Factors near 1: a product that underflowed to 0 would make inf * 0 (NaN) depend on the
-  // order of the products.
-  HostTensor rows = rnd({4, 700}, 731, 0.5f, 1.5f);
+  // order of the products. f16: nearer 1 still (700 factors in [0.5, 1.5) multiply to about
+  // e^-32, below f16's range).
+  HostTensor rows = dtype() == DType::F16 ? rnd({4, 700}, 731, 0.9f, 1.1f) : rnd({4, 700}, 731, 0.5f, 1.5f);
   rows.f()[0 * 700 + 0] = kNaN;    // the first element of a row
   rows.f()[1 * 700 + 699] = kNaN;  // the last, in another thread's share
   rows.f()[2 * 700 + 300] = kInf;
@@ -355,7 +358,7 @@ TEST_P(CudaReductionsInEachDtype, LogSoftmaxMatchesTheCpuAlongAnyDim) {
   AgreeWithNaN(r, "log_softmax", attrs_of({{"dim", int64_t{0}}}), special, special.shape());
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaReductionsInEachDtype, ::testing::Values(DType::F32, DType::BF16),
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaReductionsInEachDtype, ::testing::Values(DType::F32, DType::BF16, DType::F16),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));
                          });
@@ -453,7 +456,7 @@ TEST(CudaReductions, BadAttributesAndOperandsAreRefused) {
                       ErrorCode::InvalidArgument, {"reduce_prod", "output"}));
   EXPECT_TRUE(IsError(refused("reduce_sum", dims_attr({1}), HostTensor::ids(DType::I32, {2, 3}, 1, 0, 9),
                               DType::I32, {2}),
-                      ErrorCode::NotSupported, {"reduce_sum", "i32", "f32 and bf16"}));
+                      ErrorCode::NotSupported, {"reduce_sum", "i32", "f32, f16 and bf16"}));
   EXPECT_TRUE(IsError(refused("argmax", attrs_of({{"dim", int64_t{1}}}), x, DType::F32, {2, 4}),
                       ErrorCode::InvalidArgument, {"argmax", "output", "i64"}));
   EXPECT_TRUE(IsError(refused("argmin", attrs_of({{"dim", int64_t{1}}}), HostTensor(DType::F32, {2, 0, 4}),
@@ -466,7 +469,7 @@ TEST(CudaReductions, BadAttributesAndOperandsAreRefused) {
                       {"cumsum", "dim"}));
   EXPECT_TRUE(IsError(refused("cumsum", attrs_of({{"dim", int64_t{0}}}), HostTensor(DType::U8, {4}),
                               DType::U8, {4}),
-                      ErrorCode::NotSupported, {"cumsum", "u8", "f32, bf16, i32 and i64"}));
+                      ErrorCode::NotSupported, {"cumsum", "u8", "f32, f16, bf16, i32 and i64"}));
   EXPECT_TRUE(IsError(refused("cumsum", attrs_of({{"dim", int64_t{0}}}), HostTensor::ids(DType::I32, {4}, 2, 0, 9),
                               DType::I64, {4}),
                       ErrorCode::InvalidArgument, {"cumsum", "output"}));

@@ -1,4 +1,4 @@
-// The convolutional networks' CUDA kernels against the CPU kernels, in f32 and bf16
+// The convolutional networks' CUDA kernels against the CPU kernels, in f32, bf16 and f16
 // (dtype_agreement.h): conv2d (cuDNN, depthwise planrt's own kernel) over strides, asymmetric pads (the padded copy
 // in the workspace), dilations, groups and depthwise, bias and ReLU; the pools; both again
 // channels-last (layout "nhwc") against the CPU's NCHW result, permuted; clip and the hard
@@ -74,7 +74,7 @@ const std::vector<ConvCase>& channels_last_conv_cases() {
       {{2, 16, 11, 10}, {16, 16, 3, 3}, {1, 1}, {0, 1, 1, 0}, {1, 1}, 1, false, false},  // asymmetric
       {{2, 3, 32, 32}, {16, 3, 7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, true, true},      // a stem, C = 3
       // Depthwise, planrt's kernel: the register strip (a window sliding by one column, at
-      // most 7 wide; bf16 channel pairs when the count is even) and the one-per-output path.
+      // most 7 wide; bf16 and f16 channel pairs when the count is even) and the one-per-output path.
       {{2, 20, 15, 13}, {20, 1, 7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 20, true, false},   // 7x7 (convnext)
       {{2, 9, 11, 19}, {9, 1, 3, 3}, {1, 1}, {0, 1, 2, 1}, {1, 1}, 9, false, true},      // odd channels
       {{2, 6, 10, 4}, {6, 1, 1, 5}, {2, 1}, {0, 2, 0, 2}, {1, 1}, 6, true, false},       // 1x5, stride (2, 1)
@@ -125,7 +125,7 @@ TEST_P(CudaVisionKernels, ConvolutionMatchesTheCpuInEveryCase) {
   uint32_t seed = 3;
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(fmt::format("x {} w {} groups {}", c.x.to_string(), c.w.to_string(), c.groups));
-    // The f32 values each side computes on (bf16: rounded once).
+    // The f32 values each side computes on (bf16, f16: rounded once).
     HostTensor x = testing::rounded_to(rnd(c.x, seed++), dtype());
     HostTensor w = testing::rounded_to(rnd(c.w, seed++), dtype());
     HostTensor b = testing::rounded_to(rnd({c.w[0]}, seed++), dtype());
@@ -201,7 +201,7 @@ TEST_P(CudaVisionKernels, ChannelsLastConvolutionMatchesTheCpuNchwResult) {
     SCOPED_TRACE(fmt::format("NCHW x {} w {} strides {} pads {} dilations {} groups {} bias {} relu {}",
                              c.x.to_string(), c.w.to_string(), fmt::join(c.strides, ","), fmt::join(c.pads, ","),
                              fmt::join(c.dilations, ","), c.groups, c.bias, c.relu));
-    // The f32 values each side computes on (bf16: rounded once), NCHW.
+    // The f32 values each side computes on (bf16, f16: rounded once), NCHW.
     HostTensor x = testing::rounded_to(rnd(c.x, seed++), dtype());
     HostTensor w = testing::rounded_to(rnd(c.w, seed++), dtype());
     HostTensor b = testing::rounded_to(rnd({c.w[0]}, seed++), dtype());
@@ -348,7 +348,7 @@ TEST_P(CudaVisionKernels, ChannelsLastPoolsMatchTheCpuNchwResultAndTheCudaNchwBi
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaVisionKernels, ::testing::Values(DType::F32, DType::BF16),
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaVisionKernels, ::testing::Values(DType::F32, DType::BF16, DType::F16),
                          [](const ::testing::TestParamInfo<DType>& info) {
                            return std::string(dtype_name(info.param));
                          });
