@@ -27,6 +27,7 @@ for probe in conv_plan_memory method_memory_steps; do
   [ -f "$src/bench/$probe" ] && cp "$src/bench/$probe" "$dst/bench/"
 done
 sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$src/CMakeCache.txt" > "$dst/source_root"
+echo "$src" > "$dst/build_root"  # the folder the ctest files name (gpu-test.sh re-points them)
 [ -f "$src/tools/CTestTestfile.cmake" ] && cp "$src/tools/CTestTestfile.cmake" "$dst/tools/"
 strip "$dst"/tests/*_test "$dst/tools/planrt" "$dst"/bench/*_bench "$dst"/bench/conv_plan_memory "$dst"/bench/method_memory_steps 2>/dev/null || true
 for lib in libfmt.so.9 libdnnl.so.2 libOpenCL.so.1 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libbenchmark.so.1debian \

@@ -34,6 +34,13 @@ if [ -f "$build_dir/source_root" ]; then
     grep -rlF "$made_in" "$build_dir" --include='*.cmake' | xargs -r sed -i "s|$made_in|$PWD|g"
     echo "$PWD" > "$build_dir/source_root"
   fi
+  # ... and at the build folder it was made in (gpu-carry.sh records it), where that is not
+  # this one: a build carried from build/test runs as build/gpu.
+  if [ -f "$build_dir/build_root" ]; then
+    built_in=$(cat "$build_dir/build_root")
+    [ "$built_in" != "$build_dir" ] && grep -rlF "$PWD/$built_in/" "$build_dir" --include='*.cmake' |
+      xargs -r sed -i "s|$PWD/$built_in/|$PWD/$build_dir/|g"
+  fi
 fi
 # The Python of the ONNX tests and benchmarks: /usr/bin/python3 (Debian's torch, onnx and
 # numpy), or where that one lacks them, the python3 on PATH (a GPU image's venv); the
@@ -62,6 +69,8 @@ if [ -d "$build_dir/onnx-node" ]; then
   export PLANRT_ONNX_NODE_DIR=$PWD/$build_dir/onnx-node
 fi
 export PLANRT_REQUIRE_GPU=1
+# The CLI the tests call (tests/tools/cli_test.cpp reads it before the path it was built with).
+export PLANRT_CLI=$PWD/$build_dir/tools/planrt
 out=${PLANRT_LANE_OUT:-out/gpu-lane}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true

@@ -1,6 +1,8 @@
 // End-to-end tests of the planrt CLI: exit codes (0 ok, 1 runtime error, 2 usage error),
 // "error:" lines on stderr, and the JSON shapes other tools read.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -42,6 +44,13 @@ class CliTest : public testing::Test {
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
+  // The CLI under test: PLANRT_CLI where set (a build carried to another machine, run by
+  // scripts/gpu-test.sh), else the one this test was built beside.
+  static std::string cli_path() {
+    const char* env = std::getenv("PLANRT_CLI");
+    return env != nullptr && *env != '\0' ? std::string(env) : std::string(PLANRT_CLI_PATH);
+  }
+
   static std::string slurp(const std::string& p) {
     std::ifstream in(p, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -52,7 +61,7 @@ class CliTest : public testing::Test {
   // `env` is prepended to the command line ("NAME=VALUE ..."), for the process alone.
   CommandResult planrt_env(const std::string& env, const std::string& args) const {
     std::string out = path("stdout.txt"), err = path("stderr.txt");
-    std::string cmd = env + " " + std::string(PLANRT_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
+    std::string cmd = env + " " + cli_path() + " " + args + " >" + out + " 2>" + err;
     int status = std::system(cmd.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -687,7 +696,7 @@ TEST_F(CliTest, ProgressBarIsDrawnOnATerminalForLongWork) {
   if (std::system("command -v script >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "util-linux 'script' is not installed (needed for a pseudo-terminal)";
   }
-  std::string inner = std::string(PLANRT_CLI_PATH) +
+  std::string inner = cli_path() +
                       " build --template transformer --layers 24 --max-seq 16 -o " +
                       path("big.prog");
   std::string cmd = "script -qec '" + inner + "' /dev/null > " + path("tty.txt") + " 2>&1";
